@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds GOAT's guest components reproducibly.
+#
+#   plugins/build.sh            build and write plugins/dist/ and its SHA256SUMS
+#   plugins/build.sh --check    build and fail if any byte differs from plugins/dist/
+#
+# The host embeds plugins/dist/, so building or testing the host never needs
+# this script; CI runs --check so that what is committed is what the source
+# builds. Output is byte-identical whichever directory the source is in:
+# every absolute path that could reach a binary (the source, CARGO_HOME, the
+# target directory) is remapped, codegen is single-unit with LTO, and the
+# toolchain and every dependency are pinned (toolchain.sh, Cargo.lock).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+MODE=write
+case "${1:-}" in
+  "") ;;
+  --check) MODE=check ;;
+  *) echo "usage: plugins/build.sh [--check]" >&2; exit 2 ;;
+esac
+
+PREFIX="$("$HERE/toolchain.sh")"
+export RUSTC="$PREFIX/bin/rustc"
+CARGO="$PREFIX/bin/cargo"
+RUSTC_INFO="$("$RUSTC" -vV)"
+if ! grep -qx 'release: 1.97.0' <<<"$RUSTC_INFO"; then
+  echo "build.sh: $RUSTC is not rustc 1.97.0" >&2
+  exit 1
+fi
+unset RUSTUP_TOOLCHAIN RUSTFLAGS CARGO_BUILD_RUSTFLAGS CARGO_TARGET_DIR CARGO_BUILD_TARGET_DIR
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$PREFIX/lib/rustlib/x86_64-unknown-linux-gnu/bin/wasm-component-ld"
+CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
+CARGO_HOME="$(cd "$CARGO_HOME" 2>/dev/null && pwd || echo "$CARGO_HOME")"
+export CARGO_HOME
+TARGET_DIR="$HERE/target"
+SEP=$'\x1f'
+export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$TARGET_DIR=/goat/target${SEP}--remap-path-prefix=$HERE=/goat/plugins${SEP}--remap-path-prefix=$CARGO_HOME=/cargo${SEP}-Cstrip=symbols"
+export SOURCE_DATE_EPOCH=0
+
+"$CARGO" build --release --locked --target wasm32-unknown-unknown \
+  --manifest-path "$HERE/Cargo.toml" --target-dir "$TARGET_DIR" --workspace --exclude goat-pen >&2
+
+BUILT="$TARGET_DIR/wasm32-unknown-unknown/release"
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+TOOLS=(read_file write_file edit_file list_directory find_files search_files)
+TESTING=(hostile)
+mkdir -p "$OUT/testing"
+for t in "${TOOLS[@]}"; do cp "$BUILT/$t.wasm" "$OUT/$t.wasm"; done
+for t in "${TESTING[@]}"; do cp "$BUILT/$t.wasm" "$OUT/testing/$t.wasm"; done
+(cd "$OUT" && find . -name '*.wasm' | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS)
+
+DIST="$HERE/dist"
+if [[ "$MODE" == check ]]; then
+  if ! diff -u "$DIST/SHA256SUMS" "$OUT/SHA256SUMS" >&2; then
+    echo "build.sh: the components built from source differ from plugins/dist/ (above)." >&2
+    echo "build.sh: run plugins/build.sh and commit plugins/dist/." >&2
+    exit 1
+  fi
+  (cd "$DIST" && sha256sum --check --quiet SHA256SUMS) || {
+    echo "build.sh: plugins/dist/ does not match its own SHA256SUMS" >&2; exit 1; }
+  echo "build.sh: plugins/dist/ is byte-identical to a fresh build" >&2
+else
+  rm -rf "$DIST"
+  mkdir -p "$DIST"
+  cp -r "$OUT/." "$DIST/"
+  cat "$DIST/SHA256SUMS" >&2
+fi

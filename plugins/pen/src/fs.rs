@@ -1,0 +1,328 @@
+//! The workspace as a Pen tool sees it: one preopened directory.
+//!
+//! `wasm32-unknown-unknown` has no working `std::fs`, so every operation goes
+//! through WASI descriptors opened relative to the preopen the host gave the
+//! component. Errors from the host are turned into `tool-error`s that name
+//! the path and say what to do.
+
+use wasip2::filesystem::preopens::get_directories;
+use wasip2::filesystem::types::{
+    Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+};
+
+use crate::path::WorkPath;
+use crate::{ToolError, ToolResult};
+
+/// Bytes asked of the host per read call: big enough to keep hostcalls few,
+/// small enough that a tool reading a window of a huge file stops early.
+pub const READ_CHUNK_BYTES: u64 = 64 * 1024;
+
+/// Bytes handed to the host per write call. Below the host's per-hostcall
+/// data limit with a wide margin.
+pub const WRITE_CHUNK_BYTES: usize = 64 * 1024;
+
+/// The kind of a directory entry, as listings show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed by walks).
+    Symlink,
+    /// Anything else: devices, sockets, fifos.
+    Other,
+}
+
+impl Kind {
+    fn from_type(t: DescriptorType) -> Self {
+        match t {
+            DescriptorType::RegularFile => Self::File,
+            DescriptorType::Directory => Self::Dir,
+            DescriptorType::SymbolicLink => Self::Symlink,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// The workspace root, preopened by the host.
+pub struct Workspace {
+    root: Descriptor,
+}
+
+impl Workspace {
+    /// Finds the workspace preopen. A tool run without one was given no
+    /// filesystem: that is a host configuration error, reported as such.
+    pub fn open() -> ToolResult<Self> {
+        let mut dirs = get_directories();
+        match dirs.iter().position(|(_, name)| name == ".") {
+            Some(i) => Ok(Self { root: dirs.swap_remove(i).0 }),
+            None => Err(ToolError::PermissionDenied(
+                "this tool was given no workspace; the host must preopen the workspace".to_owned(),
+            )),
+        }
+    }
+
+    /// Opens `path` for reading, following symlinks (the host refuses any
+    /// that lead outside the workspace).
+    pub fn open_read(&self, path: &WorkPath) -> ToolResult<Descriptor> {
+        self.root
+            .open_at(PathFlags::SYMLINK_FOLLOW, path.as_str(), OpenFlags::empty(), DescriptorFlags::READ)
+            .map_err(|e| fs_error(e, path, "open"))
+    }
+
+    /// Opens a directory for listing without following a final symlink.
+    pub fn open_dir(&self, path: &WorkPath) -> ToolResult<Descriptor> {
+        self.root
+            .open_at(PathFlags::SYMLINK_FOLLOW, path.as_str(), OpenFlags::DIRECTORY, DescriptorFlags::READ)
+            .map_err(|e| fs_error(e, path, "open directory"))
+    }
+
+    /// Metadata of `path`, following symlinks.
+    pub fn stat(&self, path: &WorkPath) -> ToolResult<DescriptorStat> {
+        self.root
+            .stat_at(PathFlags::SYMLINK_FOLLOW, path.as_str())
+            .map_err(|e| fs_error(e, path, "stat"))
+    }
+
+    /// Metadata of `path` itself: a symlink is reported as a symlink.
+    pub fn lstat(&self, path: &WorkPath) -> ToolResult<DescriptorStat> {
+        self.root
+            .stat_at(PathFlags::empty(), path.as_str())
+            .map_err(|e| fs_error(e, path, "stat"))
+    }
+
+    /// Whether `path` exists (following symlinks).
+    pub fn exists(&self, path: &WorkPath) -> ToolResult<bool> {
+        match self.root.stat_at(PathFlags::SYMLINK_FOLLOW, path.as_str()) {
+            Ok(_) => Ok(true),
+            Err(ErrorCode::NoEntry) => Ok(false),
+            Err(e) => Err(fs_error(e, path, "stat")),
+        }
+    }
+
+    /// Reads a whole regular file, refusing more than `max_bytes`.
+    pub fn read_file(&self, path: &WorkPath, max_bytes: u64) -> ToolResult<Vec<u8>> {
+        let fd = self.open_read(path)?;
+        let stat = fd.stat().map_err(|e| fs_error(e, path, "stat"))?;
+        require_file(path, stat.type_)?;
+        if stat.size > max_bytes {
+            return Err(ToolError::TooLarge(format!(
+                "'{path}' is {} bytes; this tool handles files up to {max_bytes} bytes",
+                stat.size
+            )));
+        }
+        let mut data = Vec::with_capacity(usize::try_from(stat.size).unwrap_or(0));
+        loop {
+            let (chunk, end) = fd
+                .read(READ_CHUNK_BYTES, data.len() as u64)
+                .map_err(|e| fs_error(e, path, "read"))?;
+            data.extend_from_slice(&chunk);
+            if data.len() as u64 > max_bytes {
+                return Err(ToolError::TooLarge(format!(
+                    "'{path}' grew past {max_bytes} bytes while being read"
+                )));
+            }
+            if end || chunk.is_empty() {
+                return Ok(data);
+            }
+        }
+    }
+
+    /// Creates every missing directory on the way to `dir`. Returns the
+    /// directories it created, outermost first.
+    pub fn create_dir_all(&self, dir: &WorkPath) -> ToolResult<Vec<WorkPath>> {
+        let mut created = Vec::new();
+        if dir.is_root() {
+            return Ok(created);
+        }
+        let mut at = WorkPath::root();
+        for part in dir.as_str().split('/') {
+            at = at.join(part);
+            match self.root.stat_at(PathFlags::SYMLINK_FOLLOW, at.as_str()) {
+                Ok(stat) if stat.type_ == DescriptorType::Directory => {}
+                Ok(_) => {
+                    return Err(ToolError::Conflict(format!(
+                        "'{at}' exists and is not a directory, so '{dir}' cannot be created"
+                    )));
+                }
+                Err(ErrorCode::NoEntry) => {
+                    self.root
+                        .create_directory_at(at.as_str())
+                        .map_err(|e| fs_error(e, &at, "create directory"))?;
+                    created.push(at.clone());
+                }
+                Err(e) => return Err(fs_error(e, &at, "stat")),
+            }
+        }
+        Ok(created)
+    }
+
+    /// Replaces the contents of `path` with `data`, creating the file if it
+    /// does not exist. The parent directory must exist.
+    pub fn write_file(&self, path: &WorkPath, data: &[u8]) -> ToolResult<()> {
+        let fd = self
+            .root
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                path.as_str(),
+                OpenFlags::CREATE | OpenFlags::TRUNCATE,
+                DescriptorFlags::WRITE,
+            )
+            .map_err(|e| fs_error(e, path, "open for writing"))?;
+        let mut offset = 0usize;
+        while offset < data.len() {
+            let end = data.len().min(offset + WRITE_CHUNK_BYTES);
+            let n = fd
+                .write(&data[offset..end], offset as u64)
+                .map_err(|e| fs_error(e, path, "write"))?;
+            if n == 0 {
+                return Err(ToolError::Io(format!("writing '{path}' made no progress")));
+            }
+            offset += usize::try_from(n).unwrap_or(end - offset);
+        }
+        Ok(())
+    }
+
+    /// The entries of directory `dir`, sorted by name.
+    pub fn read_dir(&self, dir: &WorkPath) -> ToolResult<Vec<(String, Kind)>> {
+        let fd = self.open_dir(dir)?;
+        let stream = fd.read_directory().map_err(|e| fs_error(e, dir, "list"))?;
+        let mut entries = Vec::new();
+        while let Some(entry) = stream
+            .read_directory_entry()
+            .map_err(|e| fs_error(e, dir, "list"))?
+        {
+            entries.push((entry.name, Kind::from_type(entry.type_)));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries)
+    }
+
+    /// Where symlink `path` points, as stored in the link.
+    pub fn read_link(&self, path: &WorkPath) -> ToolResult<String> {
+        self.root
+            .readlink_at(path.as_str())
+            .map_err(|e| fs_error(e, path, "read link"))
+    }
+}
+
+/// Refuses anything but a regular file, saying which tool fits instead.
+pub fn require_file(path: &WorkPath, t: DescriptorType) -> ToolResult<()> {
+    match t {
+        DescriptorType::RegularFile => Ok(()),
+        DescriptorType::Directory => Err(ToolError::Conflict(format!(
+            "'{path}' is a directory, not a file; use list_directory to see what it contains"
+        ))),
+        _ => Err(ToolError::Conflict(format!("'{path}' is not a regular file"))),
+    }
+}
+
+/// Turns a WASI error on `path` into a `tool-error` the model can act on.
+pub fn fs_error(e: ErrorCode, path: &WorkPath, doing: &str) -> ToolError {
+    match e {
+        ErrorCode::NoEntry => ToolError::NotFound(format!(
+            "'{path}' does not exist (paths are relative to the workspace root)"
+        )),
+        ErrorCode::NotPermitted | ErrorCode::Access => ToolError::PermissionDenied(format!(
+            "cannot {doing} '{path}': it resolves outside the workspace (for example through a \
+             symbolic link) or the sandbox does not permit it"
+        )),
+        ErrorCode::ReadOnly => ToolError::PermissionDenied(format!(
+            "cannot {doing} '{path}': this tool has read-only access to the workspace"
+        )),
+        ErrorCode::IsDirectory => ToolError::Conflict(format!("'{path}' is a directory")),
+        ErrorCode::NotDirectory => ToolError::Conflict(format!(
+            "'{path}' is not a directory, or a part of it is a file"
+        )),
+        ErrorCode::Exist => ToolError::Conflict(format!("'{path}' already exists")),
+        ErrorCode::Loop => ToolError::PermissionDenied(format!(
+            "cannot {doing} '{path}': too many levels of symbolic links"
+        )),
+        ErrorCode::NameTooLong => ToolError::InvalidArguments(format!("path '{path}' is too long")),
+        ErrorCode::FileTooLarge | ErrorCode::InsufficientSpace | ErrorCode::Quota => {
+            ToolError::TooLarge(format!("cannot {doing} '{path}': {}", e.message()))
+        }
+        other => ToolError::Io(format!("cannot {doing} '{path}': {}", other.message())),
+    }
+}
+
+/// Most entries one walk visits before it stops: keeps a tool on a huge tree
+/// (a `node_modules`, a build directory) inside its time limit, and lets it
+/// say it stopped instead of being killed.
+pub const MAX_WALK_ENTRIES: usize = 100_000;
+
+/// Directories walks do not enter: version-control internals are never what
+/// a search or a file pattern means.
+pub const SKIP_DIRS: &[&str] = &[".git", ".hg", ".svn"];
+
+/// What a walk visitor wants next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Walk {
+    /// Go on, entering this entry if it is a directory.
+    Continue,
+    /// Go on, but do not enter this directory.
+    SkipDir,
+    /// Stop the walk.
+    Stop,
+}
+
+/// How a walk ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkEnd {
+    /// The walk hit [`MAX_WALK_ENTRIES`].
+    pub hit_entry_cap: bool,
+    /// Directories that could not be listed and were passed over.
+    pub unreadable_dirs: usize,
+}
+
+impl Workspace {
+    /// Visits everything under directory `base`, depth-first, the entries of
+    /// each directory in name order. `depth` is 1 for `base`'s own entries;
+    /// nothing deeper than `max_depth` is visited. Symlinks are reported and
+    /// never followed, so a walk cannot loop or leave through one.
+    pub fn walk(
+        &self,
+        base: &WorkPath,
+        max_depth: usize,
+        visit: &mut dyn FnMut(&WorkPath, Kind, usize) -> Walk,
+    ) -> ToolResult<WalkEnd> {
+        let mut end = WalkEnd::default();
+        let mut seen = 0usize;
+        let mut stack: Vec<(WorkPath, Kind, usize)> = Vec::new();
+        // Entries are pushed in reverse so they pop in name order.
+        let first = self.read_dir(base)?;
+        push_entries(&mut stack, base, first, 1);
+        while let Some((path, kind, depth)) = stack.pop() {
+            seen += 1;
+            if seen > MAX_WALK_ENTRIES {
+                end.hit_entry_cap = true;
+                break;
+            }
+            match visit(&path, kind, depth) {
+                Walk::Stop => break,
+                Walk::SkipDir => continue,
+                Walk::Continue => {}
+            }
+            let skip = path.split_last().is_some_and(|(_, name)| SKIP_DIRS.contains(&name));
+            if kind == Kind::Dir && depth < max_depth && !skip {
+                match self.read_dir(&path) {
+                    Ok(entries) => push_entries(&mut stack, &path, entries, depth + 1),
+                    Err(_) => end.unreadable_dirs += 1,
+                }
+            }
+        }
+        Ok(end)
+    }
+}
+
+fn push_entries(
+    stack: &mut Vec<(WorkPath, Kind, usize)>,
+    dir: &WorkPath,
+    entries: Vec<(String, Kind)>,
+    depth: usize,
+) {
+    for (name, kind) in entries.into_iter().rev() {
+        stack.push((dir.join(&name), kind, depth));
+    }
+}

@@ -1,0 +1,67 @@
+//! Text handling shared by the tools: binary detection, line cutting, and an
+//! output buffer that stops at the result cap instead of overflowing it.
+
+use crate::{MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
+
+/// How much of a file's start is checked for NUL bytes to call it binary,
+/// the same window git and ripgrep use.
+pub const BINARY_PROBE_BYTES: usize = 8 * 1024;
+
+/// Whether `data` looks binary: a NUL byte near the start.
+pub fn looks_binary(data: &[u8]) -> bool {
+    data[..data.len().min(BINARY_PROBE_BYTES)].contains(&0)
+}
+
+/// `line` cut to at most [`MAX_LINE_CHARS`] characters, with a marker saying
+/// how much was cut.
+pub fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        None => std::borrow::Cow::Borrowed(line),
+        Some((at, _)) => std::borrow::Cow::Owned(format!(
+            "{}… [line cut: {} more characters]",
+            &line[..at],
+            line[at..].chars().count()
+        )),
+    }
+}
+
+/// Collects result lines up to [`MAX_OUTPUT_BYTES`].
+#[derive(Default)]
+pub struct Output {
+    text: String,
+    full: bool,
+}
+
+impl Output {
+    /// Appends `line` and a newline. Returns `false`, appending nothing,
+    /// once the next line would pass the cap: the caller stops and says so.
+    pub fn line(&mut self, line: &str) -> bool {
+        if self.full || self.text.len() + line.len() + 1 > MAX_OUTPUT_BYTES {
+            self.full = true;
+            return false;
+        }
+        self.text.push_str(line);
+        self.text.push('\n');
+        true
+    }
+
+    /// Whether a line was refused for the cap.
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// The text, with `note` appended on its own line when given. Notes are
+    /// small and always fit: the cap leaves them room.
+    pub fn finish(mut self, note: Option<String>) -> String {
+        if let Some(note) = note {
+            self.text.push_str(&note);
+            self.text.push('\n');
+        }
+        self.text
+    }
+}

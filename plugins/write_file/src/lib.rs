@@ -1,0 +1,77 @@
+//! `write_file`: create or overwrite a file, creating missing parent
+//! directories.
+
+use goat_pen::args::Args;
+use goat_pen::fs::{Workspace, require_file};
+use goat_pen::path::WorkPath;
+use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
+
+/// Largest content one call writes. Source files are far smaller; a model
+/// producing more than this in one argument is almost certainly looping.
+const MAX_WRITE_BYTES: usize = 4 * 1024 * 1024;
+
+struct WriteFile;
+
+impl Guest for WriteFile {
+    fn spec() -> ToolSpec {
+        goat_pen::spec(
+            "write_file",
+            "Create a file in the workspace, or replace the whole content of an existing one. \
+             Missing parent directories are created. To change part of a file, use edit_file.",
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace root."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+            Access::ReadWrite,
+            &["path"],
+        )
+    }
+
+    fn invoke(arguments: String) -> ToolResult<String> {
+        let args = Args::parse(&arguments, &["path", "content"])?;
+        let path = WorkPath::parse(args.string("path")?)?;
+        let content = args.string("content")?;
+        if content.len() > MAX_WRITE_BYTES {
+            return Err(ToolError::TooLarge(format!(
+                "content is {} bytes; write_file writes at most {MAX_WRITE_BYTES} bytes per call",
+                content.len()
+            )));
+        }
+        let Some((parent, _)) = path.split_last() else {
+            return Err(ToolError::Conflict(
+                "the workspace root is a directory; give a file path such as 'notes.txt'".to_owned(),
+            ));
+        };
+        let ws = Workspace::open()?;
+        let before = if ws.exists(&path)? {
+            let stat = ws.stat(&path)?;
+            require_file(&path, stat.type_)?;
+            Some(stat.size)
+        } else {
+            None
+        };
+        let created_dirs = ws.create_dir_all(&parent)?;
+        ws.write_file(&path, content.as_bytes())?;
+
+        let lines = content.lines().count();
+        let mut msg = match before {
+            None => format!("Created '{path}' ({} bytes, {lines} lines).", content.len()),
+            Some(old) => format!(
+                "Overwrote '{path}' ({} bytes, {lines} lines; it had {old} bytes).",
+                content.len()
+            ),
+        };
+        if !created_dirs.is_empty() {
+            let names: Vec<String> = created_dirs.iter().map(|d| format!("'{d}'")).collect();
+            msg.push_str(&format!(" Created directories: {}.", names.join(", ")));
+        }
+        Ok(msg)
+    }
+}
+
+goat_pen::export_tool!(WriteFile);
