@@ -1,0 +1,155 @@
+//! The compiled-code cache.
+//!
+//! Compiling a component with Cranelift takes far longer than running it,
+//! so compiled code is kept on disk, keyed by the sha256 of the component's
+//! bytes and by the engine's compatibility hash (wasmtime version, target,
+//! settings). Deserializing compiled code means trusting it as native code,
+//! so it is only ever read from this host-owned directory, which GOAT
+//! creates private to the user and refuses to share with a workspace; a
+//! plugin's or a workspace's `.cwasm` is never loaded.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::error::SandboxError;
+
+/// A directory of compiled components for one engine configuration.
+pub(crate) struct Cache {
+    dir: PathBuf,
+    engine_key: String,
+}
+
+impl Cache {
+    /// Opens (creating, private to the user) the cache directory.
+    pub(crate) fn open(dir: PathBuf, engine: &Engine) -> Result<Self, SandboxError> {
+        create_private_dir(&dir).map_err(|source| SandboxError::Cache { path: dir.clone(), source })?;
+        let dir = dir
+            .canonicalize()
+            .map_err(|source| SandboxError::Cache { path: dir.clone(), source })?;
+        Ok(Self { dir, engine_key: engine_key(engine) })
+    }
+
+    /// The directory, canonical.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The compiled form of `wasm`, from the cache or freshly compiled (and
+    /// then stored).
+    pub(crate) fn component(
+        &self,
+        engine: &Engine,
+        name: &str,
+        wasm: &[u8],
+        sha256: &str,
+    ) -> Result<Component, SandboxError> {
+        let path = self.dir.join(format!("{sha256}-{}.cwasm", self.engine_key));
+        if is_trustworthy(&path) {
+            // A stale or damaged entry fails to deserialize (wasmtime checks
+            // its header and the engine's compatibility); it is then simply
+            // compiled again and replaced.
+            if let Ok(component) = deserialize(engine, &path) {
+                return Ok(component);
+            }
+        }
+        let component = Component::new(engine, wasm)
+            .map_err(|source| SandboxError::Compile { name: name.to_owned(), source })?;
+        let bytes = component.serialize().map_err(SandboxError::Host)?;
+        write_atomically(&self.dir, &path, &bytes)
+            .map_err(|source| SandboxError::Cache { path: path.clone(), source })?;
+        Ok(component)
+    }
+}
+
+#[expect(
+    unsafe_code,
+    reason = "deserializing compiled code trusts it as native code; the file comes only from \
+              GOAT's private cache directory, written by GOAT itself"
+)]
+fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: `path` is inside the cache directory, which GOAT creates with
+    // mode 0700 and never shares with a workspace or plugin directory (see
+    // `Sandbox::call`), and `is_trustworthy` refused files others could
+    // have written. wasmtime validates the header and engine compatibility.
+    unsafe { Component::deserialize_file(engine, path) }
+}
+
+/// sha256 of `bytes`, lowercase hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A short stable key for the engine's configuration.
+fn engine_key(engine: &Engine) -> String {
+    use std::hash::Hash;
+    struct ShaHasher(Sha256);
+    impl std::hash::Hasher for ShaHasher {
+        fn finish(&self) -> u64 {
+            0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut h = ShaHasher(Sha256::new());
+    engine.precompile_compatibility_hash().hash(&mut h);
+    hex(&h.0.finalize()[..8])
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+/// A regular file (not a symlink) that no one but its owner can write.
+fn is_trustworthy(path: &Path) -> bool {
+    let Ok(meta) = fs::symlink_metadata(path) else { return false };
+    if !meta.file_type().is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o022 != 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// Writes through a temporary file and a rename, so a reader never sees a
+/// half-written entry and concurrent writers of the same key do not clash.
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
+    ));
+    let mut file = fs::File::create(&tmp)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
+}

@@ -1,0 +1,600 @@
+//! Runs GOAT's tools as WASI 0.2 components in wasmtime, with the workspace
+//! (the Pen) as their only filesystem.
+//!
+//! The key decision: a tool is untrusted code, and every call starts from
+//! nothing. Each call gets a fresh [`wasmtime::Store`] and a fresh WASI
+//! context that grants no environment, no arguments, no inherited stdio, no
+//! sockets and no name lookup, and exactly one preopen: the workspace,
+//! read-only unless the tool declares `read-write` *and* the caller grants
+//! it. wasmtime-wasi resolves every path through cap-std, so `..`, absolute
+//! paths and symlinks cannot leave the preopen. Limits on time (epoch
+//! interruption), memory, tables, instances, WASI resources, hostcall data,
+//! captured output and result size are on by default; hitting one ends the
+//! call with a typed [`ToolFailure`] and leaves the host healthy.
+//!
+//! The linker offers only the interfaces in [`ALLOWED_IMPORTS`]; a component
+//! importing anything else is refused when it is loaded, before it can run.
+//! This crate knows nothing of models or permissions: the caller decides
+//! what access a call gets.
+
+#![cfg_attr(test, expect(clippy::unwrap_used, reason = "tests"))]
+
+pub mod builtin;
+mod cache;
+mod error;
+mod limits;
+mod output;
+mod spec;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use wasmtime::component::{HasData, Linker, ResourceTable};
+use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap};
+use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+pub use error::{SandboxError, ToolError, ToolFailure};
+pub use limits::*;
+pub use spec::{Access, MAX_DESCRIPTION_BYTES, MAX_TOOL_NAME_BYTES, ToolSpec};
+
+use output::{CappedOutput, StdioLimitExceeded};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        world: "pure-tool",
+        path: "../../wit",
+    });
+}
+
+use bindings::PureToolPre;
+use bindings::exports::goat::tool::tool as wit;
+
+/// The interfaces a tool may import, without their `@0.2.x` version. The
+/// linker defines only these.
+///
+/// # Security
+///
+/// This is the whole of what a component can reach outside its own memory:
+/// the filesystem (only through the preopen the call grants), streams on
+/// files and captured stdio, and the wall clock (its `datetime` type is part
+/// of file metadata). No sockets, name lookup, environment, arguments,
+/// random, exit or terminal. A component importing anything else is refused
+/// at load time by [`Sandbox::load`].
+pub const ALLOWED_IMPORTS: &[&str] = &[
+    "wasi:io/error",
+    "wasi:io/poll",
+    "wasi:io/streams",
+    "wasi:clocks/wall-clock",
+    "wasi:filesystem/types",
+    "wasi:filesystem/preopens",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+];
+
+/// The WASI version family the linker implements; imports must be of it.
+const WASI_VERSION_PREFIX: &str = "0.2.";
+
+/// Bytes of a crashed guest's stderr kept in its crash report.
+const CRASH_STDERR_TAIL_BYTES: usize = 2048;
+
+/// Per-call host state.
+struct Host {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: Limiter,
+}
+
+impl WasiView for Host {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// `wasi:io` host functions need only the resource table.
+struct HasIo;
+
+impl HasData for HasIo {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// The trap raised when a guest asks for more memory than allowed.
+#[derive(Debug, thiserror::Error)]
+#[error("guest asked for {desired} bytes of memory; the limit is {limit}")]
+struct MemoryLimitExceeded {
+    desired: usize,
+    limit: usize,
+}
+
+/// Enforces [`Limits`] on one store, trapping (rather than letting
+/// `memory.grow` return -1) so the call ends with a typed error at once.
+struct Limiter {
+    limits: Limits,
+    memory_in_use: usize,
+    memory_exceeded: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.memory_in_use - current.min(self.memory_in_use) + desired;
+        if total > self.limits.memory_bytes {
+            self.memory_exceeded = true;
+            return Err(MemoryLimitExceeded { desired: total, limit: self.limits.memory_bytes }.into());
+        }
+        self.memory_in_use = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= self.limits.table_elements)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories
+    }
+}
+
+/// Builds a [`Sandbox`].
+#[derive(Debug, Default)]
+pub struct SandboxBuilder {
+    cache_dir: Option<PathBuf>,
+    limits: Limits,
+}
+
+impl SandboxBuilder {
+    /// A builder with the default [`Limits`] and no compiled-code cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keeps compiled components in `dir` (created private to the user).
+    ///
+    /// # Security
+    ///
+    /// Compiled code is trusted as native code. `dir` must be host state
+    /// that no tool can write: [`Sandbox::call`] refuses any workspace that
+    /// contains it.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Replaces the limits every call runs under.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Creates the engine, the linker and the epoch ticker.
+    pub fn build(self) -> Result<Sandbox, SandboxError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config).map_err(SandboxError::Engine)?;
+        let linker = restricted_linker(&engine).map_err(SandboxError::Engine)?;
+        let cache = self.cache_dir.map(|dir| cache::Cache::open(dir, &engine)).transpose()?;
+        let ticker = Ticker::start(engine.clone())?;
+        Ok(Sandbox { engine, linker, cache, limits: self.limits, _ticker: ticker })
+    }
+}
+
+/// A linker with exactly the [`ALLOWED_IMPORTS`], synchronous flavour.
+fn restricted_linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
+    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, sync};
+    let mut l = Linker::<Host>::new(engine);
+    sync::io::error::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
+    sync::io::poll::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
+    sync::io::streams::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
+    clocks::wall_clock::add_to_linker::<Host, WasiClocks>(&mut l, Host::clocks)?;
+    sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
+    filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
+    cli::stdout::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
+    cli::stderr::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
+    Ok(l)
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] so that deadlines fire.
+/// Stopped and joined when the sandbox is dropped.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(engine: Engine) -> Result<Self, SandboxError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("goat-epoch".to_owned())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .map_err(|e| SandboxError::Host(wasmtime::Error::new(e)))?;
+        Ok(Self { stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One wasmtime engine and linker for the process, and the limits calls run
+/// under. Cheap to share: calls take `&self` and may run on many threads.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<Host>,
+    cache: Option<cache::Cache>,
+    limits: Limits,
+    _ticker: Ticker,
+}
+
+/// A loaded tool: compiled once, linked once (`InstancePre`), instantiated
+/// afresh for every call.
+#[derive(Clone)]
+pub struct Tool {
+    spec: ToolSpec,
+    sha256: String,
+    imports: Vec<String>,
+    pre: PureToolPre<Host>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("spec", &self.spec).field("sha256", &self.sha256).finish()
+    }
+}
+
+impl Tool {
+    /// The tool's checked spec.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// sha256 of the component's bytes, lowercase hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The interfaces the component imports, as it names them.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+}
+
+/// The workspace a call may see, and how.
+///
+/// # Security
+///
+/// `root` and `access` come from the host, never from the model. The tool
+/// gets the lesser of `access` and the access its spec declares.
+#[derive(Clone, Debug)]
+pub struct Pen {
+    root: PathBuf,
+    access: Access,
+}
+
+impl Pen {
+    /// The workspace at `root` (an existing directory), granted `access`.
+    pub fn new(root: impl AsRef<Path>, access: Access) -> Result<Self, SandboxError> {
+        let given = root.as_ref();
+        let root = given.canonicalize().map_err(|e| SandboxError::Workspace {
+            path: given.to_owned(),
+            reason: format!("{e}"),
+        })?;
+        if !root.is_dir() {
+            return Err(SandboxError::Workspace {
+                path: given.to_owned(),
+                reason: "not a directory".to_owned(),
+            });
+        }
+        Ok(Self { root, access })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The access the caller grants.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+}
+
+/// A successful call's result text, or the failure to report to the model.
+pub type CallResult = Result<String, ToolFailure>;
+
+impl Sandbox {
+    /// The limits calls run under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The compiled-code cache directory, if any.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache.as_ref().map(cache::Cache::dir)
+    }
+
+    /// Compiles (or loads from the cache) and links `wasm`, refusing it if it
+    /// imports anything outside [`ALLOWED_IMPORTS`] or is not a valid tool,
+    /// then reads and checks its spec. `label` names it in errors.
+    pub fn load(&self, label: &str, wasm: &[u8]) -> Result<Tool, SandboxError> {
+        let sha256 = cache::sha256_hex(wasm);
+        let component = match &self.cache {
+            Some(cache) => cache.component(&self.engine, label, wasm, &sha256)?,
+            None => wasmtime::component::Component::new(&self.engine, wasm)
+                .map_err(|source| SandboxError::Compile { name: label.to_owned(), source })?,
+        };
+
+        let ty = component.component_type();
+        let mut imports = Vec::new();
+        for (name, _) in ty.imports(&self.engine) {
+            if !import_allowed(name) {
+                return Err(SandboxError::ForbiddenImport {
+                    name: label.to_owned(),
+                    import: name.to_owned(),
+                    allowed: ALLOWED_IMPORTS.join(", "),
+                });
+            }
+            imports.push(name.to_owned());
+        }
+
+        let not_a_tool = |reason: String| SandboxError::NotATool { name: label.to_owned(), reason };
+        let instance_pre =
+            self.linker.instantiate_pre(&component).map_err(|e| not_a_tool(format!("{e:#}")))?;
+        let pre = PureToolPre::new(instance_pre).map_err(|e| {
+            not_a_tool(format!("it does not export goat:tool/tool@0.1.0 ({e:#})"))
+        })?;
+
+        let mut tool = Tool {
+            spec: ToolSpec {
+                name: String::new(),
+                description: String::new(),
+                parameters: serde_json::Value::Null,
+                access: Access::None,
+                path_fields: Vec::new(),
+            },
+            sha256,
+            imports,
+            pre,
+        };
+        let (mut store, _, _) = self.store(None)?;
+        let raw = tool
+            .pre
+            .instantiate(&mut store)
+            .and_then(|i| i.goat_tool_tool().call_spec(&mut store))
+            .map_err(|e| not_a_tool(format!("calling spec() failed: {e:#}")))?;
+        let parameters = serde_json::from_str(&raw.parameters)
+            .map_err(|e| not_a_tool(format!("its parameters are not valid JSON: {e}")))?;
+        tool.spec = ToolSpec {
+            name: raw.name,
+            description: raw.description,
+            parameters,
+            access: match raw.access {
+                wit::Access::None => Access::None,
+                wit::Access::Read => Access::Read,
+                wit::Access::ReadWrite => Access::ReadWrite,
+            },
+            path_fields: raw.path_fields,
+        };
+        tool.spec.validate().map_err(not_a_tool)?;
+        Ok(tool)
+    }
+
+    /// Loads the six embedded Pen file tools.
+    pub fn load_pen_tools(&self) -> Result<Vec<Tool>, SandboxError> {
+        builtin::PEN_TOOLS.iter().map(|b| self.load(b.name, b.wasm)).collect()
+    }
+
+    /// Runs `tool` with `arguments` (a JSON object as text) in a fresh store
+    /// that sees `pen`.
+    ///
+    /// The outer `Err` is a host problem (the workspace cannot be opened, or
+    /// it contains the compiled-code cache); the inner one is the call's
+    /// failure, for the model.
+    ///
+    /// # Security
+    ///
+    /// The preopen is read-write only when the tool declares `read-write`
+    /// and `pen` grants it. A workspace containing the compiled-code cache
+    /// is refused: a writing tool could otherwise plant native code.
+    pub fn call(
+        &self,
+        tool: &Tool,
+        arguments: &str,
+        pen: &Pen,
+    ) -> Result<CallResult, SandboxError> {
+        if let Some(dir) = self.cache_dir() {
+            if dir.starts_with(&pen.root) {
+                return Err(SandboxError::Workspace {
+                    path: pen.root.clone(),
+                    reason: format!(
+                        "it contains GOAT's compiled-code cache ({}); choose a workspace that \
+                         does not hold host state",
+                        dir.display()
+                    ),
+                });
+            }
+        }
+        let granted = tool.spec.access.min(pen.access);
+        let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)))?;
+
+        let outcome = tool
+            .pre
+            .instantiate(&mut store)
+            .and_then(|instance| instance.goat_tool_tool().call_invoke(&mut store, arguments));
+        let limits = &self.limits;
+        Ok(match outcome {
+            Ok(Ok(text)) if text.len() > limits.result_bytes => {
+                Err(ToolFailure::OutputExceeded { stream: "result", limit_bytes: limits.result_bytes })
+            }
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(e)) => Err(ToolFailure::Tool(tool_error(e))),
+            Err(e) => Err(self.classify(&e, &store, &stdout, &stderr)),
+        })
+    }
+
+    /// A fresh store: new WASI context, new resource table, limits armed.
+    fn store(
+        &self,
+        preopen: Option<(&Path, Access)>,
+    ) -> Result<(Store<Host>, CappedOutput, CappedOutput), SandboxError> {
+        let limits = &self.limits;
+        let stdout = CappedOutput::new("stdout", limits.stdio_bytes);
+        let stderr = CappedOutput::new("stderr", limits.stdio_bytes);
+        let mut wasi = WasiCtxBuilder::new();
+        // Must come before `preopened_dir`: it is copied into each preopen.
+        wasi.allow_blocking_current_thread(true);
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        if let Some((root, access)) = preopen {
+            let perms = match access {
+                Access::None => None,
+                Access::Read => Some(FsPerms::ReadOnly),
+                Access::ReadWrite => Some(FsPerms::ReadWrite),
+            };
+            if let Some(perms) = perms {
+                wasi.preopened_dir(root, ".", perms).map_err(|e| SandboxError::Workspace {
+                    path: root.to_owned(),
+                    reason: format!("{e:#}"),
+                })?;
+            }
+        }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(limits.resources);
+        let host = Host {
+            wasi: wasi.build(),
+            table,
+            limiter: Limiter { limits: limits.clone(), memory_in_use: 0, memory_exceeded: false },
+        };
+        let mut store = Store::new(&self.engine, host);
+        store.limiter(|h| &mut h.limiter);
+        store.set_epoch_deadline(limits.timeout_ticks());
+        store.epoch_deadline_trap();
+        store.set_hostcall_fuel(limits.hostcall_bytes);
+        store.set_max_component_handles(limits.resources);
+        Ok((store, stdout, stderr))
+    }
+
+    /// Names the limit a failed call ran into, or reports the crash.
+    fn classify(
+        &self,
+        e: &wasmtime::Error,
+        store: &Store<Host>,
+        stdout: &CappedOutput,
+        stderr: &CappedOutput,
+    ) -> ToolFailure {
+        let limits = &self.limits;
+        if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return ToolFailure::Timeout { limit: limits.timeout };
+        }
+        if store.data().limiter.memory_exceeded || e.downcast_ref::<MemoryLimitExceeded>().is_some()
+        {
+            return ToolFailure::MemoryExceeded { limit_bytes: limits.memory_bytes };
+        }
+        if let Some(over) = e.downcast_ref::<StdioLimitExceeded>() {
+            return ToolFailure::OutputExceeded { stream: over.stream, limit_bytes: over.limit_bytes };
+        }
+        for out in [stdout, stderr] {
+            if out.exceeded() {
+                return ToolFailure::OutputExceeded {
+                    stream: if std::ptr::eq(out, stdout) { "stdout" } else { "stderr" },
+                    limit_bytes: limits.stdio_bytes,
+                };
+            }
+        }
+        let text = format!("{e:#}");
+        if e.downcast_ref::<Trap>().is_none()
+            && (text.contains("resource table has no free keys")
+                || text.contains("instance count too high")
+                || text.contains("table count too high")
+                || text.contains("memory count too high")
+                || text.contains("hostcall fuel"))
+        {
+            return ToolFailure::LimitExceeded { what: text };
+        }
+        let mut message = first_line(&text);
+        let tail = stderr.tail(CRASH_STDERR_TAIL_BYTES);
+        if !tail.trim().is_empty() {
+            message.push_str("; stderr: ");
+            message.push_str(tail.trim());
+        }
+        ToolFailure::Crashed { message }
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").to_owned()
+}
+
+fn import_allowed(name: &str) -> bool {
+    let (interface, version) = name.split_once('@').unwrap_or((name, ""));
+    version.starts_with(WASI_VERSION_PREFIX) && ALLOWED_IMPORTS.contains(&interface)
+}
+
+fn tool_error(e: wit::ToolError) -> ToolError {
+    match e {
+        wit::ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m),
+        wit::ToolError::NotFound(m) => ToolError::NotFound(m),
+        wit::ToolError::Conflict(m) => ToolError::Conflict(m),
+        wit::ToolError::PermissionDenied(m) => ToolError::PermissionDenied(m),
+        wit::ToolError::TooLarge(m) => ToolError::TooLarge(m),
+        wit::ToolError::Io(m) => ToolError::Io(m),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn import_allowlist_checks_interface_and_version() {
+        assert!(import_allowed("wasi:filesystem/types@0.2.12"));
+        assert!(import_allowed("wasi:io/streams@0.2.0"));
+        assert!(!import_allowed("wasi:filesystem/types@0.3.0"));
+        assert!(!import_allowed("wasi:filesystem/types"));
+        assert!(!import_allowed("wasi:sockets/tcp@0.2.12"));
+        assert!(!import_allowed("wasi:cli/environment@0.2.12"));
+        assert!(!import_allowed("wasi:cli/stdin@0.2.12"));
+        assert!(!import_allowed("evil:x/y@0.2.0"));
+    }
+
+    #[test]
+    fn timeout_rounds_up_to_whole_ticks() {
+        let limits = Limits { timeout: EPOCH_TICK * 3 + std::time::Duration::from_nanos(1), ..Limits::default() };
+        assert_eq!(limits.timeout_ticks(), 4);
+        let zero = Limits { timeout: std::time::Duration::ZERO, ..Limits::default() };
+        assert_eq!(zero.timeout_ticks(), 1);
+    }
+}

@@ -1,0 +1,1 @@
+//! GOAT integration tests live in tests/all.
