@@ -45,7 +45,7 @@ BUILT="$TARGET_DIR/wasm32-unknown-unknown/release"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 TOOLS=(read_file write_file edit_file list_directory find_files search_files)
-TESTING=(hostile)
+TESTING=(hostile hostile_rw wants_env wants_socket)
 mkdir -p "$OUT/testing"
 for t in "${TOOLS[@]}"; do cp "$BUILT/$t.wasm" "$OUT/$t.wasm"; done
 for t in "${TESTING[@]}"; do cp "$BUILT/$t.wasm" "$OUT/testing/$t.wasm"; done

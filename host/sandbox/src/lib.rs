@@ -544,7 +544,12 @@ impl Sandbox {
         {
             return ToolFailure::LimitExceeded { what: text };
         }
-        let mut message = first_line(&text);
+        // The top-level message is wasmtime's "error while executing at
+        // wasm backtrace: ..."; the trap itself says what happened.
+        let mut message = match e.downcast_ref::<Trap>() {
+            Some(trap) => trap.to_string(),
+            None => first_line(&format!("{}", e.root_cause())),
+        };
         let tail = stderr.tail(CRASH_STDERR_TAIL_BYTES);
         if !tail.trim().is_empty() {
             message.push_str("; stderr: ");

@@ -66,6 +66,15 @@ impl Workspace {
     /// Opens `path` for reading, following symlinks (the host refuses any
     /// that lead outside the workspace).
     pub fn open_read(&self, path: &WorkPath) -> ToolResult<Descriptor> {
+        // Opening a FIFO or device for reading can block the host thread
+        // until a writer appears, out of reach of the guest's timeout: check
+        // the type first and never open anything but files and directories.
+        let stat = self.stat(path)?;
+        if !matches!(stat.type_, DescriptorType::RegularFile | DescriptorType::Directory) {
+            return Err(ToolError::Conflict(format!(
+                "'{path}' is not a regular file (a device, pipe or socket); it was not opened"
+            )));
+        }
         self.root
             .open_at(PathFlags::SYMLINK_FOLLOW, path.as_str(), OpenFlags::empty(), DescriptorFlags::READ)
             .map_err(|e| fs_error(e, path, "open"))

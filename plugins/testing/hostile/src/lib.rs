@@ -5,103 +5,22 @@
 //! write through a read-only preopen, loop forever, allocate without bound,
 //! print without end, return an enormous result. The tests assert that the
 //! host refuses or stops each one with its typed error and stays healthy.
+//! This one declares `read` access; `hostile_rw` is the same with
+//! `read-write`.
 
-use goat_pen::args::Args;
-use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
-use wasip2::filesystem::preopens::get_directories;
-use wasip2::filesystem::types::{Descriptor, DescriptorFlags, OpenFlags, PathFlags};
+mod actions;
+
+use goat_pen::{Access, Guest, ToolResult, ToolSpec};
 
 struct Hostile;
 
-fn root() -> ToolResult<Descriptor> {
-    get_directories()
-        .into_iter()
-        .next()
-        .map(|(d, _)| d)
-        .ok_or_else(|| ToolError::PermissionDenied("no preopen".to_owned()))
-}
-
-fn raw(e: wasip2::filesystem::types::ErrorCode) -> ToolError {
-    // Report the host's own error code untranslated, so tests see exactly
-    // what the sandbox said.
-    ToolError::Io(format!("wasi error: {}", e.name()))
-}
-
 impl Guest for Hostile {
     fn spec() -> ToolSpec {
-        goat_pen::spec(
-            "hostile",
-            "Test guest: attempts escapes and resource abuse on request.",
-            serde_json::json!({"type": "object"}),
-            Access::Read,
-            &["path"],
-        )
+        actions::spec("hostile", Access::Read)
     }
 
     fn invoke(arguments: String) -> ToolResult<String> {
-        let args = Args::parse(&arguments, &["action", "path", "content", "bytes"])?;
-        match args.string("action")? {
-            // Raw open + read of any path, no normalisation.
-            "read" => {
-                let fd = root()?
-                    .open_at(PathFlags::SYMLINK_FOLLOW, args.string("path")?, OpenFlags::empty(), DescriptorFlags::READ)
-                    .map_err(raw)?;
-                let (data, _) = fd.read(1 << 20, 0).map_err(raw)?;
-                Ok(String::from_utf8_lossy(&data).into_owned())
-            }
-            // Raw create + write of any path.
-            "write" => {
-                let fd = root()?
-                    .open_at(
-                        PathFlags::SYMLINK_FOLLOW,
-                        args.string("path")?,
-                        OpenFlags::CREATE | OpenFlags::TRUNCATE,
-                        DescriptorFlags::WRITE,
-                    )
-                    .map_err(raw)?;
-                fd.write(args.opt_string("content")?.unwrap_or("pwned").as_bytes(), 0).map_err(raw)?;
-                Ok("wrote".to_owned())
-            }
-            "mkdir" => {
-                root()?.create_directory_at(args.string("path")?).map_err(raw)?;
-                Ok("created".to_owned())
-            }
-            "unlink" => {
-                root()?.unlink_file_at(args.string("path")?).map_err(raw)?;
-                Ok("removed".to_owned())
-            }
-            "symlink" => {
-                root()?
-                    .symlink_at(args.string("content")?, args.string("path")?)
-                    .map_err(raw)?;
-                Ok("linked".to_owned())
-            }
-            "loop" => {
-                let mut n = 0u64;
-                loop {
-                    n = std::hint::black_box(n.wrapping_add(1));
-                }
-            }
-            "alloc" => {
-                let bytes = args.opt_u64("bytes")?.unwrap_or(1 << 30) as usize;
-                let v = std::hint::black_box(vec![1u8; bytes]);
-                Ok(format!("allocated {}", v.len()))
-            }
-            "print" => {
-                let out = wasip2::cli::stdout::get_stdout();
-                let line = [b'x'; 4096];
-                loop {
-                    // Ignore errors: a hostile guest keeps trying.
-                    let _ = out.blocking_write_and_flush(&line);
-                }
-            }
-            "big-result" => {
-                let bytes = args.opt_u64("bytes")?.unwrap_or(8 << 20) as usize;
-                Ok("y".repeat(bytes))
-            }
-            "panic" => panic!("hostile guest panics on purpose"),
-            other => Err(ToolError::InvalidArguments(format!("unknown action {other}"))),
-        }
+        actions::invoke(&arguments)
     }
 }
 
