@@ -17,8 +17,6 @@
 //! This crate knows nothing of models or permissions: the caller decides
 //! what access a call gets.
 
-#![cfg_attr(test, expect(clippy::unwrap_used, reason = "tests"))]
-
 pub mod builtin;
 mod cache;
 mod error;
@@ -435,17 +433,17 @@ impl Sandbox {
         arguments: &str,
         pen: &Pen,
     ) -> Result<CallResult, SandboxError> {
-        if let Some(dir) = self.cache_dir() {
-            if dir.starts_with(&pen.root) {
-                return Err(SandboxError::Workspace {
-                    path: pen.root.clone(),
-                    reason: format!(
-                        "it contains GOAT's compiled-code cache ({}); choose a workspace that \
-                         does not hold host state",
-                        dir.display()
-                    ),
-                });
-            }
+        if let Some(dir) = self.cache_dir()
+            && dir.starts_with(&pen.root)
+        {
+            return Err(SandboxError::Workspace {
+                path: pen.root.clone(),
+                reason: format!(
+                    "it contains GOAT's compiled-code cache ({}); choose a workspace that does \
+                     not hold host state",
+                    dir.display()
+                ),
+            });
         }
         let granted = tool.spec.access.min(pen.access);
         let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)))?;

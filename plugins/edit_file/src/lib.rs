@@ -43,7 +43,10 @@ impl Guest for EditFile {
     }
 
     fn invoke(arguments: String) -> ToolResult<String> {
-        let args = Args::parse(&arguments, &["path", "old_string", "new_string", "replace_all"])?;
+        let args = Args::parse(
+            &arguments,
+            &["path", "old_string", "new_string", "replace_all"],
+        )?;
         let path = WorkPath::parse(args.string("path")?)?;
         let old = args.string("old_string")?;
         let new = args.string("new_string")?;
@@ -99,7 +102,11 @@ impl Guest for EditFile {
             _ => {}
         }
 
-        let edited = if replace_all { text.replace(&old, &new) } else { text.replacen(&old, &new, 1) };
+        let edited = if replace_all {
+            text.replace(&old, &new)
+        } else {
+            text.replacen(&old, &new, 1)
+        };
         ws.write_file(&path, edited.as_bytes())?;
 
         let n = starts.len();
@@ -118,8 +125,11 @@ impl Guest for EditFile {
 /// "3, 10, 12" for the lines where matches start, with "and N more" past
 /// [`MAX_LISTED_LINES`].
 fn listed_lines(starts: &[usize], line_of: impl Fn(usize) -> usize) -> String {
-    let mut lines: Vec<String> =
-        starts.iter().take(MAX_LISTED_LINES).map(|&i| line_of(i).to_string()).collect();
+    let mut lines: Vec<String> = starts
+        .iter()
+        .take(MAX_LISTED_LINES)
+        .map(|&i| line_of(i).to_string())
+        .collect();
     if starts.len() > MAX_LISTED_LINES {
         lines.push(format!("and {} more", starts.len() - MAX_LISTED_LINES));
     }

@@ -47,15 +47,22 @@ impl Guest for FindFiles {
         let base = WorkPath::parse_or_root(args.opt_string("path")?)?;
         let ws = Workspace::open()?;
         if ws.stat(&base)?.type_ != wasip2::filesystem::types::DescriptorType::Directory {
-            return Err(ToolError::Conflict(format!("'{base}' is a file, not a directory to search")));
+            return Err(ToolError::Conflict(format!(
+                "'{base}' is a file, not a directory to search"
+            )));
         }
 
-        let depth = glob.max_depth().unwrap_or(MAX_WALK_DEPTH).min(MAX_WALK_DEPTH);
+        let depth = glob
+            .max_depth()
+            .unwrap_or(MAX_WALK_DEPTH)
+            .min(MAX_WALK_DEPTH);
         let mut found: Vec<WorkPath> = Vec::new();
         let mut capped = false;
         let end = ws.walk(&base, depth, &mut |entry, kind, _| {
             if matches!(kind, Kind::File | Kind::Symlink)
-                && entry.strip_prefix(&base).is_some_and(|rel| glob.matches(rel))
+                && entry
+                    .strip_prefix(&base)
+                    .is_some_and(|rel| glob.matches(rel))
             {
                 if found.len() == MAX_RESULTS {
                     capped = true;
@@ -68,11 +75,17 @@ impl Guest for FindFiles {
         found.sort();
 
         if found.is_empty() {
-            let where_ = if base.is_root() { String::new() } else { format!(" under '{base}'") };
+            let where_ = if base.is_root() {
+                String::new()
+            } else {
+                format!(" under '{base}'")
+            };
             let hint = if Glob::has_separator(pattern) || pattern.starts_with("**") {
                 String::new()
             } else {
-                format!(" ('{pattern}' matches only directly{where_}; try '**/{pattern}' for any depth)")
+                format!(
+                    " ('{pattern}' matches only directly{where_}; try '**/{pattern}' for any depth)"
+                )
             };
             return Ok(format!("No files match '{pattern}'{where_}.{hint}\n"));
         }
@@ -91,7 +104,10 @@ impl Guest for FindFiles {
             ));
         }
         if end.unreadable_dirs > 0 {
-            notes.push(format!("[{} directories could not be read]", end.unreadable_dirs));
+            notes.push(format!(
+                "[{} directories could not be read]",
+                end.unreadable_dirs
+            ));
         }
         Ok(out.finish((!notes.is_empty()).then(|| notes.join("\n"))))
     }

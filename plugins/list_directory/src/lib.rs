@@ -95,7 +95,10 @@ impl Guest for ListDirectory {
             ));
         }
         if end.unreadable_dirs > 0 {
-            notes.push(format!("[{} directories could not be read]", end.unreadable_dirs));
+            notes.push(format!(
+                "[{} directories could not be read]",
+                end.unreadable_dirs
+            ));
         }
         Ok(out.finish((!notes.is_empty()).then(|| notes.join("\n"))))
     }

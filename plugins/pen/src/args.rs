@@ -42,8 +42,9 @@ impl Args {
 
     /// A string argument that must be present.
     pub fn string(&self, name: &str) -> ToolResult<&str> {
-        self.opt_string(name)?
-            .ok_or_else(|| ToolError::InvalidArguments(format!("missing required argument '{name}'")))
+        self.opt_string(name)?.ok_or_else(|| {
+            ToolError::InvalidArguments(format!("missing required argument '{name}'"))
+        })
     }
 
     /// A string argument that may be absent or null.
@@ -59,10 +60,9 @@ impl Args {
     pub fn opt_u64(&self, name: &str) -> ToolResult<Option<u64>> {
         match self.get(name) {
             None => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| wrong_type(name, "a non-negative integer", &Value::Number(n.clone()))),
+            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
+                wrong_type(name, "a non-negative integer", &Value::Number(n.clone()))
+            }),
             Some(other) => Err(wrong_type(name, "a non-negative integer", other)),
         }
     }
@@ -80,7 +80,10 @@ impl Args {
 fn wrong_type(name: &str, expected: &str, got: &Value) -> ToolError {
     let mut shown = got.to_string();
     if shown.len() > 80 {
-        let cut = (0..=80).rev().find(|&i| shown.is_char_boundary(i)).unwrap_or(0);
+        let cut = (0..=80)
+            .rev()
+            .find(|&i| shown.is_char_boundary(i))
+            .unwrap_or(0);
         shown.truncate(cut);
         shown.push('…');
     }

@@ -56,7 +56,9 @@ impl Workspace {
     pub fn open() -> ToolResult<Self> {
         let mut dirs = get_directories();
         match dirs.iter().position(|(_, name)| name == ".") {
-            Some(i) => Ok(Self { root: dirs.swap_remove(i).0 }),
+            Some(i) => Ok(Self {
+                root: dirs.swap_remove(i).0,
+            }),
             None => Err(ToolError::PermissionDenied(
                 "this tool was given no workspace; the host must preopen the workspace".to_owned(),
             )),
@@ -70,20 +72,33 @@ impl Workspace {
         // until a writer appears, out of reach of the guest's timeout: check
         // the type first and never open anything but files and directories.
         let stat = self.stat(path)?;
-        if !matches!(stat.type_, DescriptorType::RegularFile | DescriptorType::Directory) {
+        if !matches!(
+            stat.type_,
+            DescriptorType::RegularFile | DescriptorType::Directory
+        ) {
             return Err(ToolError::Conflict(format!(
                 "'{path}' is not a regular file (a device, pipe or socket); it was not opened"
             )));
         }
         self.root
-            .open_at(PathFlags::SYMLINK_FOLLOW, path.as_str(), OpenFlags::empty(), DescriptorFlags::READ)
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                path.as_str(),
+                OpenFlags::empty(),
+                DescriptorFlags::READ,
+            )
             .map_err(|e| fs_error(e, path, "open"))
     }
 
     /// Opens a directory for listing without following a final symlink.
     pub fn open_dir(&self, path: &WorkPath) -> ToolResult<Descriptor> {
         self.root
-            .open_at(PathFlags::SYMLINK_FOLLOW, path.as_str(), OpenFlags::DIRECTORY, DescriptorFlags::READ)
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                path.as_str(),
+                OpenFlags::DIRECTORY,
+                DescriptorFlags::READ,
+            )
             .map_err(|e| fs_error(e, path, "open directory"))
     }
 
@@ -223,7 +238,9 @@ pub fn require_file(path: &WorkPath, t: DescriptorType) -> ToolResult<()> {
         DescriptorType::Directory => Err(ToolError::Conflict(format!(
             "'{path}' is a directory, not a file; use list_directory to see what it contains"
         ))),
-        _ => Err(ToolError::Conflict(format!("'{path}' is not a regular file"))),
+        _ => Err(ToolError::Conflict(format!(
+            "'{path}' is not a regular file"
+        ))),
     }
 }
 
@@ -313,7 +330,9 @@ impl Workspace {
                 Walk::SkipDir => continue,
                 Walk::Continue => {}
             }
-            let skip = path.split_last().is_some_and(|(_, name)| SKIP_DIRS.contains(&name));
+            let skip = path
+                .split_last()
+                .is_some_and(|(_, name)| SKIP_DIRS.contains(&name));
             if kind == Kind::Dir && depth < max_depth && !skip {
                 match self.read_dir(&path) {
                     Ok(entries) => push_entries(&mut stack, &path, entries, depth + 1),

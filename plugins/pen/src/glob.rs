@@ -36,7 +36,10 @@ enum Token {
     Literal(char),
     AnyChar,
     Star,
-    Class { negated: bool, ranges: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
 }
 
 impl Glob {
@@ -94,7 +97,9 @@ impl Glob {
     /// Whether `path` (components separated by `/`) matches.
     pub fn matches(&self, path: &str) -> bool {
         let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        self.alternatives.iter().any(|segs| match_segments(segs, &parts))
+        self.alternatives
+            .iter()
+            .any(|segs| match_segments(segs, &parts))
     }
 }
 
@@ -151,7 +156,9 @@ fn parse_part(s: &str) -> Result<Segment, String> {
         match c {
             '*' => {
                 if chars.peek() == Some(&'*') {
-                    return Err("'**' must be a whole path component, as in 'src/**/*.rs'".to_owned());
+                    return Err(
+                        "'**' must be a whole path component, as in 'src/**/*.rs'".to_owned()
+                    );
                 }
                 tokens.push(Token::Star);
             }
@@ -171,7 +178,11 @@ fn parse_part(s: &str) -> Result<Segment, String> {
                         break;
                     }
                     first = false;
-                    let lo = if c == '\\' { chars.next().unwrap_or('\\') } else { c };
+                    let lo = if c == '\\' {
+                        chars.next().unwrap_or('\\')
+                    } else {
+                        c
+                    };
                     if chars.peek() == Some(&'-') {
                         chars.next();
                         match chars.next() {
@@ -246,7 +257,10 @@ fn match_part(tokens: &[Token], name: &str) -> bool {
                 Token::AnyChar => true,
                 Token::Literal(l) => *l == chars[c],
                 Token::Class { negated, ranges } => {
-                    ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&chars[c])) != *negated
+                    ranges
+                        .iter()
+                        .any(|(lo, hi)| (*lo..=*hi).contains(&chars[c]))
+                        != *negated
                 }
             };
             if ok {

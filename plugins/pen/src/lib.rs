@@ -22,21 +22,21 @@ pub mod text;
 /// Bindings of the `goat:tool` `file-tool` world, generated from `wit/`.
 #[expect(missing_docs, reason = "generated code; the WIT file documents it")]
 pub mod bindings {
-wit_bindgen::generate!({
-    world: "file-tool",
-    path: "../../wit",
-    pub_export_macro: true,
-    export_macro_name: "export_tool",
-    default_bindings_module: "goat_pen::bindings",
-    with: {
-        "wasi:io/error@0.2.12": wasip2::io::error,
-        "wasi:io/poll@0.2.12": wasip2::io::poll,
-        "wasi:io/streams@0.2.12": wasip2::io::streams,
-        "wasi:clocks/wall-clock@0.2.12": wasip2::clocks::wall_clock,
-        "wasi:filesystem/types@0.2.12": wasip2::filesystem::types,
-        "wasi:filesystem/preopens@0.2.12": wasip2::filesystem::preopens,
-    },
-});
+    wit_bindgen::generate!({
+        world: "file-tool",
+        path: "../../wit",
+        pub_export_macro: true,
+        export_macro_name: "export_tool",
+        default_bindings_module: "goat_pen::bindings",
+        with: {
+            "wasi:io/error@0.2.12": wasip2::io::error,
+            "wasi:io/poll@0.2.12": wasip2::io::poll,
+            "wasi:io/streams@0.2.12": wasip2::io::streams,
+            "wasi:clocks/wall-clock@0.2.12": wasip2::clocks::wall_clock,
+            "wasi:filesystem/types@0.2.12": wasip2::filesystem::types,
+            "wasi:filesystem/preopens@0.2.12": wasip2::filesystem::preopens,
+        },
+    });
 }
 
 pub use bindings::export_tool;

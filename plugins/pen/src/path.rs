@@ -119,7 +119,11 @@ mod tests {
     #[test]
     fn equivalent_spellings_normalise_to_one_path() {
         for raw in ["a", "./a", "a/", "sub/../a", "./sub/./../a//"] {
-            assert_eq!(WorkPath::parse(raw).map(|p| p.0).ok(), Some("a".to_owned()), "{raw}");
+            assert_eq!(
+                WorkPath::parse(raw).map(|p| p.0).ok(),
+                Some("a".to_owned()),
+                "{raw}"
+            );
         }
         for raw in ["", ".", "./", "a/.."] {
             assert!(WorkPath::parse(raw).is_ok_and(|p| p.is_root()), "{raw}");
@@ -128,7 +132,15 @@ mod tests {
 
     #[test]
     fn escapes_and_absolute_paths_are_refused() {
-        for raw in ["..", "../x", "a/../../x", "/etc/passwd", "\\x", "C:x", "a\0b"] {
+        for raw in [
+            "..",
+            "../x",
+            "a/../../x",
+            "/etc/passwd",
+            "\\x",
+            "C:x",
+            "a\0b",
+        ] {
             assert!(WorkPath::parse(raw).is_err(), "{raw}");
         }
     }

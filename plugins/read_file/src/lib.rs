@@ -5,10 +5,10 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{READ_CHUNK_BYTES, Workspace, fs_error, require_file};
-use wasip2::filesystem::types::Descriptor;
 use goat_pen::path::WorkPath;
 use goat_pen::text::{Output, cut_line, looks_binary};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
+use wasip2::filesystem::types::Descriptor;
 
 /// Lines returned when the call gives no `limit`: enough for most source
 /// files in one call.
@@ -53,7 +53,9 @@ impl Guest for ReadFile {
             ));
         }
         if limit == 0 {
-            return Err(ToolError::InvalidArguments("limit must be at least 1".to_owned()));
+            return Err(ToolError::InvalidArguments(
+                "limit must be at least 1".to_owned(),
+            ));
         }
         read_window(&Workspace::open()?, &path, offset, limit)
     }
@@ -65,7 +67,14 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
     require_file(path, stat.type_)?;
 
     let last = offset.saturating_add(limit - 1);
-    let mut lines = Lines { fd, path, pos: 0, buf: Vec::new(), start: 0, eof: false };
+    let mut lines = Lines {
+        fd,
+        path,
+        pos: 0,
+        buf: Vec::new(),
+        start: 0,
+        eof: false,
+    };
     let mut out = Output::default();
     let (mut line_no, mut shown) = (0u64, 0u64);
     let mut more = false;
@@ -99,7 +108,11 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
     }
     let shown_last = offset + shown.saturating_sub(1);
     let note = more.then(|| {
-        let why = if out.is_full() { " (result size cap reached)" } else { "" };
+        let why = if out.is_full() {
+            " (result size cap reached)"
+        } else {
+            ""
+        };
         format!(
             "[showing lines {offset}-{shown_last}{why}; '{path}' continues: call read_file with \
              offset={} to read more]",
@@ -161,7 +174,11 @@ impl Lines<'_> {
 }
 
 fn decode_line<'a>(bytes: &'a [u8], first: bool, path: &WorkPath) -> ToolResult<&'a str> {
-    let bytes = if first { bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes) } else { bytes };
+    let bytes = if first {
+        bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+    } else {
+        bytes
+    };
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok(s),

@@ -103,7 +103,11 @@ impl Guest for SearchFiles {
         }
         files.sort();
 
-        let mut search = Search { regex: Some(&regex), context: context as usize, ..Search::default() };
+        let mut search = Search {
+            regex: Some(&regex),
+            context: context as usize,
+            ..Search::default()
+        };
         for file in &files {
             if search.stopped {
                 break;
@@ -158,7 +162,11 @@ impl Search<'_> {
             self.matches += 1;
             let from = i.saturating_sub(self.context);
             let from = written.map_or(from, |w| from.max(w + 1));
-            if self.context > 0 && self.wrote_group && written.is_none_or(|w| from > w + 1) && !self.emit("--") {
+            if self.context > 0
+                && self.wrote_group
+                && written.is_none_or(|w| from > w + 1)
+                && !self.emit("--")
+            {
                 break;
             }
             for (j, ctx) in lines.iter().enumerate().take(i).skip(from) {
@@ -201,7 +209,9 @@ impl Search<'_> {
     fn finish(self, pattern: &str, searched: usize, hit_entry_cap: bool) -> String {
         let mut notes = Vec::new();
         if self.matches == 0 {
-            notes.push(format!("No matches for '{pattern}' in {searched} files searched."));
+            notes.push(format!(
+                "No matches for '{pattern}' in {searched} files searched."
+            ));
         } else {
             notes.push(format!(
                 "[{} matching lines in {} files; {searched} files searched]",
@@ -215,7 +225,9 @@ impl Search<'_> {
             ));
         }
         if hit_entry_cap {
-            notes.push("[the directory walk stopped at its entry cap; search a subdirectory]".to_owned());
+            notes.push(
+                "[the directory walk stopped at its entry cap; search a subdirectory]".to_owned(),
+            );
         }
         let skipped = [
             (self.skipped_binary, "binary or non-UTF-8"),

@@ -44,7 +44,8 @@ impl Guest for WriteFile {
         }
         let Some((parent, _)) = path.split_last() else {
             return Err(ToolError::Conflict(
-                "the workspace root is a directory; give a file path such as 'notes.txt'".to_owned(),
+                "the workspace root is a directory; give a file path such as 'notes.txt'"
+                    .to_owned(),
             ));
         };
         let ws = Workspace::open()?;

@@ -47,7 +47,12 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
         // Raw open + read of any path, no normalisation.
         "read" => {
             let fd = root()?
-                .open_at(PathFlags::SYMLINK_FOLLOW, args.string("path")?, OpenFlags::empty(), DescriptorFlags::READ)
+                .open_at(
+                    PathFlags::SYMLINK_FOLLOW,
+                    args.string("path")?,
+                    OpenFlags::empty(),
+                    DescriptorFlags::READ,
+                )
                 .map_err(raw)?;
             let (data, _) = fd.read(1 << 20, 0).map_err(raw)?;
             Ok(String::from_utf8_lossy(&data).into_owned())
@@ -62,11 +67,14 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
                     DescriptorFlags::WRITE,
                 )
                 .map_err(raw)?;
-            fd.write(args.opt_string("content")?.unwrap_or("pwned").as_bytes(), 0).map_err(raw)?;
+            fd.write(args.opt_string("content")?.unwrap_or("pwned").as_bytes(), 0)
+                .map_err(raw)?;
             Ok("wrote".to_owned())
         }
         "mkdir" => {
-            root()?.create_directory_at(args.string("path")?).map_err(raw)?;
+            root()?
+                .create_directory_at(args.string("path")?)
+                .map_err(raw)?;
             Ok("created".to_owned())
         }
         "unlink" => {
@@ -103,6 +111,8 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
             Ok("y".repeat(bytes))
         }
         "panic" => panic!("hostile guest panics on purpose"),
-        other => Err(ToolError::InvalidArguments(format!("unknown action {other}"))),
+        other => Err(ToolError::InvalidArguments(format!(
+            "unknown action {other}"
+        ))),
     }
 }

@@ -7,7 +7,13 @@ struct WantsEnv;
 
 impl Guest for WantsEnv {
     fn spec() -> ToolSpec {
-        goat_pen::spec("wants_env", "Test guest.", serde_json::json!({"type": "object"}), Access::None, &[])
+        goat_pen::spec(
+            "wants_env",
+            "Test guest.",
+            serde_json::json!({"type": "object"}),
+            Access::None,
+            &[],
+        )
     }
 
     fn invoke(_arguments: String) -> ToolResult<String> {

@@ -7,7 +7,13 @@ struct WantsSocket;
 
 impl Guest for WantsSocket {
     fn spec() -> ToolSpec {
-        goat_pen::spec("wants_socket", "Test guest.", serde_json::json!({"type": "object"}), Access::None, &[])
+        goat_pen::spec(
+            "wants_socket",
+            "Test guest.",
+            serde_json::json!({"type": "object"}),
+            Access::None,
+            &[],
+        )
     }
 
     fn invoke(_arguments: String) -> ToolResult<String> {
