@@ -35,7 +35,7 @@ CARGO_HOME="$(cd "$CARGO_HOME" 2>/dev/null && pwd || echo "$CARGO_HOME")"
 export CARGO_HOME
 TARGET_DIR="$HERE/target"
 SEP=$'\x1f'
-export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$TARGET_DIR=/goat/target${SEP}--remap-path-prefix=$HERE=/goat/plugins${SEP}--remap-path-prefix=$CARGO_HOME=/cargo${SEP}-Cstrip=symbols"
+export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$TARGET_DIR=/goat/target${SEP}--remap-path-prefix=$HERE=/goat/plugins${SEP}--remap-path-prefix=$CARGO_HOME=/cargo${SEP}-Cstrip=symbols${SEP}-Clink-arg=-zstack-size=131072"
 export SOURCE_DATE_EPOCH=0
 
 "$CARGO" build --release --locked --target wasm32-unknown-unknown \

@@ -1,1 +1,1 @@
-//! GOAT integration tests live in tests/all.
+//! GOAT integration tests live in `tests/all`, benchmarks in `tests/benches`.

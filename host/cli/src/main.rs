@@ -16,7 +16,11 @@ use clap::{Parser, Subcommand};
 use goat_sandbox::{Access, Pen, Sandbox, SandboxBuilder, Tool};
 
 #[derive(Parser)]
-#[command(name = "goat", version, about = "GOAT: a hardened agent host for local coding models")]
+#[command(
+    name = "goat",
+    version,
+    about = "GOAT: a hardened agent host for local coding models"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -75,7 +79,8 @@ fn main() -> ExitCode {
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
 }
 
@@ -83,9 +88,12 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Tools { command } => match command {
             ToolsCommand::List { json } => list(json),
-            ToolsCommand::Call { name, args_json, workspace, allow_writes } => {
-                call(&name, &args_json, workspace, allow_writes)
-            }
+            ToolsCommand::Call {
+                name,
+                args_json,
+                workspace,
+                allow_writes,
+            } => call(&name, &args_json, workspace, allow_writes),
         },
     }
 }
@@ -100,7 +108,10 @@ fn cache_dir() -> anyhow::Result<PathBuf> {
         return Ok(PathBuf::from(dir).join("goat").join("compiled"));
     }
     match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".cache").join("goat").join("compiled")),
+        Some(home) => Ok(PathBuf::from(home)
+            .join(".cache")
+            .join("goat")
+            .join("compiled")),
         None => bail!("cannot find a cache directory: set GOAT_CACHE_DIR or HOME"),
     }
 }
@@ -129,8 +140,18 @@ fn list(json: bool) -> anyhow::Result<Outcome> {
         let width = tools.iter().map(|t| t.spec().name.len()).max().unwrap_or(0);
         for t in &tools {
             let spec = t.spec();
-            let summary = spec.description.split(". ").next().unwrap_or("").trim_end_matches('.');
-            writeln!(out, "{:width$}  {:10}  {summary}", spec.name, spec.access.as_str())?;
+            let summary = spec
+                .description
+                .split(". ")
+                .next()
+                .unwrap_or("")
+                .trim_end_matches('.');
+            writeln!(
+                out,
+                "{:width$}  {:10}  {summary}",
+                spec.name,
+                spec.access.as_str()
+            )?;
         }
     }
     out.flush()?;
@@ -145,7 +166,9 @@ fn call(
 ) -> anyhow::Result<Outcome> {
     let args_text = if args_json == "-" {
         let mut s = String::new();
-        io::stdin().read_to_string(&mut s).context("reading arguments from stdin")?;
+        io::stdin()
+            .read_to_string(&mut s)
+            .context("reading arguments from stdin")?;
         s
     } else {
         args_json.to_owned()
@@ -176,7 +199,11 @@ fn call(
         Some(dir) => dir,
         None => std::env::current_dir().context("finding the current directory")?,
     };
-    let access = if allow_writes { Access::ReadWrite } else { Access::Read };
+    let access = if allow_writes {
+        Access::ReadWrite
+    } else {
+        Access::Read
+    };
     let pen = Pen::new(&root, access)?;
 
     let mut out = io::stdout().lock();

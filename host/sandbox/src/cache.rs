@@ -27,11 +27,18 @@ pub(crate) struct Cache {
 impl Cache {
     /// Opens (creating, private to the user) the cache directory.
     pub(crate) fn open(dir: PathBuf, engine: &Engine) -> Result<Self, SandboxError> {
-        create_private_dir(&dir).map_err(|source| SandboxError::Cache { path: dir.clone(), source })?;
-        let dir = dir
-            .canonicalize()
-            .map_err(|source| SandboxError::Cache { path: dir.clone(), source })?;
-        Ok(Self { dir, engine_key: engine_key(engine) })
+        create_private_dir(&dir).map_err(|source| SandboxError::Cache {
+            path: dir.clone(),
+            source,
+        })?;
+        let dir = dir.canonicalize().map_err(|source| SandboxError::Cache {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(Self {
+            dir,
+            engine_key: engine_key(engine),
+        })
     }
 
     /// The directory, canonical.
@@ -57,11 +64,15 @@ impl Cache {
                 return Ok(component);
             }
         }
-        let component = Component::new(engine, wasm)
-            .map_err(|source| SandboxError::Compile { name: name.to_owned(), source })?;
+        let component = Component::new(engine, wasm).map_err(|source| SandboxError::Compile {
+            name: name.to_owned(),
+            source,
+        })?;
         let bytes = component.serialize().map_err(SandboxError::Host)?;
-        write_atomically(&self.dir, &path, &bytes)
-            .map_err(|source| SandboxError::Cache { path: path.clone(), source })?;
+        write_atomically(&self.dir, &path, &bytes).map_err(|source| SandboxError::Cache {
+            path: path.clone(),
+            source,
+        })?;
         Ok(component)
     }
 }
@@ -108,7 +119,10 @@ fn engine_key(engine: &Engine) -> String {
 #[cfg(unix)]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 #[cfg(not(unix))]
@@ -118,7 +132,9 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// A regular file (not a symlink) that no one but its owner can write.
 fn is_trustworthy(path: &Path) -> bool {
-    let Ok(meta) = fs::symlink_metadata(path) else { return false };
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return false;
+    };
     if !meta.file_type().is_file() {
         return false;
     }

@@ -89,7 +89,10 @@ struct Host {
 
 impl WasiView for Host {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -126,7 +129,11 @@ impl ResourceLimiter for Limiter {
         let total = self.memory_in_use - current.min(self.memory_in_use) + desired;
         if total > self.limits.memory_bytes {
             self.memory_exceeded = true;
-            return Err(MemoryLimitExceeded { desired: total, limit: self.limits.memory_bytes }.into());
+            return Err(MemoryLimitExceeded {
+                desired: total,
+                limit: self.limits.memory_bytes,
+            }
+            .into());
         }
         self.memory_in_use = total;
         Ok(true)
@@ -191,13 +198,54 @@ impl SandboxBuilder {
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
-        let engine = Engine::new(&config).map_err(SandboxError::Engine)?;
+        config.allocation_strategy(pooling(&self.limits));
+        // The pool reserves address space up front; where that is refused
+        // (a `ulimit -v`, a tool like valgrind) fall back to mapping each
+        // call's memory on demand: slower, equally isolated.
+        let engine = match Engine::new(&config) {
+            Ok(engine) => engine,
+            Err(_) => {
+                config.allocation_strategy(wasmtime::InstanceAllocationStrategy::OnDemand);
+                Engine::new(&config).map_err(SandboxError::Engine)?
+            }
+        };
         let linker = restricted_linker(&engine).map_err(SandboxError::Engine)?;
-        let cache = self.cache_dir.map(|dir| cache::Cache::open(dir, &engine)).transpose()?;
+        let cache = self
+            .cache_dir
+            .map(|dir| cache::Cache::open(dir, &engine))
+            .transpose()?;
         let ticker = Ticker::start(engine.clone())?;
-        Ok(Sandbox { engine, linker, cache, limits: self.limits, _ticker: ticker })
+        Ok(Sandbox {
+            engine,
+            linker,
+            cache,
+            limits: self.limits,
+            _ticker: ticker,
+        })
     }
 }
+
+/// Instance slots kept ready for reuse: a fresh call takes a slot whose
+/// memory was already mapped (and reset) instead of mapping new memory, which
+/// is most of what instantiation costs.
+fn pooling(limits: &Limits) -> wasmtime::InstanceAllocationStrategy {
+    let calls = MAX_CONCURRENT_CALLS;
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    pool.total_component_instances(calls)
+        .total_core_instances(calls * u32::try_from(limits.instances).unwrap_or(u32::MAX))
+        .total_memories(calls * u32::try_from(limits.memories).unwrap_or(u32::MAX))
+        .total_tables(calls * u32::try_from(limits.tables).unwrap_or(u32::MAX))
+        .max_core_instances_per_component(u32::try_from(limits.instances).unwrap_or(u32::MAX))
+        .max_memories_per_component(u32::try_from(limits.memories).unwrap_or(u32::MAX))
+        .max_tables_per_component(u32::try_from(limits.tables).unwrap_or(u32::MAX))
+        .max_memory_size(limits.memory_bytes)
+        .table_elements(limits.table_elements)
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(KEEP_RESIDENT_BYTES);
+    wasmtime::InstanceAllocationStrategy::Pooling(pool)
+}
+
+const KEEP_RESIDENT_BYTES: usize = 262144;
 
 /// A linker with exactly the [`ALLOWED_IMPORTS`], synchronous flavour.
 fn restricted_linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
@@ -234,7 +282,10 @@ impl Ticker {
                 }
             })
             .map_err(|e| SandboxError::Host(wasmtime::Error::new(e)))?;
-        Ok(Self { stop, thread: Some(thread) })
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
     }
 }
 
@@ -269,7 +320,10 @@ pub struct Tool {
 
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("spec", &self.spec).field("sha256", &self.sha256).finish()
+        f.debug_struct("Tool")
+            .field("spec", &self.spec)
+            .field("sha256", &self.sha256)
+            .finish()
     }
 }
 
@@ -351,8 +405,12 @@ impl Sandbox {
         let sha256 = cache::sha256_hex(wasm);
         let component = match &self.cache {
             Some(cache) => cache.component(&self.engine, label, wasm, &sha256)?,
-            None => wasmtime::component::Component::new(&self.engine, wasm)
-                .map_err(|source| SandboxError::Compile { name: label.to_owned(), source })?,
+            None => wasmtime::component::Component::new(&self.engine, wasm).map_err(|source| {
+                SandboxError::Compile {
+                    name: label.to_owned(),
+                    source,
+                }
+            })?,
         };
 
         let ty = component.component_type();
@@ -368,12 +426,16 @@ impl Sandbox {
             imports.push(name.to_owned());
         }
 
-        let not_a_tool = |reason: String| SandboxError::NotATool { name: label.to_owned(), reason };
-        let instance_pre =
-            self.linker.instantiate_pre(&component).map_err(|e| not_a_tool(format!("{e:#}")))?;
-        let pre = PureToolPre::new(instance_pre).map_err(|e| {
-            not_a_tool(format!("it does not export goat:tool/tool@0.1.0 ({e:#})"))
-        })?;
+        let not_a_tool = |reason: String| SandboxError::NotATool {
+            name: label.to_owned(),
+            reason,
+        };
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| not_a_tool(format!("{e:#}")))?;
+        let pre = PureToolPre::new(instance_pre)
+            .map_err(|e| not_a_tool(format!("it does not export goat:tool/tool@0.1.0 ({e:#})")))?;
 
         let mut tool = Tool {
             spec: ToolSpec {
@@ -412,7 +474,10 @@ impl Sandbox {
 
     /// Loads the six embedded Pen file tools.
     pub fn load_pen_tools(&self) -> Result<Vec<Tool>, SandboxError> {
-        builtin::PEN_TOOLS.iter().map(|b| self.load(b.name, b.wasm)).collect()
+        builtin::PEN_TOOLS
+            .iter()
+            .map(|b| self.load(b.name, b.wasm))
+            .collect()
     }
 
     /// Runs `tool` with `arguments` (a JSON object as text) in a fresh store
@@ -454,9 +519,10 @@ impl Sandbox {
             .and_then(|instance| instance.goat_tool_tool().call_invoke(&mut store, arguments));
         let limits = &self.limits;
         Ok(match outcome {
-            Ok(Ok(text)) if text.len() > limits.result_bytes => {
-                Err(ToolFailure::OutputExceeded { stream: "result", limit_bytes: limits.result_bytes })
-            }
+            Ok(Ok(text)) if text.len() > limits.result_bytes => Err(ToolFailure::OutputExceeded {
+                stream: "result",
+                limit_bytes: limits.result_bytes,
+            }),
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => Err(ToolFailure::Tool(tool_error(e))),
             Err(e) => Err(self.classify(&e, &store, &stdout, &stderr)),
@@ -475,7 +541,9 @@ impl Sandbox {
         // Must come before `preopened_dir`: it is copied into each preopen.
         wasi.allow_blocking_current_thread(true);
         wasi.stdout(stdout.clone()).stderr(stderr.clone());
-        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
         if let Some((root, access)) = preopen {
             let perms = match access {
                 Access::None => None,
@@ -483,10 +551,11 @@ impl Sandbox {
                 Access::ReadWrite => Some(FsPerms::ReadWrite),
             };
             if let Some(perms) = perms {
-                wasi.preopened_dir(root, ".", perms).map_err(|e| SandboxError::Workspace {
-                    path: root.to_owned(),
-                    reason: format!("{e:#}"),
-                })?;
+                wasi.preopened_dir(root, ".", perms)
+                    .map_err(|e| SandboxError::Workspace {
+                        path: root.to_owned(),
+                        reason: format!("{e:#}"),
+                    })?;
             }
         }
         let mut table = ResourceTable::new();
@@ -494,7 +563,11 @@ impl Sandbox {
         let host = Host {
             wasi: wasi.build(),
             table,
-            limiter: Limiter { limits: limits.clone(), memory_in_use: 0, memory_exceeded: false },
+            limiter: Limiter {
+                limits: limits.clone(),
+                memory_in_use: 0,
+                memory_exceeded: false,
+            },
         };
         let mut store = Store::new(&self.engine, host);
         store.limiter(|h| &mut h.limiter);
@@ -515,32 +588,65 @@ impl Sandbox {
     ) -> ToolFailure {
         let limits = &self.limits;
         if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return ToolFailure::Timeout { limit: limits.timeout };
+            return ToolFailure::Timeout {
+                limit: limits.timeout,
+            };
         }
         if store.data().limiter.memory_exceeded || e.downcast_ref::<MemoryLimitExceeded>().is_some()
         {
-            return ToolFailure::MemoryExceeded { limit_bytes: limits.memory_bytes };
+            return ToolFailure::MemoryExceeded {
+                limit_bytes: limits.memory_bytes,
+            };
         }
         if let Some(over) = e.downcast_ref::<StdioLimitExceeded>() {
-            return ToolFailure::OutputExceeded { stream: over.stream, limit_bytes: over.limit_bytes };
+            return ToolFailure::OutputExceeded {
+                stream: over.stream,
+                limit_bytes: over.limit_bytes,
+            };
         }
         for out in [stdout, stderr] {
             if out.exceeded() {
                 return ToolFailure::OutputExceeded {
-                    stream: if std::ptr::eq(out, stdout) { "stdout" } else { "stderr" },
+                    stream: if std::ptr::eq(out, stdout) {
+                        "stdout"
+                    } else {
+                        "stderr"
+                    },
                     limit_bytes: limits.stdio_bytes,
                 };
             }
         }
-        let text = format!("{e:#}");
-        if e.downcast_ref::<Trap>().is_none()
-            && (text.contains("resource table has no free keys")
-                || text.contains("instance count too high")
-                || text.contains("table count too high")
-                || text.contains("memory count too high")
-                || text.contains("hostcall fuel"))
+        if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+            .is_some()
         {
-            return ToolFailure::LimitExceeded { what: text };
+            return ToolFailure::LimitExceeded {
+                what: format!("more than {MAX_CONCURRENT_CALLS} tool calls at once"),
+            };
+        }
+        // The WASI table and the store's component handles share one
+        // budget; either may run out first.
+        let text = format!("{e:#}");
+        if e.downcast_ref::<wasmtime::component::ResourceTableError>()
+            .is_some()
+            || text.contains("handle limit exceeded")
+        {
+            return ToolFailure::LimitExceeded {
+                what: format!("more than {} open WASI resources", limits.resources),
+            };
+        }
+        // wasmtime reports these with private error types.
+        if text.contains("fuel allocated for hostcalls has been exhausted") {
+            return ToolFailure::LimitExceeded {
+                what: format!(
+                    "more than {} bytes passed to the host in one call",
+                    limits.hostcall_bytes
+                ),
+            };
+        }
+        if text.contains("resource limit exceeded") {
+            return ToolFailure::LimitExceeded {
+                what: first_line(&text),
+            };
         }
         // The top-level message is wasmtime's "error while executing at
         // wasm backtrace: ..."; the trap itself says what happened.
@@ -595,9 +701,15 @@ mod tests {
 
     #[test]
     fn timeout_rounds_up_to_whole_ticks() {
-        let limits = Limits { timeout: EPOCH_TICK * 3 + std::time::Duration::from_nanos(1), ..Limits::default() };
+        let limits = Limits {
+            timeout: EPOCH_TICK * 3 + std::time::Duration::from_nanos(1),
+            ..Limits::default()
+        };
         assert_eq!(limits.timeout_ticks(), 4);
-        let zero = Limits { timeout: std::time::Duration::ZERO, ..Limits::default() };
+        let zero = Limits {
+            timeout: std::time::Duration::ZERO,
+            ..Limits::default()
+        };
         assert_eq!(zero.timeout_ticks(), 1);
     }
 }

@@ -55,6 +55,11 @@ pub const DEFAULT_STDIO_BYTES: usize = 64 * 1024;
 /// 128 KiB; this is the host's backstop against any tool.
 pub const DEFAULT_RESULT_BYTES: usize = 1024 * 1024;
 
+/// Tool calls that can run at once in one sandbox. The Shepherd runs a
+/// round's calls one after another, so a handful is plenty; each slot
+/// reserves address space (not memory) for its instances.
+pub const MAX_CONCURRENT_CALLS: u32 = 16;
+
 /// The limits one call runs under. [`Limits::default`] is what GOAT uses;
 /// tests lower them to reach them quickly.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,6 +107,8 @@ impl Limits {
     /// Epoch ticks the timeout spans, rounded up, at least one.
     pub(crate) fn timeout_ticks(&self) -> u64 {
         let tick = EPOCH_TICK.as_nanos().max(1);
-        u64::try_from(self.timeout.as_nanos().div_ceil(tick)).unwrap_or(u64::MAX).max(1)
+        u64::try_from(self.timeout.as_nanos().div_ceil(tick))
+            .unwrap_or(u64::MAX)
+            .max(1)
     }
 }

@@ -35,7 +35,12 @@ pub(crate) struct CappedOutput {
 
 impl CappedOutput {
     pub(crate) fn new(name: &'static str, limit_bytes: usize) -> Self {
-        Self { name, limit_bytes, buf: Arc::default(), exceeded: Arc::default() }
+        Self {
+            name,
+            limit_bytes,
+            buf: Arc::default(),
+            exceeded: Arc::default(),
+        }
     }
 
     /// Whether the guest tried to write past the cap.
@@ -50,13 +55,20 @@ impl CappedOutput {
     }
 
     fn room(&self) -> usize {
-        let used = self.buf.lock().unwrap_or_else(PoisonError::into_inner).len();
+        let used = self
+            .buf
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
         self.limit_bytes.saturating_sub(used)
     }
 
     fn over(&self) -> StdioLimitExceeded {
         self.exceeded.store(true, Ordering::Relaxed);
-        StdioLimitExceeded { stream: self.name, limit_bytes: self.limit_bytes }
+        StdioLimitExceeded {
+            stream: self.name,
+            limit_bytes: self.limit_bytes,
+        }
     }
 
     /// Appends `bytes` if they fit entirely; otherwise records the overflow.
@@ -115,7 +127,11 @@ impl tokio::io::AsyncWrite for CappedOutput {
         _cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Poll::Ready(self.push(buf).map(|()| buf.len()).map_err(std::io::Error::other))
+        Poll::Ready(
+            self.push(buf)
+                .map(|()| buf.len())
+                .map_err(std::io::Error::other),
+        )
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {

@@ -58,7 +58,10 @@ impl ToolSpec {
     pub(crate) fn validate(&self) -> Result<(), String> {
         let name_ok = self.name.len() <= MAX_TOOL_NAME_BYTES
             && self.name.starts_with(|c: char| c.is_ascii_lowercase())
-            && self.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         if !name_ok {
             return Err(format!(
                 "tool name '{}' must match [a-z][a-z0-9_]* and be at most {MAX_TOOL_NAME_BYTES} bytes",
@@ -66,15 +69,22 @@ impl ToolSpec {
             ));
         }
         if self.description.len() > MAX_DESCRIPTION_BYTES {
-            return Err(format!("description is longer than {MAX_DESCRIPTION_BYTES} bytes"));
+            return Err(format!(
+                "description is longer than {MAX_DESCRIPTION_BYTES} bytes"
+            ));
         }
         if self.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
             return Err("parameters must be a JSON Schema with \"type\": \"object\"".to_owned());
         }
-        let properties = self.parameters.get("properties").and_then(|p| p.as_object());
+        let properties = self
+            .parameters
+            .get("properties")
+            .and_then(|p| p.as_object());
         for field in &self.path_fields {
             if !properties.is_some_and(|p| p.contains_key(field)) {
-                return Err(format!("path field '{field}' is not a property of the parameters"));
+                return Err(format!(
+                    "path field '{field}' is not a property of the parameters"
+                ));
             }
         }
         Ok(())

@@ -7,6 +7,7 @@
 use goat_pen::args::Args;
 use goat_pen::fs::Workspace;
 use goat_pen::path::WorkPath;
+use goat_pen::text::plural;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 
 /// Largest file this tool edits. It reads the whole file and writes it back,
@@ -75,11 +76,10 @@ impl Guest for EditFile {
         // A model writes "\n"; a file checked out on Windows has "\r\n".
         // Match in the file's own convention rather than fail on invisible
         // differences, and write back in that convention.
-        let crlf = text.contains("\r\n") && !old.contains('\r');
-        let (old, new) = if crlf && !text.contains(old) {
-            (old.replace('\n', "\r\n"), new.replace('\n', "\r\n"))
-        } else {
-            (old.to_owned(), new.to_owned())
+        let to_crlf = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
+        let (old, new) = match text.contains("\r\n").then(|| to_crlf(old)) {
+            Some(crlf_old) if text.contains(&crlf_old) => (crlf_old, to_crlf(new)),
+            _ => (old.to_owned(), new.to_owned()),
         };
 
         let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
@@ -110,14 +110,14 @@ impl Guest for EditFile {
         ws.write_file(&path, edited.as_bytes())?;
 
         let n = starts.len();
-        let (removed, added) = (old.matches('\n').count() + 1, new.matches('\n').count() + 1);
+        let (removed, added) = (old.lines().count().max(1), new.lines().count());
         Ok(format!(
-            "Edited '{path}': replaced {n} occurrence{} at line{} {} (each: -{removed} +{added} \
-             lines). The file now has {} lines.",
-            if n == 1 { "" } else { "s" },
+            "Edited '{path}': replaced {} at line{} {} (each: -{removed} +{added} lines). The \
+             file now has {}.",
+            plural(n, "occurrence"),
             if n == 1 { "" } else { "s" },
             listed_lines(&starts, line_of),
-            edited.lines().count()
+            plural(edited.lines().count(), "line")
         ))
     }
 }

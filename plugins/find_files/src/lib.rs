@@ -48,7 +48,7 @@ impl Guest for FindFiles {
         let ws = Workspace::open()?;
         if ws.stat(&base)?.type_ != wasip2::filesystem::types::DescriptorType::Directory {
             return Err(ToolError::Conflict(format!(
-                "'{base}' is a file, not a directory to search"
+                "'{base}' is not a directory to search"
             )));
         }
 

@@ -3,7 +3,7 @@
 use goat_pen::args::Args;
 use goat_pen::fs::{Kind, Walk, Workspace};
 use goat_pen::path::WorkPath;
-use goat_pen::text::Output;
+use goat_pen::text::{Output, plural};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use wasip2::filesystem::types::DescriptorType;
 
@@ -53,7 +53,7 @@ impl Guest for ListDirectory {
         let stat = ws.stat(&path)?;
         if stat.type_ != DescriptorType::Directory {
             return Err(ToolError::Conflict(format!(
-                "'{path}' is a file, not a directory; use read_file to read it"
+                "'{path}' is not a directory; use read_file to read a file"
             )));
         }
 
@@ -68,7 +68,7 @@ impl Guest for ListDirectory {
             let line = match kind {
                 Kind::Dir => format!("{entry}/  (dir)"),
                 Kind::File => match ws.lstat(entry) {
-                    Ok(s) => format!("{entry}  (file, {} bytes)", s.size),
+                    Ok(s) => format!("{entry}  (file, {})", plural(s.size as usize, "byte")),
                     Err(_) => format!("{entry}  (file)"),
                 },
                 Kind::Symlink => match ws.read_link(entry) {

@@ -48,6 +48,7 @@ impl Kind {
 /// The workspace root, preopened by the host.
 pub struct Workspace {
     root: Descriptor,
+    writable: bool,
 }
 
 impl Workspace {
@@ -56,9 +57,16 @@ impl Workspace {
     pub fn open() -> ToolResult<Self> {
         let mut dirs = get_directories();
         match dirs.iter().position(|(_, name)| name == ".") {
-            Some(i) => Ok(Self {
-                root: dirs.swap_remove(i).0,
-            }),
+            Some(i) => {
+                let root = dirs.swap_remove(i).0;
+                // The host preopens read-only unless the tool may write;
+                // knowing which lets a refused write say so plainly instead
+                // of surfacing the host's generic "not permitted".
+                let writable = root
+                    .get_flags()
+                    .is_ok_and(|f| f.bits() & DescriptorFlags::MUTATE_DIRECTORY.bits() != 0);
+                Ok(Self { root, writable })
+            }
             None => Err(ToolError::PermissionDenied(
                 "this tool was given no workspace; the host must preopen the workspace".to_owned(),
             )),
@@ -156,6 +164,7 @@ impl Workspace {
     /// Creates every missing directory on the way to `dir`. Returns the
     /// directories it created, outermost first.
     pub fn create_dir_all(&self, dir: &WorkPath) -> ToolResult<Vec<WorkPath>> {
+        self.require_writable(dir)?;
         let mut created = Vec::new();
         if dir.is_root() {
             return Ok(created);
@@ -185,6 +194,7 @@ impl Workspace {
     /// Replaces the contents of `path` with `data`, creating the file if it
     /// does not exist. The parent directory must exist.
     pub fn write_file(&self, path: &WorkPath, data: &[u8]) -> ToolResult<()> {
+        self.require_writable(path)?;
         let fd = self
             .root
             .open_at(
@@ -206,6 +216,18 @@ impl Workspace {
             offset += usize::try_from(n).unwrap_or(end - offset);
         }
         Ok(())
+    }
+
+    /// Refuses at once when the host gave this call read-only access.
+    pub fn require_writable(&self, path: &WorkPath) -> ToolResult<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(ToolError::PermissionDenied(format!(
+                "cannot write '{path}': this tool was given read-only access to the workspace, \
+                 so nothing was changed"
+            )))
+        }
     }
 
     /// The entries of directory `dir`, sorted by name.

@@ -65,3 +65,12 @@ impl Output {
         self.text
     }
 }
+
+/// "1 line", "2 lines": `n` and `noun`, plural when `n` is not 1.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

@@ -9,7 +9,7 @@ use goat_pen::args::Args;
 use goat_pen::fs::{Kind, Walk, Workspace};
 use goat_pen::glob::Glob;
 use goat_pen::path::WorkPath;
-use goat_pen::text::{Output, cut_line, looks_binary};
+use goat_pen::text::{Output, cut_line, looks_binary, plural};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use regex_lite::{Regex, RegexBuilder};
 use wasip2::filesystem::types::DescriptorType;
@@ -210,12 +210,15 @@ impl Search<'_> {
         let mut notes = Vec::new();
         if self.matches == 0 {
             notes.push(format!(
-                "No matches for '{pattern}' in {searched} files searched."
+                "No matches for '{pattern}' in {} searched.",
+                plural(searched, "file")
             ));
         } else {
             notes.push(format!(
-                "[{} matching lines in {} files; {searched} files searched]",
-                self.matches, self.files_matched
+                "[{} in {}; {} searched]",
+                plural(self.matches, "matching line"),
+                plural(self.files_matched, "file"),
+                plural(searched, "file")
             ));
         }
         if self.stopped {
@@ -230,13 +233,13 @@ impl Search<'_> {
             );
         }
         let skipped = [
-            (self.skipped_binary, "binary or non-UTF-8"),
-            (self.skipped_large, "larger than 4 MiB"),
-            (self.unreadable, "unreadable"),
+            (self.skipped_binary, "(binary or not UTF-8)"),
+            (self.skipped_large, "(larger than 4 MiB)"),
+            (self.unreadable, "(unreadable)"),
         ];
         for (n, why) in skipped {
             if n > 0 {
-                notes.push(format!("[skipped {n} {why} files]"));
+                notes.push(format!("[skipped {} {why}]", plural(n, "file")));
             }
         }
         self.out.finish(Some(notes.join("\n")))

@@ -4,6 +4,7 @@
 use goat_pen::args::Args;
 use goat_pen::fs::{Workspace, require_file};
 use goat_pen::path::WorkPath;
+use goat_pen::text::plural;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 
 /// Largest content one call writes. Source files are far smaller; a model
@@ -59,12 +60,16 @@ impl Guest for WriteFile {
         let created_dirs = ws.create_dir_all(&parent)?;
         ws.write_file(&path, content.as_bytes())?;
 
-        let lines = content.lines().count();
+        let size = format!(
+            "{}, {}",
+            plural(content.len(), "byte"),
+            plural(content.lines().count(), "line")
+        );
         let mut msg = match before {
-            None => format!("Created '{path}' ({} bytes, {lines} lines).", content.len()),
+            None => format!("Created '{path}' ({size})."),
             Some(old) => format!(
-                "Overwrote '{path}' ({} bytes, {lines} lines; it had {old} bytes).",
-                content.len()
+                "Overwrote '{path}' ({size}; it had {}).",
+                plural(old as usize, "byte")
             ),
         };
         if !created_dirs.is_empty() {

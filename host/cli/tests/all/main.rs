@@ -9,7 +9,10 @@ use std::process::{Command, Output, Stdio};
 
 fn goat() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_goat"));
-    cmd.env("GOAT_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cli-cache"));
+    cmd.env(
+        "GOAT_CACHE_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cli-cache"),
+    );
     cmd.env_remove("NO_COLOR");
     cmd
 }
@@ -54,10 +57,18 @@ fn tools_list_json_has_full_specs() {
     let out = run(&["tools", "list", "--json"], dir.path());
     assert!(out.status.success());
     let specs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let edit = specs.as_array().unwrap().iter().find(|s| s["name"] == "edit_file").unwrap();
+    let edit = specs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "edit_file")
+        .unwrap();
     assert_eq!(edit["access"], "read-write");
     assert_eq!(edit["path_fields"], serde_json::json!(["path"]));
-    assert_eq!(edit["parameters"]["required"], serde_json::json!(["path", "old_string", "new_string"]));
+    assert_eq!(
+        edit["parameters"]["required"],
+        serde_json::json!(["path", "old_string", "new_string"])
+    );
     assert_eq!(edit["sha256"].as_str().unwrap().len(), 64);
 }
 
@@ -66,7 +77,17 @@ fn call_prints_the_result_and_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\n").unwrap();
     let ws = dir.path().to_str().unwrap();
-    let out = run(&["tools", "call", "read_file", r#"{"path":"a.txt"}"#, "--workspace", ws], dir.path());
+    let out = run(
+        &[
+            "tools",
+            "call",
+            "read_file",
+            r#"{"path":"a.txt"}"#,
+            "--workspace",
+            ws,
+        ],
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "     1\talpha\n     2\tbeta\n");
 }
@@ -76,24 +97,51 @@ fn writing_tool_without_allow_writes_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().to_str().unwrap();
     let args = r#"{"path":"new.txt","content":"x"}"#;
-    let out = run(&["tools", "call", "write_file", args, "--workspace", ws], dir.path());
+    let out = run(
+        &["tools", "call", "write_file", args, "--workspace", ws],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("add --allow-writes"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("add --allow-writes"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!dir.path().join("new.txt").exists());
 
-    let out = run(&["tools", "call", "write_file", args, "--workspace", ws, "--allow-writes"], dir.path());
+    let out = run(
+        &[
+            "tools",
+            "call",
+            "write_file",
+            args,
+            "--workspace",
+            ws,
+            "--allow-writes",
+        ],
+        dir.path(),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read_to_string(dir.path().join("new.txt")).unwrap(), "x");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.txt")).unwrap(),
+        "x"
+    );
 }
 
 #[test]
 fn tool_failure_exits_one_with_the_models_message() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&["tools", "call", "read_file", r#"{"path":"../etc/passwd"}"#], dir.path());
+    let out = run(
+        &["tools", "call", "read_file", r#"{"path":"../etc/passwd"}"#],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stdout), "");
     let err = text(&out.stderr);
-    assert!(err.starts_with("read_file failed: permission denied: "), "{err}");
+    assert!(
+        err.starts_with("read_file failed: permission denied: "),
+        "{err}"
+    );
     assert!(err.contains("leaves the workspace"), "{err}");
 }
 
@@ -101,15 +149,38 @@ fn tool_failure_exits_one_with_the_models_message() {
 fn bad_input_says_what_was_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&[&str], &str); 4] = [
-        (&["tools", "call", "read_file", "{path: a}"], "ARGS_JSON is not valid JSON"),
-        (&["tools", "call", "read_file", "[1]"], "ARGS_JSON must be a JSON object"),
-        (&["tools", "call", "no_such_tool", "{}"], "no tool named 'no_such_tool'; available: read_file"),
-        (&["tools", "call", "read_file", "{}", "--workspace", "/nonexistent/goat"], "cannot use workspace"),
+        (
+            &["tools", "call", "read_file", "{path: a}"],
+            "ARGS_JSON is not valid JSON",
+        ),
+        (
+            &["tools", "call", "read_file", "[1]"],
+            "ARGS_JSON must be a JSON object",
+        ),
+        (
+            &["tools", "call", "no_such_tool", "{}"],
+            "no tool named 'no_such_tool'; available: read_file",
+        ),
+        (
+            &[
+                "tools",
+                "call",
+                "read_file",
+                "{}",
+                "--workspace",
+                "/nonexistent/goat",
+            ],
+            "cannot use workspace",
+        ),
     ];
     for (args, want) in cases {
         let out = run(args, dir.path());
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(text(&out.stderr).contains(want), "{args:?}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(want),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
     }
 }
 
@@ -124,7 +195,12 @@ fn arguments_can_come_from_stdin() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(br#"{"path": "a.txt"}"#).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"path": "a.txt"}"#)
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(text(&out.stdout), "     1\tfrom stdin\n");
@@ -136,7 +212,12 @@ fn closed_stdout_is_not_an_error() {
     let big: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
     std::fs::write(dir.path().join("big.txt"), big).unwrap();
     let mut child = goat()
-        .args(["tools", "call", "read_file", r#"{"path":"big.txt","limit":20000}"#])
+        .args([
+            "tools",
+            "call",
+            "read_file",
+            r#"{"path":"big.txt","limit":20000}"#,
+        ])
         .current_dir(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

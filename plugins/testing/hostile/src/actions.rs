@@ -87,6 +87,19 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
                 .map_err(raw)?;
             Ok("linked".to_owned())
         }
+        // Nothing: measures what the sandbox itself costs per call.
+        "noop" => Ok(String::new()),
+        // Opens descriptors and never closes them.
+        "leak" => {
+            let root = root()?;
+            let mut held = Vec::new();
+            loop {
+                let fd = root
+                    .open_at(PathFlags::empty(), ".", OpenFlags::DIRECTORY, DescriptorFlags::READ)
+                    .map_err(raw)?;
+                held.push(fd);
+            }
+        }
         "loop" => {
             let mut n = 0u64;
             loop {

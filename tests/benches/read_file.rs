@@ -1,0 +1,126 @@
+//! A full sandboxed `read_file` of a 4 KiB file against `std::fs::read` of
+//! the same file, measured in the same run.
+//!
+//! "Full" means what every real call pays: a fresh Store and WasiCtx, the
+//! workspace preopen, instantiation from the InstancePre, the invoke, and
+//! the tool formatting the lines. The two are measured in interleaved
+//! rounds so that noise from a shared machine hits both alike; the report
+//! is the ratio of medians.
+//!
+//! Run: `cargo bench -p goat-tests --bench read_file`
+
+#![expect(clippy::unwrap_used, reason = "benchmark")]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use goat_sandbox::{Access, Pen, SandboxBuilder};
+
+/// Interleaved measurement rounds; the median is reported.
+/// `GOAT_BENCH_ROUNDS` lowers it, e.g. to run under a profiler.
+const ROUNDS: usize = 31;
+
+/// Operations timed per round, so one round is long enough to time.
+const OPS_PER_ROUND: u32 = 200;
+
+fn per_op(f: &mut dyn FnMut()) -> Duration {
+    let start = Instant::now();
+    for _ in 0..OPS_PER_ROUND {
+        f();
+    }
+    start.elapsed() / OPS_PER_ROUND
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    // 4 KiB of source-like text: 64 lines of 64 bytes.
+    let line = format!(
+        "{:<63}\n",
+        "    let value = compute(alpha, beta, gamma); // a line of code"
+    );
+    let content = line.repeat(64);
+    assert_eq!(content.len(), 4096);
+    let file = ws.join("file.rs");
+    std::fs::write(&file, &content).unwrap();
+
+    let sandbox = SandboxBuilder::new()
+        .cache_dir(dir.path().join("cache"))
+        .build()
+        .unwrap();
+    let read_file = goat_sandbox::builtin::PEN_TOOLS
+        .iter()
+        .find(|b| b.name == "read_file")
+        .unwrap();
+    let tool = sandbox.load(read_file.name, read_file.wasm).unwrap();
+    let pen = Pen::new(&ws, Access::Read).unwrap();
+    let args = r#"{"path": "file.rs"}"#;
+
+    // Check once that the sandboxed call does the real work.
+    let text = sandbox.call(&tool, args, &pen).unwrap().unwrap();
+    assert_eq!(text.lines().count(), 64);
+    assert!(text.starts_with("     1\t    let value"));
+
+    // The same sandbox path with a guest that does nothing: what the
+    // sandbox itself costs per call (store, context, preopen, instantiate).
+    let hostile = sandbox
+        .load(
+            "hostile",
+            include_bytes!("../../plugins/dist/testing/hostile.wasm"),
+        )
+        .unwrap();
+    let noop_args = r#"{"action": "noop"}"#;
+    assert_eq!(
+        sandbox.call(&hostile, noop_args, &pen).unwrap().unwrap(),
+        ""
+    );
+    let mut noop = || {
+        black_box(
+            sandbox
+                .call(&hostile, black_box(noop_args), &pen)
+                .unwrap()
+                .unwrap(),
+        );
+    };
+
+    let mut native = || {
+        black_box(std::fs::read(black_box(&file)).unwrap());
+    };
+    let mut sandboxed = || {
+        black_box(sandbox.call(&tool, black_box(args), &pen).unwrap().unwrap());
+    };
+    // Warm up both paths (page cache, code cache, allocator).
+    per_op(&mut native);
+    per_op(&mut sandboxed);
+    per_op(&mut noop);
+
+    let (mut n, mut s, mut z) = (Vec::new(), Vec::new(), Vec::new());
+    let rounds = std::env::var("GOAT_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(ROUNDS);
+    for _ in 0..rounds {
+        n.push(per_op(&mut native));
+        s.push(per_op(&mut sandboxed));
+        z.push(per_op(&mut noop));
+    }
+    let (n, s, z) = (median(n), median(s), median(z));
+    println!("read_file 4 KiB, median of {rounds} interleaved rounds x {OPS_PER_ROUND} ops");
+    println!("  std::fs::read          {:>10.2?} per op", n);
+    println!("  sandboxed read_file    {:>10.2?} per op", s);
+    println!("  sandboxed no-op call   {:>10.2?} per op", z);
+    println!(
+        "  ratio sandboxed/native {:>10.2}x",
+        s.as_secs_f64() / n.as_secs_f64()
+    );
+    println!(
+        "  ratio no-op/native     {:>10.2}x",
+        z.as_secs_f64() / n.as_secs_f64()
+    );
+}
