@@ -95,7 +95,12 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
             let mut held = Vec::new();
             loop {
                 let fd = root
-                    .open_at(PathFlags::empty(), ".", OpenFlags::DIRECTORY, DescriptorFlags::READ)
+                    .open_at(
+                        PathFlags::empty(),
+                        ".",
+                        OpenFlags::DIRECTORY,
+                        DescriptorFlags::READ,
+                    )
                     .map_err(raw)?;
                 held.push(fd);
             }
