@@ -36,6 +36,10 @@ export CARGO_HOME
 TARGET_DIR="$HERE/target"
 SEP=$'\x1f'
 export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$TARGET_DIR=/goat/target${SEP}--remap-path-prefix=$HERE=/goat/plugins${SEP}--remap-path-prefix=$CARGO_HOME=/cargo${SEP}-Cstrip=symbols${SEP}-Clink-arg=-zstack-size=131072"
+# The 128 KiB stack (wasm-ld's default is 1 MiB) keeps the memory a call
+# dirties small, so the host's pooled slots reset cheaply between calls;
+# the tools recurse little and stack overflow traps (the stack is first in
+# memory) rather than corrupting data.
 export SOURCE_DATE_EPOCH=0
 
 "$CARGO" build --release --locked --target wasm32-unknown-unknown \

@@ -524,3 +524,17 @@ fn guest_passing_too_much_data_to_the_host_is_stopped() {
         })
     );
 }
+
+#[test]
+fn stack_overflow_traps_instead_of_corrupting_memory() {
+    let (failure, _) = stopped(json!({"action": "recurse"}));
+    match &failure {
+        ToolFailure::Crashed { message } => {
+            assert!(
+                message.contains("out of bounds") || message.contains("stack"),
+                "{message}"
+            )
+        }
+        other => panic!("expected a crash, got {other:?}"),
+    }
+}

@@ -15,6 +15,10 @@ pub fn looks_binary(data: &[u8]) -> bool {
 /// `line` cut to at most [`MAX_LINE_CHARS`] characters, with a marker saying
 /// how much was cut.
 pub fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
+    // No more bytes than the limit means no more characters either.
+    if line.len() <= MAX_LINE_CHARS {
+        return std::borrow::Cow::Borrowed(line);
+    }
     match line.char_indices().nth(MAX_LINE_CHARS) {
         None => std::borrow::Cow::Borrowed(line),
         Some((at, _)) => std::borrow::Cow::Owned(format!(
@@ -41,6 +45,37 @@ impl Output {
             return false;
         }
         self.text.push_str(line);
+        self.text.push('\n');
+        true
+    }
+
+    /// Appends `{n:>6}\t{text}{suffix}` and a newline, the numbered-line
+    /// form of `cat -n`, without formatting machinery: read_file writes one
+    /// per line shown. Returns `false`, appending nothing, at the cap.
+    pub fn numbered_line(&mut self, n: u64, text: &str, suffix: &str) -> bool {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut v = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let digits = std::str::from_utf8(&digits[at..]).unwrap_or("0");
+        let pad = 6usize.saturating_sub(digits.len());
+        let len = pad + digits.len() + 1 + text.len() + suffix.len() + 1;
+        if self.full || self.text.len() + len > MAX_OUTPUT_BYTES {
+            self.full = true;
+            return false;
+        }
+        self.text.extend(std::iter::repeat_n(' ', pad));
+        self.text.push_str(digits);
+        self.text.push('\t');
+        self.text.push_str(text);
+        self.text.push_str(suffix);
         self.text.push('\n');
         true
     }

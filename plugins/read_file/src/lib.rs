@@ -71,9 +71,11 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
         fd,
         path,
         pos: 0,
+        size: stat.size,
         buf: Vec::new(),
         start: 0,
         eof: false,
+        carry: Vec::new(),
     };
     let mut out = Output::default();
     let (mut line_no, mut shown) = (0u64, 0u64);
@@ -87,11 +89,9 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
             more = true;
             break;
         }
-        let mut text = cut_line(decode_line(&bytes, line_no == 1, path)?).into_owned();
-        if cut > 0 {
-            text.push_str(&format!(" … [line cut: {cut} more bytes]"));
-        }
-        if !out.line(&format!("{line_no:>6}\t{text}")) {
+        let text = cut_line(decode_line(bytes, line_no == 1, path)?);
+        let note = (cut > 0).then(|| format!(" … [line cut: {cut} more bytes]"));
+        if !out.numbered_line(line_no, &text, note.as_deref().unwrap_or("")) {
             more = true;
             break;
         }
@@ -123,50 +123,76 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
 }
 
 /// Splits a file into lines as it streams in, keeping at most
-/// [`MAX_LINE_BYTES`] of any one line.
+/// [`MAX_LINE_BYTES`] of any one line. A line inside one chunk is lent out
+/// of the chunk; only a line spanning chunks is copied.
 struct Lines<'a> {
     fd: Descriptor,
     path: &'a WorkPath,
     pos: u64,
+    /// The file's size when it was opened.
+    size: u64,
     buf: Vec<u8>,
     start: usize,
     eof: bool,
+    carry: Vec<u8>,
+}
+
+/// Appends `piece` to a line being carried across chunks, up to
+/// [`MAX_LINE_BYTES`]; counts what did not fit in `cut`.
+fn carry_on(carry: &mut Vec<u8>, cut: &mut usize, piece: &[u8]) {
+    let room = MAX_LINE_BYTES.saturating_sub(carry.len());
+    carry.extend_from_slice(&piece[..piece.len().min(room)]);
+    *cut += piece.len().saturating_sub(room);
 }
 
 impl Lines<'_> {
     /// The next line without its `\n`, and how many bytes of it were cut.
-    fn next_line(&mut self) -> ToolResult<Option<(Vec<u8>, usize)>> {
-        let mut line = Vec::new();
+    fn next_line(&mut self) -> ToolResult<Option<(&[u8], usize)>> {
+        self.carry.clear();
         let mut cut = 0usize;
         let mut started = false;
         loop {
             if self.start < self.buf.len() {
                 started = true;
-                let rest = &self.buf[self.start..];
-                let (piece, found) = match rest.iter().position(|&b| b == b'\n') {
-                    Some(i) => (&rest[..i], true),
-                    None => (rest, false),
-                };
-                let room = MAX_LINE_BYTES.saturating_sub(line.len());
-                line.extend_from_slice(&piece[..piece.len().min(room)]);
-                cut += piece.len().saturating_sub(room);
-                self.start += piece.len() + usize::from(found);
-                if found {
-                    return Ok(Some((line, cut)));
+                let begin = self.start;
+                let rest = &self.buf[begin..];
+                match memchr::memchr(b'\n', rest) {
+                    Some(i) => {
+                        self.start = begin + i + 1;
+                        if self.carry.is_empty() && cut == 0 {
+                            let kept = i.min(MAX_LINE_BYTES);
+                            return Ok(Some((&self.buf[begin..begin + kept], i - kept)));
+                        }
+                        carry_on(&mut self.carry, &mut cut, &self.buf[begin..begin + i]);
+                        return Ok(Some((&self.carry, cut)));
+                    }
+                    None => {
+                        carry_on(&mut self.carry, &mut cut, rest);
+                        self.start = self.buf.len();
+                    }
                 }
             }
             if self.eof {
-                return Ok(started.then_some((line, cut)));
+                return Ok(started.then_some((&self.carry[..], cut)));
             }
+            // Ask for no more than the file holds: the host allocates what
+            // is asked, and a short file then needs no second read to find
+            // its end. A file that grows while being read is read up to the
+            // size it had when opened; one that reports size 0 (a procfs
+            // style file) is read until the host says it ended.
+            let want = match self.size.saturating_sub(self.pos) {
+                0 => READ_CHUNK_BYTES,
+                left => left.min(READ_CHUNK_BYTES),
+            };
             let (chunk, end) = self
                 .fd
-                .read(READ_CHUNK_BYTES, self.pos)
+                .read(want, self.pos)
                 .map_err(|e| fs_error(e, self.path, "read"))?;
             if self.pos == 0 && looks_binary(&chunk) {
                 return Err(binary(self.path));
             }
             self.pos += chunk.len() as u64;
-            self.eof = end || chunk.is_empty();
+            self.eof = end || chunk.is_empty() || (self.size > 0 && self.pos >= self.size);
             self.buf = chunk;
             self.start = 0;
         }

@@ -105,6 +105,8 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
                 held.push(fd);
             }
         }
+        // Recurses until the stack runs out.
+        "recurse" => Ok(format!("{}", recurse(std::hint::black_box(1)))),
         "loop" => {
             let mut n = 0u64;
             loop {
@@ -133,4 +135,12 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
             "unknown action {other}"
         ))),
     }
+}
+
+fn recurse(n: u64) -> u64 {
+    if n == u64::MAX {
+        return 0;
+    }
+    let frame = std::hint::black_box([n; 64]);
+    frame[(n % 64) as usize].wrapping_add(recurse(n + 1))
 }
