@@ -397,7 +397,7 @@ mod read_file {
         ws.write("long.txt", format!("{}\nnext\n", "x".repeat(5000)));
         let text = read(&ws, json!({"path": "long.txt"}));
         let expected = format!(
-            "     1\t{}… [line cut: 3000 more characters]\n     2\tnext\n",
+            "     1\t{}… [line cut: 3000 more bytes]\n     2\tnext\n",
             "x".repeat(2000)
         );
         assert_eq!(text, expected);
@@ -410,7 +410,7 @@ mod read_file {
         ws.write("huge.txt", format!("{}\nafter\n", "y".repeat(100_000)));
         let text = read(&ws, json!({"path": "huge.txt"}));
         let expected = format!(
-            "     1\t{}… [line cut: 63536 more characters] … [line cut: 34464 more bytes]\n     2\tafter\n",
+            "     1\t{}… [line cut: 98000 more bytes]\n     2\tafter\n",
             "y".repeat(2000)
         );
         assert_eq!(text, expected);
@@ -424,7 +424,7 @@ mod read_file {
         ws.write("euro.txt", format!("{}\n", "€".repeat(30_000)));
         let text = read(&ws, json!({"path": "euro.txt"}));
         let expected = format!(
-            "     1\t{}… [line cut: 19845 more characters] … [line cut: 24464 more bytes]\n",
+            "     1\t{}… [line cut: 84000 more bytes]\n",
             "€".repeat(2000)
         );
         assert_eq!(text, expected);

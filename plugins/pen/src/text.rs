@@ -13,19 +13,31 @@ pub fn looks_binary(data: &[u8]) -> bool {
 }
 
 /// `line` cut to at most [`MAX_LINE_CHARS`] characters, with a marker saying
-/// how much was cut.
+/// how many bytes of the line are not shown.
 pub fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
+    cut_line_after(line, 0)
+}
+
+/// Like [`cut_line`] for a line of which `already_cut` trailing bytes were
+/// dropped before it got here (read_file bounds what it buffers of one
+/// line); the marker counts both.
+pub fn cut_line_after(line: &str, already_cut: usize) -> std::borrow::Cow<'_, str> {
     // No more bytes than the limit means no more characters either.
-    if line.len() <= MAX_LINE_CHARS {
-        return std::borrow::Cow::Borrowed(line);
-    }
-    match line.char_indices().nth(MAX_LINE_CHARS) {
-        None => std::borrow::Cow::Borrowed(line),
-        Some((at, _)) => std::borrow::Cow::Owned(format!(
-            "{}… [line cut: {} more characters]",
-            &line[..at],
-            line[at..].chars().count()
-        )),
+    let at = if line.len() <= MAX_LINE_CHARS {
+        None
+    } else {
+        line.char_indices().nth(MAX_LINE_CHARS).map(|(at, _)| at)
+    };
+    match (at, already_cut) {
+        (None, 0) => std::borrow::Cow::Borrowed(line),
+        (at, extra) => {
+            let at = at.unwrap_or(line.len());
+            std::borrow::Cow::Owned(format!(
+                "{}… [line cut: {} more bytes]",
+                &line[..at],
+                line.len() - at + extra
+            ))
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 use goat_pen::args::Args;
 use goat_pen::fs::{READ_CHUNK_BYTES, Workspace, fs_error, require_file};
 use goat_pen::path::WorkPath;
-use goat_pen::text::{Output, cut_line, looks_binary};
+use goat_pen::text::{Output, cut_line_after, looks_binary};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use wasip2::filesystem::types::Descriptor;
 
@@ -89,9 +89,9 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
             more = true;
             break;
         }
-        let text = cut_line(decode_line(bytes, line_no == 1, path)?);
-        let note = (cut > 0).then(|| format!(" … [line cut: {cut} more bytes]"));
-        if !out.numbered_line(line_no, &text, note.as_deref().unwrap_or("")) {
+        let (text, partial) = decode_line(bytes, line_no == 1, path)?;
+        let text = cut_line_after(text, cut + partial);
+        if !out.numbered_line(line_no, &text, "") {
             more = true;
             break;
         }
@@ -199,7 +199,9 @@ impl Lines<'_> {
     }
 }
 
-fn decode_line<'a>(bytes: &'a [u8], first: bool, path: &WorkPath) -> ToolResult<&'a str> {
+/// The line as text, and how many bytes of a character cut in half at
+/// [`MAX_LINE_BYTES`] were dropped from its end.
+fn decode_line<'a>(bytes: &'a [u8], first: bool, path: &WorkPath) -> ToolResult<(&'a str, usize)> {
     let bytes = if first {
         bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
     } else {
@@ -207,10 +209,12 @@ fn decode_line<'a>(bytes: &'a [u8], first: bool, path: &WorkPath) -> ToolResult<
     };
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
-        Ok(s) => Ok(s),
+        Ok(s) => Ok((s, 0)),
         // A line cut at MAX_LINE_BYTES may end inside a character.
         Err(e) if e.error_len().is_none() && bytes.len() >= MAX_LINE_BYTES - 4 => {
-            Ok(std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""))
+            let valid = e.valid_up_to();
+            let text = std::str::from_utf8(&bytes[..valid]).unwrap_or("");
+            Ok((text, bytes.len() - valid))
         }
         Err(_) => Err(binary(path)),
     }
