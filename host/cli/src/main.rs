@@ -2,17 +2,20 @@
 //!
 //! This first cut exposes the sandbox directly: `goat tools list` and
 //! `goat tools call`. Later the Shepherd, the AppToolRouter and the
-//! permission gate stand in front of every call.
+//! permission gate stand in front of every call. `goat detect` runs the
+//! unexecuted-markup detector (ADR-0065) on a saved assistant message.
 //!
 //! Exit status: 0 success, 1 the tool call failed (the error is printed as
 //! the model would see it), 2 bad usage or a host problem.
 
+use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use goat_markup::{Detector, Verdict};
 use goat_sandbox::{Access, Pen, Sandbox, SandboxBuilder, Tool};
 
 #[derive(Parser)]
@@ -32,6 +35,18 @@ enum Command {
     Tools {
         #[command(subcommand)]
         command: ToolsCommand,
+    },
+    /// Check an assistant message for tool-call markup written as text
+    /// instead of a call, and print the verdict as one line of JSON.
+    ///
+    /// Exits 0 whether or not markup is found; read the "unexecuted" field.
+    Detect {
+        /// The tools offered with the request, comma-separated
+        /// (e.g. read_file,write_file). Only these names count.
+        #[arg(long, value_name = "NAMES", value_delimiter = ',', required = true)]
+        tools: Vec<String>,
+        /// The message's content; standard input when absent.
+        file: Option<PathBuf>,
     },
 }
 
@@ -95,7 +110,57 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 allow_writes,
             } => call(&name, &args_json, workspace, allow_writes),
         },
+        Command::Detect { tools, file } => detect(&tools, file.as_deref()),
     }
+}
+
+/// Feeds the message to the detector in pieces, as a stream would arrive.
+fn detect(tools: &[String], file: Option<&Path>) -> anyhow::Result<Outcome> {
+    let tools: Vec<&str> = tools.iter().map(|t| t.trim()).collect();
+    if tools.is_empty() || tools.iter().any(|t| t.is_empty()) {
+        bail!(
+            "--tools needs comma-separated tool names, none empty, e.g. --tools read_file,write_file"
+        );
+    }
+    let mut detector = Detector::new(&tools);
+    let mut input: Box<dyn Read> = match file {
+        Some(path) => {
+            Box::new(File::open(path).with_context(|| format!("reading {}", path.display()))?)
+        }
+        None => Box::new(io::stdin().lock()),
+    };
+    let mut buf = vec![0; 64 * 1024];
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let what = file.map_or("standard input".into(), |p| p.display().to_string());
+                return Err(anyhow::Error::new(e).context(format!("reading {what}")));
+            }
+        };
+        detector.feed(&buf[..n]);
+    }
+    let mut out = io::stdout().lock();
+    writeln!(out, "{}", verdict_json(&detector.finish()))?;
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
+
+/// One line of JSON, fields in a fixed order.
+fn verdict_json(v: &Verdict) -> String {
+    let string = |s: &str| serde_json::Value::from(s).to_string();
+    let markers: Vec<String> = v.markers.iter().map(|m| string(m.as_str())).collect();
+    format!(
+        "{{\"unexecuted\": {}, \"tool\": {}, \"form\": {}, \"markers\": [{}], \"span\": {}}}",
+        v.unexecuted,
+        v.tool.as_deref().map_or("null".into(), string),
+        v.form.map_or("null".into(), |f| string(f.as_str())),
+        markers.join(", "),
+        v.span
+            .map_or("null".into(), |(start, end)| format!("[{start}, {end}]")),
+    )
 }
 
 /// GOAT's compiled-code cache: `$GOAT_CACHE_DIR`, else

@@ -1,0 +1,350 @@
+//! The HTTP side: one streaming request, its timeouts, retries and
+//! cancellation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::EngineError;
+use crate::request::ChatRequest;
+use crate::response::{Delta, Response, StreamAssembler, error_message, snippet_long};
+
+/// Time allowed to establish the TCP connection. A local engine answers in
+/// milliseconds; seconds mean the host or port is wrong.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Time allowed from sending the request to the first byte of the body.
+/// Loading a model and processing a long prompt on a CPU can take minutes.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Longest silence tolerated once the stream has started. Any bytes reset
+/// it, keep-alive comments included.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Budget for one whole request, start to end: a backstop against a stream
+/// that trickles forever, never the only timeout.
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Attempts after the first for failures before any response byte.
+pub const DEFAULT_RETRIES: u32 = 2;
+
+/// First backoff; doubled for each further retry.
+pub const RETRY_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Bytes of an HTTP error body read for its message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// How to reach an engine.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Base URL, e.g. `http://127.0.0.1:8080/v1`; `/chat/completions` is
+    /// appended.
+    pub base_url: String,
+    /// Model name sent with each request.
+    pub model: String,
+    /// Bearer key, if the engine wants one.
+    pub api_key: Option<String>,
+    /// See [`DEFAULT_CONNECT_TIMEOUT`].
+    pub connect_timeout: Duration,
+    /// See [`DEFAULT_FIRST_BYTE_TIMEOUT`].
+    pub first_byte_timeout: Duration,
+    /// See [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// See [`DEFAULT_TOTAL_TIMEOUT`].
+    pub total_timeout: Duration,
+    /// See [`DEFAULT_RETRIES`].
+    pub retries: u32,
+}
+
+impl EngineConfig {
+    /// A config for `base_url` and `model` with the default timeouts.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            total_timeout: DEFAULT_TOTAL_TIMEOUT,
+            retries: DEFAULT_RETRIES,
+        }
+    }
+}
+
+/// A client for one engine.
+#[derive(Debug)]
+pub struct EngineClient {
+    config: EngineConfig,
+    url: String,
+    http: reqwest::Client,
+    /// Cleared once the engine rejected `stream_options`; later requests
+    /// leave it out.
+    include_usage: AtomicBool,
+}
+
+impl EngineClient {
+    /// Checks the URL and builds the HTTP client.
+    pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
+        let base = config.base_url.trim_end_matches('/');
+        let url = format!("{base}/chat/completions");
+        let parsed = reqwest::Url::parse(&url).map_err(|e| EngineError::InvalidUrl {
+            url: config.base_url.clone(),
+            reason: e.to_string(),
+        })?;
+        if parsed.scheme() != "http" {
+            return Err(EngineError::InvalidUrl {
+                url: config.base_url.clone(),
+                reason: format!(
+                    "scheme '{}' is not supported; local engines speak plain http (e.g. \
+                     http://127.0.0.1:8080/v1)",
+                    parsed.scheme()
+                ),
+            });
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                EngineError::InvalidUrl {
+                    url: config.base_url.clone(),
+                    reason: "the API key contains characters not allowed in a header".to_owned(),
+                }
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .default_headers(headers)
+            .no_proxy()
+            .build()
+            .map_err(|e| EngineError::Transport {
+                url: url.clone(),
+                reason: e.to_string(),
+                before_response: true,
+            })?;
+        Ok(Self {
+            config,
+            url,
+            http,
+            include_usage: AtomicBool::new(true),
+        })
+    }
+
+    /// The chat completions URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Streams one chat completion, calling `on_delta` as text arrives.
+    ///
+    /// Cancelling `cancel` (or dropping the future) closes the connection at
+    /// once. Failures before any response byte are retried up to
+    /// `retries` times with backoff; nothing after that is retried.
+    pub async fn stream_chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> Result<Response, EngineError> {
+        let deadline = Instant::now() + self.config.total_timeout;
+        let mut attempt = 0u32;
+        loop {
+            let include_usage = self.include_usage.load(Ordering::Relaxed);
+            let body = request.body(&self.config.model, include_usage);
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(EngineError::Cancelled),
+                r = tokio::time::timeout_at(deadline, self.attempt(&body, deadline, on_delta)) => {
+                    r.unwrap_or(Err(EngineError::TotalTimeout { after: self.config.total_timeout }))
+                }
+            };
+            match outcome {
+                Err(EngineError::Http {
+                    status: 400,
+                    message,
+                }) if include_usage && message.contains("stream_options") => {
+                    // This engine does not take stream_options: leave it out
+                    // from now on. Nothing was streamed, so this is not a retry.
+                    self.include_usage.store(false, Ordering::Relaxed);
+                    let _ = message;
+                }
+                Err(e) if e.is_retryable() && attempt < self.config.retries => {
+                    let backoff = RETRY_BACKOFF * 2u32.saturating_pow(attempt);
+                    attempt += 1;
+                    tokio::select! {
+                        () = cancel.cancelled() => return Err(EngineError::Cancelled),
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        body: &serde_json::Value,
+        deadline: Instant,
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
+    ) -> Result<Response, EngineError> {
+        let first_byte_by = deadline.min(Instant::now() + self.config.first_byte_timeout);
+        let first_byte_timeout = EngineError::FirstByteTimeout {
+            after: self.config.first_byte_timeout,
+        };
+        let send = self.http.post(&self.url).body(body.to_string()).send();
+        let mut response = match tokio::time::timeout_at(first_byte_by, send).await {
+            Err(_) => return Err(first_byte_timeout),
+            Ok(Err(e)) => return Err(self.transport_error(e)),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            return Err(EngineError::Http {
+                status: status.as_u16(),
+                message: read_error_body(&mut response).await,
+            });
+        }
+
+        let mut assembler = StreamAssembler::new();
+        let mut first = true;
+        loop {
+            let by = if first {
+                first_byte_by
+            } else {
+                deadline.min(Instant::now() + self.config.idle_timeout)
+            };
+            let chunk = match tokio::time::timeout_at(by, response.chunk()).await {
+                Err(_) if first => return Err(first_byte_timeout),
+                Err(_) if by == deadline => {
+                    return Err(EngineError::TotalTimeout {
+                        after: self.config.total_timeout,
+                    });
+                }
+                Err(_) => {
+                    return Err(EngineError::IdleTimeout {
+                        after: self.config.idle_timeout,
+                    });
+                }
+                // The connection broke mid-body: unless the response had
+                // already finished, what arrived is incomplete.
+                Ok(Err(_)) => return assembler.finish(),
+                Ok(Ok(None)) => return assembler.finish(),
+                Ok(Ok(Some(bytes))) => bytes,
+            };
+            first = false;
+            assembler.feed(&chunk, on_delta)?;
+            if assembler.is_done() {
+                // Anything after [DONE] is ignored; closing now frees the
+                // engine's slot sooner.
+                return assembler.finish();
+            }
+        }
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> EngineError {
+        let reason = error_chain(&e);
+        if e.is_connect() {
+            if e.is_timeout() {
+                return EngineError::ConnectTimeout {
+                    url: self.url.clone(),
+                    after: self.config.connect_timeout,
+                };
+            }
+            return EngineError::Connect {
+                url: self.url.clone(),
+                reason,
+            };
+        }
+        // Only called for failures of `send`, which ends when the response
+        // head arrives: nothing of a response was consumed.
+        EngineError::Transport {
+            url: self.url.clone(),
+            reason,
+            before_response: true,
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
+}
+
+/// The message of an HTTP error body: a JSON error's message, an HTML
+/// page's title or text, or the text itself.
+async fn read_error_body(response: &mut reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY_BYTES {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&body);
+    error_body_message(&text)
+}
+
+/// See [`read_error_body`].
+pub(crate) fn error_body_message(text: &str) -> String {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return "(empty body)".to_owned();
+    }
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(trimmed) {
+        // {"error": {"message": ...}}, {"error": "..."}, FastAPI's
+        // {"detail": ...}, vLLM's {"object": "error", "message": ...}.
+        let inner = v.get("error").or_else(|| v.get("detail")).unwrap_or(&v);
+        return error_message(inner);
+    }
+    if trimmed.starts_with('<') {
+        return html_text(trimmed);
+    }
+    snippet_long(trimmed)
+}
+
+fn html_text(html: &str) -> String {
+    let lower = html.to_ascii_lowercase();
+    if let (Some(a), Some(b)) = (lower.find("<title>"), lower.find("</title>"))
+        && a + 7 <= b
+        && !html[a + 7..b].trim().is_empty()
+    {
+        return snippet_long(html[a + 7..b].trim());
+    }
+    // Tags stripped, whitespace folded.
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    snippet_long(&out.split_whitespace().collect::<Vec<_>>().join(" "))
+}

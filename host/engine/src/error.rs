@@ -1,0 +1,145 @@
+//! Typed engine errors that say what happened.
+
+use std::time::Duration;
+
+use crate::response::Response;
+use crate::sse::SseError;
+
+/// Why a chat completion did not produce a complete response.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The engine URL is not usable.
+    #[error("invalid engine URL '{url}': {reason}")]
+    InvalidUrl {
+        /// The URL given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Nothing accepted the connection.
+    #[error(
+        "cannot connect to the engine at {url}: {reason} (is the engine running, and is the URL right?)"
+    )]
+    Connect {
+        /// Where we tried.
+        url: String,
+        /// The system's reason.
+        reason: String,
+    },
+    /// Connecting took longer than the connect timeout.
+    #[error("connecting to the engine at {url} timed out after {after:?}")]
+    ConnectTimeout {
+        /// Where we tried.
+        url: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The engine answered with an HTTP error status.
+    #[error("the engine answered HTTP {status}: {message}")]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The message from the body (JSON error message, or an HTML page's title/text).
+        message: String,
+    },
+    /// No response byte arrived before the first-byte deadline.
+    #[error(
+        "the engine sent nothing for {after:?} after the request (model load and prompt processing are included; raise the first-byte timeout for large prompts)"
+    )]
+    FirstByteTimeout {
+        /// The deadline.
+        after: Duration,
+    },
+    /// The stream went silent for longer than the idle timeout.
+    #[error("the engine's stream went silent for {after:?}")]
+    IdleTimeout {
+        /// The timeout.
+        after: Duration,
+    },
+    /// The whole request took longer than its total budget.
+    #[error("the request took longer than its total budget of {after:?}")]
+    TotalTimeout {
+        /// The budget.
+        after: Duration,
+    },
+    /// The engine reported an error inside a 200 stream.
+    #[error("the engine reported an error mid-stream: {message}")]
+    StreamError {
+        /// Its message.
+        message: String,
+    },
+    /// The stream ended without a finish reason or `[DONE]`.
+    #[error(
+        "the engine's stream ended early, after {received_bytes} bytes, without a finish reason or [DONE]; the response is incomplete"
+    )]
+    Truncated {
+        /// How much arrived.
+        received_bytes: usize,
+    },
+    /// The model stopped at its output token limit.
+    #[error(
+        "the model hit its output length limit (finish_reason \"length\"); the response is cut off"
+    )]
+    Length {
+        /// What arrived before the cut.
+        partial: Box<Response>,
+    },
+    /// The event stream could not be decoded.
+    #[error("the engine's event stream is malformed: {0}")]
+    Sse(#[from] SseError),
+    /// A chunk was not the JSON the protocol calls for.
+    #[error("the engine sent a chunk that is not valid JSON ({reason}): {snippet}")]
+    InvalidChunk {
+        /// The parse error.
+        reason: String,
+        /// The start of the chunk.
+        snippet: String,
+    },
+    /// The response grew past the cap.
+    #[error("the engine's response is larger than {limit} bytes")]
+    ResponseTooLarge {
+        /// The cap.
+        limit: usize,
+    },
+    /// The request was cancelled.
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// Any other transport failure.
+    #[error("transport error talking to the engine at {url}: {reason}")]
+    Transport {
+        /// Where.
+        url: String,
+        /// What.
+        reason: String,
+        /// It happened before any response byte arrived (the engine closed
+        /// or reset the connection without answering).
+        before_response: bool,
+    },
+}
+
+impl EngineError {
+    /// Whether retrying the same request may succeed. Only failures that
+    /// happen before any response byte is consumed qualify; the caller also
+    /// bounds the attempts.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Connect { .. } | Self::ConnectTimeout { .. } => true,
+            Self::Transport {
+                before_response, ..
+            } => *before_response,
+            Self::InvalidUrl { .. }
+            | Self::Http { .. }
+            | Self::FirstByteTimeout { .. }
+            | Self::IdleTimeout { .. }
+            | Self::TotalTimeout { .. }
+            | Self::StreamError { .. }
+            | Self::Truncated { .. }
+            | Self::Length { .. }
+            | Self::Sse(_)
+            | Self::InvalidChunk { .. }
+            | Self::ResponseTooLarge { .. }
+            | Self::Cancelled => false,
+        }
+    }
+}

@@ -1,0 +1,430 @@
+//! Assembling streamed chunks into one response.
+//!
+//! Pure and synchronous: [`StreamAssembler`] is fed the raw bytes of the
+//! body as they arrive and yields the finished [`Response`] (or the typed
+//! error) at the end, so every dialect quirk is testable without a socket
+//! and any re-chunking of the same bytes gives the same result.
+//!
+//! Dialects handled: content and reasoning (`reasoning_content` or
+//! `reasoning`) deltas; tool calls keyed by `index` whose id and name come in
+//! the first fragment only and whose arguments arrive in fragments or whole
+//! (as a string, or as an object some engines send); interleaved calls;
+//! missing ids (one is made) and numeric ids; Ollama's whole calls without
+//! an index and its `finish_reason: "stop"` beside tool calls; vLLM's empty
+//! `tool_calls: []` beside content; a usage chunk with no choices.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+use crate::error::EngineError;
+use crate::sse::{SseDecoder, SseEvent};
+
+/// Largest response body accepted, all bytes counted. A model's answer is
+/// KiB; tens of MiB means a runaway generation or a broken engine.
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Bytes of an unparseable chunk quoted in the error.
+const SNIPPET_BYTES: usize = 200;
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    /// A natural end.
+    Stop,
+    /// It made tool calls.
+    ToolCalls,
+    /// Its output token limit.
+    Length,
+    /// The engine's content filter.
+    ContentFilter,
+    /// Anything else the engine said.
+    Other(String),
+}
+
+impl FinishReason {
+    fn parse(s: &str) -> Self {
+        match s {
+            "stop" | "eos" | "end_turn" => Self::Stop,
+            "tool_calls" | "function_call" => Self::ToolCalls,
+            "length" => Self::Length,
+            "content_filter" => Self::ContentFilter,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+}
+
+/// Token counts, when the engine reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Generated tokens.
+    pub completion_tokens: u64,
+    /// Both.
+    pub total_tokens: u64,
+}
+
+/// Why a tool call's arguments cannot be used. The Shepherd reports it to
+/// the model; the call is never executed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgumentsError {
+    /// No arguments at all.
+    #[error("the call has no arguments; send a JSON object (\"{{}}\" for none)")]
+    Empty,
+    /// Not JSON.
+    #[error("the arguments are not valid JSON ({reason})")]
+    InvalidJson {
+        /// The parse error.
+        reason: String,
+    },
+    /// JSON, but not an object.
+    #[error("the arguments must be a JSON object")]
+    NotAnObject,
+}
+
+/// One structured tool call, assembled from its fragments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// The engine's index for the call.
+    pub index: u64,
+    /// The call's id (the engine's, or one GOAT made when it sent none).
+    pub id: String,
+    /// Whether GOAT made the id.
+    pub id_generated: bool,
+    /// The tool's name, as the model wrote it.
+    pub name: String,
+    /// The raw arguments text, as streamed.
+    pub raw_arguments: String,
+    /// The arguments, parsed once at the end.
+    pub arguments: Result<Value, ArgumentsError>,
+}
+
+/// A complete streamed response.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Response {
+    /// The visible answer.
+    pub content: String,
+    /// Reasoning the engine sent separately.
+    pub reasoning: String,
+    /// Structured tool calls, by index.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped. `Stop` beside tool calls (Ollama) is reported as
+    /// `ToolCalls`.
+    pub finish_reason: Option<FinishReason>,
+    /// Token counts, if sent.
+    pub usage: Option<Usage>,
+    /// Response body bytes received.
+    pub received_bytes: usize,
+}
+
+/// A piece of the response as it streams, for showing it live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delta<'a> {
+    /// Visible text.
+    Content(&'a str),
+    /// Reasoning text.
+    Reasoning(&'a str),
+    /// A tool call began (its name is known).
+    ToolCallStarted {
+        /// Its index.
+        index: u64,
+        /// Its name.
+        name: &'a str,
+    },
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+    announced: bool,
+}
+
+/// Turns the bytes of one streamed body into a [`Response`].
+#[derive(Debug)]
+pub struct StreamAssembler {
+    decoder: SseDecoder,
+    events: Vec<SseEvent>,
+    response: Response,
+    calls: BTreeMap<u64, PartialCall>,
+    done: bool,
+}
+
+impl Default for StreamAssembler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamAssembler {
+    /// An assembler at the start of a body.
+    pub fn new() -> Self {
+        Self {
+            decoder: SseDecoder::new(),
+            events: Vec::new(),
+            response: Response::default(),
+            calls: BTreeMap::new(),
+            done: false,
+        }
+    }
+
+    /// Whether `[DONE]` was seen: nothing after it matters.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Feeds body bytes, reporting deltas as they complete.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_delta: &mut dyn FnMut(Delta<'_>),
+    ) -> Result<(), EngineError> {
+        self.response.received_bytes += bytes.len();
+        if self.response.received_bytes > MAX_RESPONSE_BYTES {
+            return Err(EngineError::ResponseTooLarge {
+                limit: MAX_RESPONSE_BYTES,
+            });
+        }
+        if self.done {
+            return Ok(());
+        }
+        self.decoder.feed(bytes, &mut self.events)?;
+        let events = std::mem::take(&mut self.events);
+        for event in events {
+            if self.done {
+                break;
+            }
+            self.event(event, on_delta)?;
+        }
+        Ok(())
+    }
+
+    fn event(
+        &mut self,
+        event: SseEvent,
+        on_delta: &mut dyn FnMut(Delta<'_>),
+    ) -> Result<(), EngineError> {
+        if let Some(error) = event.error {
+            return Err(EngineError::StreamError {
+                message: error_message_text(&error),
+            });
+        }
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| EngineError::InvalidChunk {
+            reason: e.to_string(),
+            snippet: snippet(data),
+        })?;
+        if event.event.as_deref() == Some("error")
+            || chunk.get("error").is_some_and(|e| !e.is_null())
+        {
+            let err = chunk.get("error").unwrap_or(&chunk);
+            return Err(EngineError::StreamError {
+                message: error_message(err),
+            });
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+            self.response.usage = Some(Usage {
+                prompt_tokens: n("prompt_tokens"),
+                completion_tokens: n("completion_tokens"),
+                total_tokens: n("total_tokens"),
+            });
+        }
+        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+            return Ok(());
+        };
+        for choice in choices {
+            // A few servers put the last piece in `message` instead of `delta`.
+            let delta = choice.get("delta").or_else(|| choice.get("message"));
+            if let Some(delta) = delta {
+                self.delta(delta, on_delta);
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.response.finish_reason = Some(FinishReason::parse(reason));
+            }
+        }
+        Ok(())
+    }
+
+    fn delta(&mut self, delta: &Value, on_delta: &mut dyn FnMut(Delta<'_>)) {
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            self.response.content.push_str(text);
+            on_delta(Delta::Content(text));
+        }
+        let reasoning = delta
+            .get("reasoning_content")
+            .or_else(|| delta.get("reasoning"))
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty());
+        if let Some(text) = reasoning {
+            self.response.reasoning.push_str(text);
+            on_delta(Delta::Reasoning(text));
+        }
+        let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) else {
+            return;
+        };
+        for call in calls {
+            let id = call.get("id").and_then(|v| match v {
+                Value::String(s) if !s.is_empty() => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            });
+            let index = match call.get("index").and_then(Value::as_u64) {
+                Some(i) => i,
+                // No index (Ollama sends whole calls): the call with this
+                // id, else a new one after the last.
+                None => id
+                    .as_ref()
+                    .and_then(|id| {
+                        self.calls
+                            .iter()
+                            .find(|(_, c)| c.id.as_ref() == Some(id))
+                            .map(|(i, _)| *i)
+                    })
+                    .unwrap_or_else(|| self.calls.keys().next_back().map_or(0, |k| k + 1)),
+            };
+            let entry = self.calls.entry(index).or_default();
+            if entry.id.is_none() {
+                entry.id = id;
+            }
+            let function = call.get("function");
+            if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str)
+                && entry.name.is_empty()
+            {
+                entry.name = name.to_owned();
+            }
+            match function.and_then(|f| f.get("arguments")) {
+                Some(Value::String(s)) => entry.arguments.push_str(s),
+                // Some engines send the arguments as an object, whole.
+                Some(v @ Value::Object(_)) => entry.arguments = v.to_string(),
+                _ => {}
+            }
+            if !entry.announced && !entry.name.is_empty() {
+                entry.announced = true;
+                on_delta(Delta::ToolCallStarted {
+                    index,
+                    name: &entry.name,
+                });
+            }
+        }
+    }
+
+    /// Ends the body. A body that ended without `[DONE]` or a finish reason
+    /// is truncated, which is an error, never a success.
+    pub fn finish(mut self) -> Result<Response, EngineError> {
+        let finished = self.done || self.response.finish_reason.is_some();
+        if !finished || (!self.done && self.decoder.is_mid_event()) {
+            return Err(EngineError::Truncated {
+                received_bytes: self.response.received_bytes,
+            });
+        }
+        self.response.tool_calls = std::mem::take(&mut self.calls)
+            .into_iter()
+            .map(|(index, c)| {
+                let (id, id_generated) = match c.id {
+                    Some(id) => (id, false),
+                    None => (generated_id(index), true),
+                };
+                ToolCall {
+                    index,
+                    id,
+                    id_generated,
+                    name: c.name,
+                    arguments: parse_arguments(&c.arguments),
+                    raw_arguments: c.arguments,
+                }
+            })
+            .collect();
+        if !self.response.tool_calls.is_empty()
+            && self.response.finish_reason == Some(FinishReason::Stop)
+        {
+            self.response.finish_reason = Some(FinishReason::ToolCalls);
+        }
+        if self.response.finish_reason == Some(FinishReason::Length) {
+            return Err(EngineError::Length {
+                partial: Box::new(self.response),
+            });
+        }
+        Ok(self.response)
+    }
+}
+
+/// Parses a call's arguments once, at the end.
+pub fn parse_arguments(raw: &str) -> Result<Value, ArgumentsError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(ArgumentsError::Empty);
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(ArgumentsError::NotAnObject),
+        Err(e) => Err(ArgumentsError::InvalidJson {
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// An id for a call the engine sent without one: unique in this process,
+/// so results in history always answer the right call.
+fn generated_id(index: u64) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("call_goat_{}_{n}_{index}", std::process::id())
+}
+
+fn snippet(s: &str) -> String {
+    let cut = (0..=s.len().min(SNIPPET_BYTES))
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    s[..cut].to_owned()
+}
+
+/// The human message in an error value: `{"message": ...}`, a string, or
+/// the JSON itself.
+pub(crate) fn error_message(err: &Value) -> String {
+    let msg = err
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| err.as_str().map(str::to_owned))
+        .unwrap_or_else(|| err.to_string());
+    snippet_long(&msg)
+}
+
+/// An `error:` field's text: JSON with a message, or the text itself.
+fn error_message_text(text: &str) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => error_message(v.get("error").unwrap_or(&v)),
+        Err(_) => snippet_long(text.trim()),
+    }
+}
+
+/// Error messages are kept to a readable length.
+pub(crate) fn snippet_long(s: &str) -> String {
+    const MAX: usize = 1000;
+    let cut = (0..=s.len().min(MAX))
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    if cut < s.len() {
+        format!("{}…", &s[..cut])
+    } else {
+        s.to_owned()
+    }
+}

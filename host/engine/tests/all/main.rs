@@ -1,0 +1,10 @@
+//! goat-engine against a scripted local SSE server: every engine dialect,
+//! re-chunked at the byte level, each error typed, the request body checked.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+mod support;
+
+mod dialects;
+mod failures;
+mod requests;
