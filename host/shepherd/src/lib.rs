@@ -1,0 +1,1 @@
+//! GOAT's turn loop, AppToolRouter and permission gate (being written).

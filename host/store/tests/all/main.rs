@@ -1,0 +1,390 @@
+//! goat-store against real database files: schema and pragmas, the record
+//! of a turn, history rebuilt without failed rounds, crash recovery.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::path::Path;
+use std::time::Duration;
+
+use goat_store::{
+    CallOutcome, CallStatus, HistoryEntry, INTERRUPTED_RESULT, NewCall, Recovery, RoundOk,
+    RoundStatus, SCHEMA_VERSION, Store, StoreError, TurnStatus,
+};
+use rusqlite::Connection;
+
+fn open(dir: &Path) -> Store {
+    Store::open(&dir.join("state").join("goat.db")).unwrap()
+}
+
+fn call(id: &str, tool: &str, args: &str) -> NewCall {
+    NewCall {
+        call_id: id.into(),
+        tool: tool.into(),
+        arguments: args.into(),
+    }
+}
+
+fn ok(result: &str) -> CallOutcome {
+    CallOutcome {
+        status: CallStatus::Ok,
+        result: result.into(),
+        error_kind: None,
+        decision: Some("allow".into()),
+        decision_reason: Some("reading inside the workspace".into()),
+        duration: Duration::from_millis(3),
+    }
+}
+
+#[test]
+fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    drop(store);
+    let db = dir.path().join("state/goat.db");
+    let conn = Connection::open(&db).unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!((mode.as_str(), version), ("wal", SCHEMA_VERSION));
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        tables,
+        [
+            "recovery_events",
+            "rounds",
+            "sessions",
+            "tool_calls",
+            "turns"
+        ]
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("state"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+    // Reopening migrates nothing and loses nothing.
+    let mut store = open(dir.path());
+    let id = store
+        .create_session(dir.path(), "http://e/v1", "m")
+        .unwrap();
+    drop(store);
+    assert_eq!(open(dir.path()).session(&id).unwrap().model, "m");
+}
+
+#[test]
+fn a_store_from_a_newer_goat_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("goat.db");
+    Connection::open(&db)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    match Store::open(&db) {
+        Err(StoreError::TooNew {
+            found: 99,
+            supported,
+            ..
+        }) => assert_eq!(supported, SCHEMA_VERSION),
+        other => panic!("{:?}", other.err()),
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("goat.db");
+    std::fs::write(&db, b"this is not sqlite, it is someone's notes").unwrap();
+    assert!(matches!(Store::open(&db), Err(StoreError::Open { .. })));
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        b"this is not sqlite, it is someone's notes"
+    );
+}
+
+#[test]
+fn a_store_inside_the_workspace_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    for db in [
+        ws.join("goat.db"),
+        ws.join("sub/../goat.db"),
+        ws.join(".goat/x.db"),
+    ] {
+        assert!(
+            matches!(
+                Store::ensure_outside(&db, &ws),
+                Err(StoreError::InsideWorkspace { .. })
+            ),
+            "{db:?}"
+        );
+    }
+    assert!(Store::ensure_outside(&dir.path().join("goat.db"), &ws).is_ok());
+    // A sibling whose name merely starts like the workspace is outside.
+    assert!(Store::ensure_outside(&dir.path().join("ws2/goat.db"), &ws).is_ok());
+}
+
+#[test]
+fn a_turn_is_recorded_and_history_rebuilt_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let turn = store.start_turn(&session, "read two files").unwrap();
+    let round = store.start_round(turn).unwrap();
+    let calls = store
+        .finish_round_ok(
+            round,
+            &RoundOk {
+                content: "Reading.".into(),
+                finish_reason: Some("tool_calls".into()),
+                calls: vec![
+                    call("c1", "read_file", r#"{"path":"a"}"#),
+                    call("c2", "read_file", r#"{"path":"b"}"#),
+                ],
+                ..RoundOk::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(calls.len(), 2);
+    store.start_call(calls[0]).unwrap();
+    store.finish_call(calls[0], &ok("A")).unwrap();
+    store
+        .finish_call(
+            calls[1],
+            &CallOutcome {
+                status: CallStatus::Denied,
+                result: "denied: no".into(),
+                error_kind: Some("denied".into()),
+                decision: Some("deny".into()),
+                decision_reason: Some("rule 3".into()),
+                duration: Duration::ZERO,
+            },
+        )
+        .unwrap();
+    let round2 = store.start_round(turn).unwrap();
+    store
+        .finish_round_ok(
+            round2,
+            &RoundOk {
+                content: "Done.".into(),
+                finish_reason: Some("stop".into()),
+                ..RoundOk::default()
+            },
+        )
+        .unwrap();
+    store
+        .finish_turn(turn, TurnStatus::Completed, None)
+        .unwrap();
+
+    assert_eq!(
+        store.history(&session).unwrap(),
+        [
+            HistoryEntry::User("read two files".into()),
+            HistoryEntry::Assistant {
+                content: "Reading.".into(),
+                calls: vec![
+                    call("c1", "read_file", r#"{"path":"a"}"#),
+                    call("c2", "read_file", r#"{"path":"b"}"#)
+                ],
+            },
+            HistoryEntry::ToolResult {
+                call_id: "c1".into(),
+                content: "A".into()
+            },
+            HistoryEntry::ToolResult {
+                call_id: "c2".into(),
+                content: "denied: no".into()
+            },
+            HistoryEntry::Assistant {
+                content: "Done.".into(),
+                calls: vec![]
+            },
+        ]
+    );
+    let turns = store.turns(&session).unwrap();
+    assert_eq!(turns[0].status, TurnStatus::Completed);
+    let c = &turns[0].rounds[0].calls;
+    assert_eq!(
+        (c[0].status, c[0].decision.as_deref(), c[0].duration_ms),
+        (CallStatus::Ok, Some("allow"), Some(3))
+    );
+    assert_eq!(
+        (c[1].status, c[1].decision_reason.as_deref()),
+        (CallStatus::Denied, Some("rule 3"))
+    );
+    assert_eq!(store.list_sessions().unwrap()[0].turns, 1);
+}
+
+#[test]
+fn a_recovered_round_is_kept_for_the_record_and_out_of_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let turn = store.start_turn(&session, "fix it").unwrap();
+    let bad = store.start_round(turn).unwrap();
+    let malformed =
+        "<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n</tool_call>";
+    store
+        .record_recovery(
+            bad,
+            malformed,
+            &Recovery {
+                tool: "read_file".into(),
+                markers: vec!["</tool_call>".into()],
+                span: Some((0, 82)),
+            },
+        )
+        .unwrap();
+    let good = store.start_round(turn).unwrap();
+    store
+        .finish_round_ok(
+            good,
+            &RoundOk {
+                content: "Fixed.".into(),
+                ..RoundOk::default()
+            },
+        )
+        .unwrap();
+
+    let history = store.history(&session).unwrap();
+    assert_eq!(
+        history,
+        [
+            HistoryEntry::User("fix it".into()),
+            HistoryEntry::Assistant {
+                content: "Fixed.".into(),
+                calls: vec![]
+            }
+        ]
+    );
+    let turns = store.turns(&session).unwrap();
+    assert!(turns[0].recovery_used);
+    assert_eq!(turns[0].rounds[0].status, RoundStatus::Failed);
+    assert_eq!(turns[0].rounds[0].content, malformed);
+    let conn = Connection::open(store.path()).unwrap();
+    let (tool, markers, end): (String, String, i64) = conn
+        .query_row(
+            "SELECT tool, markers, span_end FROM recovery_events WHERE round_id = ?1",
+            [bad],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (tool.as_str(), markers.as_str(), end),
+        ("read_file", "</tool_call>", 82)
+    );
+}
+
+#[test]
+fn failed_and_cancelled_rounds_are_left_out_of_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let turn = store.start_turn(&session, "go").unwrap();
+    let r1 = store.start_round(turn).unwrap();
+    store
+        .finish_round_failed(
+            r1,
+            RoundStatus::Failed,
+            "partial",
+            "the engine's stream ended early",
+        )
+        .unwrap();
+    let r2 = store.start_round(turn).unwrap();
+    store
+        .finish_round_failed(r2, RoundStatus::Cancelled, "half", "cancelled")
+        .unwrap();
+    store
+        .finish_turn(turn, TurnStatus::Cancelled, Some("cancelled by the user"))
+        .unwrap();
+    assert_eq!(
+        store.history(&session).unwrap(),
+        [HistoryEntry::User("go".into())]
+    );
+    let turns = store.turns(&session).unwrap();
+    assert_eq!(
+        turns[0].rounds.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [RoundStatus::Failed, RoundStatus::Cancelled]
+    );
+    assert_eq!(turns[0].error.as_deref(), Some("cancelled by the user"));
+}
+
+#[test]
+fn a_session_resumed_after_a_crash_gives_pending_calls_an_interrupted_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let session;
+    {
+        let mut store = open(dir.path());
+        session = store
+            .create_session(dir.path(), "http://e/v1", "qwen")
+            .unwrap();
+        let turn = store.start_turn(&session, "write it").unwrap();
+        let round = store.start_round(turn).unwrap();
+        let calls = store
+            .finish_round_ok(
+                round,
+                &RoundOk {
+                    calls: vec![
+                        call("w1", "write_file", "{}"),
+                        call("w2", "write_file", "{}"),
+                    ],
+                    ..RoundOk::default()
+                },
+            )
+            .unwrap();
+        store.finish_call(calls[0], &ok("Created 'a'.")).unwrap();
+        store.start_call(calls[1]).unwrap();
+        // The process dies here: w2 pending, a second round streaming.
+        store.start_round(turn).unwrap();
+    }
+    let mut store = open(dir.path());
+    // Even before the fix-up, history answers every call.
+    let before = store.history(&session).unwrap();
+    assert!(before.contains(&HistoryEntry::ToolResult {
+        call_id: "w2".into(),
+        content: INTERRUPTED_RESULT.into()
+    }));
+
+    assert_eq!(store.interrupt_pending(&session).unwrap(), 1);
+    let turns = store.turns(&session).unwrap();
+    let calls = &turns[0].rounds[0].calls;
+    assert_eq!(
+        (calls[0].status, calls[1].status),
+        (CallStatus::Ok, CallStatus::Interrupted)
+    );
+    assert_eq!(calls[1].result.as_deref(), Some(INTERRUPTED_RESULT));
+    assert_eq!(turns[0].rounds[1].status, RoundStatus::Failed);
+    assert_eq!(turns[0].status, TurnStatus::Failed);
+    assert_eq!(store.interrupt_pending(&session).unwrap(), 0);
+    assert_eq!(store.history(&session).unwrap(), before);
+}
+
+#[test]
+fn unknown_sessions_are_an_error_not_an_empty_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    assert!(matches!(store.history("nope"), Err(StoreError::NoSession(id)) if id == "nope"));
+    assert!(matches!(
+        store.start_turn("nope", "x"),
+        Err(StoreError::NoSession(_))
+    ));
+}
