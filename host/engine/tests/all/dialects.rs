@@ -7,7 +7,7 @@ use goat_engine::{
 };
 use serde_json::json;
 
-use crate::support::*;
+use goat_testkit::*;
 
 /// A named stream and what it must assemble into.
 struct Transcript {

@@ -8,7 +8,7 @@ use goat_engine::{
 };
 use serde_json::json;
 
-use crate::support::*;
+use goat_testkit::*;
 
 fn request() -> ChatRequest {
     ChatRequest {

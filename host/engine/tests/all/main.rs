@@ -3,8 +3,6 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
-mod support;
-
 mod dialects;
 mod failures;
 mod requests;

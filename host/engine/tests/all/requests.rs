@@ -6,7 +6,7 @@ use goat_engine::{
 };
 use serde_json::json;
 
-use crate::support::*;
+use goat_testkit::*;
 
 fn conversation() -> ChatRequest {
     ChatRequest {

@@ -1,11 +1,18 @@
-//! A scripted OpenAI-compatible SSE server, and helpers that build the
-//! events engines send.
+//! Test support for GOAT: a scripted OpenAI-compatible SSE server, and
+//! helpers that build the events engines send (as codex-rs's
+//! `core_test_support` does for its tests).
 //!
 //! Each accepted connection is answered by the next [`Reply`] in the
 //! script: a status, then body steps (bytes, pauses, an abrupt close). The
 //! body is delimited by closing the connection, so a test controls exactly
 //! which bytes arrive and when. Every request is recorded (method, path,
 //! headers, JSON body) for assertions.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failure here is a broken test"
+)]
+#![expect(missing_docs, reason = "test support")]
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
