@@ -1,1 +1,26 @@
-//! GOAT's turn loop, AppToolRouter and permission gate (being written).
+//! GOAT's turn loop (the Shepherd), the `AppToolRouter` and the permission
+//! gate: the policy between the model and the host.
+//!
+//! The key decision: one road. Every structured tool call, including one a
+//! model makes after ADR-0065's recovery asked it to, goes through
+//! [`AppToolRouter::route`]: find the tool among those offered, check the
+//! arguments against its schema, ask the [`gate`], run it in the sandbox
+//! with the access the tool declares. Text that only looks like a call is
+//! never parsed into one; the [`Shepherd`] recognises it with
+//! `goat-markup`, stores the response as failed, and asks the model once
+//! for a structured call.
+//!
+//! [`gate`] decides whether a call may touch the workspace paths it names.
+//! Its decision logic is a pure function tested as a table; reading the
+//! rules is the only I/O, and any failure there denies (fails closed). The
+//! gate keeps its own small database of rules, apart from the store.
+
+pub mod gate;
+mod router;
+pub mod schema;
+mod turn;
+
+pub use router::{AppToolRouter, Approver, Routed, RouterConfig};
+pub use turn::{
+    DEFAULT_MAX_ROUNDS, RECOVERY_INSTRUCTION, Shepherd, TurnError, TurnEvent, TurnSummary,
+};

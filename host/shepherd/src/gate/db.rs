@@ -1,0 +1,456 @@
+//! The permission database: one SQLite file of rules, apart from the store.
+//!
+//! The schema is versioned with `PRAGMA user_version` and each migration runs
+//! in its own `BEGIN IMMEDIATE` transaction, which also re-reads the version
+//! so two GOATs opening a new file at once migrate it once. The file is in
+//! WAL mode, so deciding (a read) never waits for the CLI editing rules.
+//!
+//! # Key decision: identify the file before touching it
+//!
+//! Opening reads the header first: `PRAGMA application_id` marks a file as
+//! ours, and only a file that is ours, or an empty new one, is switched to WAL
+//! or migrated. Garbage, another application's database, or one from a newer
+//! GOAT is reported as an error and left byte-for-byte as it was, so a
+//! mistaken path or a downgrade cannot cost the user their rules or someone
+//! else their data.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior, params};
+
+use super::path::Pattern;
+use super::{Access, Effect, GateError, NewRule, Rule, Scope};
+
+/// How long to wait for another connection's lock before giving up (and, when
+/// deciding, denying).
+///
+/// Rule edits and migrations hold the write lock for milliseconds, and in WAL
+/// mode readers do not wait for them at all; a lock held for seconds is a
+/// stuck process, and a denial that says so beats a tool call that hangs.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `PRAGMA application_id` of a GOAT permission database (ASCII `GPRM`), so
+/// the gate refuses, rather than adds tables to, another SQLite file.
+const APPLICATION_ID: i32 = 0x4750_524D;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`. Append only:
+/// a shipped migration is never edited.
+const MIGRATIONS: &[&str] = &[
+    // AUTOINCREMENT so a revoked id is never reused: revoking #3 from an old
+    // listing, or twice, cannot remove a newer rule. The CHECKs keep the
+    // values the gate reads inside its vocabulary even if the file is edited
+    // with another tool; a row that still slips through fails the decision.
+    "CREATE TABLE rules (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        tool        TEXT CHECK (tool IS NULL OR length(tool) > 0),
+        pattern     TEXT NOT NULL,
+        access      TEXT NOT NULL CHECK (access IN ('read', 'write')),
+        effect      TEXT NOT NULL CHECK (effect IN ('allow', 'deny')),
+        session_id  TEXT CHECK (session_id IS NULL OR length(session_id) > 0),
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER CHECK (expires_at IS NULL OR expires_at > created_at)
+    ) STRICT;",
+];
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+const SELECT_RULES: &str = "SELECT id, tool, pattern, access, effect, session_id, created_at, \
+                            expires_at FROM rules ORDER BY id";
+
+/// An open permission database, for managing rules.
+///
+/// # Security
+///
+/// Host API only: the CLI's `goat permissions` uses it, and
+/// [`super::decide`] reads through it. Never hand it, or anything that can
+/// reach it, to a tool.
+#[derive(Debug)]
+pub struct PermissionDb {
+    conn: Connection,
+    path: PathBuf,
+    busy_timeout: Duration,
+}
+
+impl PermissionDb {
+    /// Opens (creating if absent) the permission database at `path`, waiting
+    /// up to [`DEFAULT_BUSY_TIMEOUT`] for locks.
+    pub fn open(path: &Path) -> Result<Self, GateError> {
+        Self::open_with_timeout(path, DEFAULT_BUSY_TIMEOUT)
+    }
+
+    /// [`PermissionDb::open`], waiting up to `busy_timeout` for locks.
+    ///
+    /// The parent directory must exist. A file that is not a permission
+    /// database of this or an older schema is refused and not modified.
+    pub fn open_with_timeout(path: &Path, busy_timeout: Duration) -> Result<Self, GateError> {
+        // No SQLITE_OPEN_URI: the path is a file name, never a `file:` URI
+        // whose query string could change how it is opened.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let fail = |err: rusqlite::Error| classify(path, busy_timeout, &err);
+        let mut conn = Connection::open_with_flags(path, flags).map_err(fail)?;
+        conn.busy_timeout(busy_timeout).map_err(fail)?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(fail)?;
+
+        let version = check_identity(path, &identify(&conn).map_err(fail)?)?;
+        // The journal mode is stored in the file: only change it on a file
+        // known to be ours (or empty).
+        conn.pragma_update_and_check(None, "journal_mode", "wal", |_| Ok(()))
+            .map_err(fail)?;
+        if version < SCHEMA_VERSION {
+            migrate(&mut conn, path, busy_timeout)?;
+        }
+        // A file can claim our id and version and still lack the table (made
+        // by hand, or by another program reusing the id).
+        if let Err(err) = conn.prepare(SELECT_RULES) {
+            return Err(match err.sqlite_error_code() {
+                Some(ErrorCode::Unknown) | None => GateError::Foreign {
+                    path: path.to_path_buf(),
+                    reason: format!("its rules table is not the expected schema ({err})"),
+                },
+                Some(_) => fail(err),
+            });
+        }
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+            busy_timeout,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Adds a rule, normalising its pattern, and returns it as stored.
+    ///
+    /// Refused: an empty tool name or `*` (leave the tool out for all tools),
+    /// an empty session id, an expiry not after `created_at`, and a pattern
+    /// that is absolute, leaves the workspace, or is malformed.
+    pub fn add(&mut self, rule: NewRule) -> Result<Rule, GateError> {
+        let invalid = |reason: &str| GateError::InvalidRule {
+            reason: reason.to_owned(),
+        };
+        match rule.tool.as_deref() {
+            Some("") => return Err(invalid("the tool name is empty")),
+            Some("*") => {
+                return Err(invalid(
+                    "'*' is not a tool name; leave the tool out to mean all tools",
+                ));
+            }
+            Some(_) | None => {}
+        }
+        let session_id = match &rule.scope {
+            Scope::Session(id) if id.is_empty() => return Err(invalid("the session id is empty")),
+            Scope::Session(id) => Some(id.as_str()),
+            Scope::Persistent => None,
+        };
+        if rule.expires_at.is_some_and(|at| at <= rule.created_at) {
+            return Err(invalid("it would expire before it was made"));
+        }
+        let pattern = Pattern::parse(&rule.pattern)
+            .map_err(|reason| GateError::InvalidPattern {
+                pattern: rule.pattern.clone(),
+                reason,
+            })?
+            .to_string();
+
+        let fail = |err: rusqlite::Error| classify(&self.path, self.busy_timeout, &err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        tx.execute(
+            "INSERT INTO rules (tool, pattern, access, effect, session_id, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                rule.tool,
+                pattern,
+                rule.access.as_str(),
+                rule.effect.as_str(),
+                session_id,
+                rule.created_at,
+                rule.expires_at,
+            ],
+        )
+        .map_err(fail)?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(fail)?;
+        Ok(Rule {
+            id,
+            tool: rule.tool,
+            pattern,
+            access: rule.access,
+            effect: rule.effect,
+            scope: rule.scope,
+            created_at: rule.created_at,
+            expires_at: rule.expires_at,
+        })
+    }
+
+    /// Removes the rule with this id; `false` if there was none.
+    pub fn revoke(&mut self, id: i64) -> Result<bool, GateError> {
+        let fail = |err: rusqlite::Error| classify(&self.path, self.busy_timeout, &err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let removed = tx
+            .execute("DELETE FROM rules WHERE id = ?1", [id])
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(removed > 0)
+    }
+
+    /// Every rule, expired ones included (see [`Rule::is_expired`]), in id
+    /// order.
+    ///
+    /// # Security
+    ///
+    /// A row that cannot be read as a rule is an error, not skipped: the
+    /// gate cannot tell whether it was a deny.
+    pub fn list(&self) -> Result<Vec<Rule>, GateError> {
+        let fail = |err: rusqlite::Error| classify(&self.path, self.busy_timeout, &err);
+        let mut stmt = self.conn.prepare(SELECT_RULES).map_err(fail)?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok(StoredRule {
+                    id: row.get(0)?,
+                    tool: row.get(1)?,
+                    pattern: row.get(2)?,
+                    access: row.get(3)?,
+                    effect: row.get(4)?,
+                    session_id: row.get(5)?,
+                    created_at: row.get(6)?,
+                    expires_at: row.get(7)?,
+                })
+            })
+            .map_err(fail)?;
+        let mut rules = Vec::new();
+        for row in rows {
+            rules.push(row.map_err(fail)?.into_rule(&self.path)?);
+        }
+        Ok(rules)
+    }
+}
+
+/// A row as stored, before its words are checked.
+struct StoredRule {
+    id: i64,
+    tool: Option<String>,
+    pattern: String,
+    access: String,
+    effect: String,
+    session_id: Option<String>,
+    created_at: i64,
+    expires_at: Option<i64>,
+}
+
+impl StoredRule {
+    fn into_rule(self, path: &Path) -> Result<Rule, GateError> {
+        let bad = |reason: String| GateError::BadRule {
+            path: path.to_path_buf(),
+            id: self.id,
+            reason,
+        };
+        let access = Access::from_db(&self.access)
+            .ok_or_else(|| bad(format!("unknown access {:?}", self.access)))?;
+        let effect = Effect::from_db(&self.effect)
+            .ok_or_else(|| bad(format!("unknown effect {:?}", self.effect)))?;
+        if let Err(why) = Pattern::parse(&self.pattern) {
+            return Err(bad(format!(
+                "its pattern {:?} is invalid: {why}",
+                self.pattern
+            )));
+        }
+        let scope = match self.session_id {
+            Some(id) => Scope::Session(id),
+            None => Scope::Persistent,
+        };
+        Ok(Rule {
+            id: self.id,
+            tool: self.tool,
+            pattern: self.pattern,
+            access,
+            effect,
+            scope,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+        })
+    }
+}
+
+/// What the file says about itself.
+struct Identity {
+    user_version: i64,
+    application_id: i32,
+    /// Tables, indexes, views and triggers already in it.
+    objects: i64,
+}
+
+fn identify(conn: &Connection) -> rusqlite::Result<Identity> {
+    Ok(Identity {
+        user_version: conn.pragma_query_value(None, "user_version", |row| row.get(0))?,
+        application_id: conn.pragma_query_value(None, "application_id", |row| row.get(0))?,
+        objects: conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?,
+    })
+}
+
+/// Accepts our own file of a version this build knows, or an empty one;
+/// returns its schema version.
+fn check_identity(path: &Path, id: &Identity) -> Result<i64, GateError> {
+    let foreign = |reason: String| GateError::Foreign {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if id.application_id == APPLICATION_ID {
+        if id.user_version > SCHEMA_VERSION {
+            return Err(GateError::NewerSchema {
+                path: path.to_path_buf(),
+                found: id.user_version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        return Ok(id.user_version);
+    }
+    if id.application_id != 0 {
+        return Err(foreign(format!(
+            "its application id is {:#010x}, not GOAT's {APPLICATION_ID:#010x}",
+            id.application_id
+        )));
+    }
+    if id.user_version != 0 {
+        return Err(foreign(format!(
+            "it has schema version {} but no GOAT application id",
+            id.user_version
+        )));
+    }
+    if id.objects != 0 {
+        return Err(foreign(format!(
+            "it already holds {} tables, indexes or other objects of another application",
+            id.objects
+        )));
+    }
+    Ok(0)
+}
+
+fn migrate(conn: &mut Connection, path: &Path, busy_timeout: Duration) -> Result<(), GateError> {
+    let fail = |err: rusqlite::Error| classify(path, busy_timeout, &err);
+    for (from, sql) in (0_i64..).zip(MIGRATIONS) {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        // Another process may have migrated (or replaced the file) between
+        // the first look and taking the write lock.
+        let version = check_identity(path, &identify(&tx).map_err(fail)?)?;
+        if version > from {
+            continue;
+        }
+        tx.execute_batch(sql).map_err(fail)?;
+        tx.pragma_update(None, "user_version", from + 1)
+            .map_err(fail)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Sorts a SQLite failure into what the caller and the model need to know.
+fn classify(path: &Path, busy_timeout: Duration, err: &rusqlite::Error) -> GateError {
+    let path = path.to_path_buf();
+    let reason = err.to_string();
+    match err.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => GateError::Locked {
+            path,
+            waited: busy_timeout,
+        },
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            GateError::Corrupt { path, reason }
+        }
+        Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::SystemIoFailure) => {
+            GateError::Unreadable { path, reason }
+        }
+        _ => GateError::Sqlite { path, reason },
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_file_gets_the_current_schema_and_our_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("perm.db");
+        let db = PermissionDb::open(&path).unwrap();
+        let id = identify(&db.conn).unwrap();
+        assert_eq!(id.user_version, SCHEMA_VERSION);
+        assert_eq!(id.application_id, APPLICATION_ID);
+        let mode: String = db
+            .conn
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let fk: bool = db
+            .conn
+            .pragma_query_value(None, "foreign_keys", |row| row.get(0))
+            .unwrap();
+        assert!(fk);
+    }
+
+    #[test]
+    fn another_applications_database_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('x');")
+            .unwrap();
+        drop(other);
+        let before = std::fs::read(&path).unwrap();
+        let err = PermissionDb::open(&path).unwrap_err();
+        assert!(matches!(err, GateError::Foreign { .. }), "{err}");
+        assert!(err.to_string().contains("another application"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn our_id_without_the_rules_table_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("perm.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .unwrap();
+        drop(conn);
+        let err = PermissionDb::open(&path).unwrap_err();
+        assert!(matches!(err, GateError::Foreign { .. }), "{err}");
+        assert!(err.to_string().contains("not the expected schema"), "{err}");
+    }
+
+    #[test]
+    fn a_row_outside_the_vocabulary_fails_the_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("perm.db");
+        let db = PermissionDb::open(&path).unwrap();
+        // Drop the CHECKs' protection the way a hand edit could: an invalid
+        // pattern passes them.
+        db.conn
+            .execute(
+                "INSERT INTO rules (tool, pattern, access, effect, created_at)
+                 VALUES (NULL, '/etc/**', 'read', 'deny', 1)",
+                [],
+            )
+            .unwrap();
+        let err = db.list().unwrap_err();
+        assert!(matches!(err, GateError::BadRule { id: 1, .. }), "{err}");
+    }
+}

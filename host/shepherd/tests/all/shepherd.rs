@@ -1,0 +1,438 @@
+//! ADR-0065 regression tests through the real Shepherd, AppToolRouter,
+//! permission gate, sandbox and store against a scripted engine. Each
+//! asserts on the request bodies the engine received, the rows in the
+//! store and the files in a disposable workspace.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use goat_engine::{CancellationToken, EngineClient, EngineConfig};
+use goat_sandbox::{Sandbox, SandboxBuilder, Tool};
+use goat_shepherd::gate::{Interactive, WritePolicy};
+use goat_shepherd::{
+    AppToolRouter, RECOVERY_INSTRUCTION, RouterConfig, Shepherd, TurnError, TurnEvent, TurnSummary,
+};
+use goat_store::{CallStatus, RoundStatus, Store, TurnRecord, TurnStatus};
+use goat_testkit::*;
+use serde_json::{Value, json};
+
+/// The ADR's real case: Qwen3-Coder XML with a closing envelope and no
+/// opening one, as plain content, naming an offered tool.
+fn malformed_write() -> String {
+    "I'll create the file.\n<function=write_file>\n<parameter=path>\nhello.txt\n</parameter>\n\
+     <parameter=content>\nhello\n</parameter>\n</function>\n</tool_call>"
+        .to_owned()
+}
+
+fn content_reply(text: &str) -> Reply {
+    Reply::sse([ev_content(text), ev_finish("stop"), ev_done()].concat())
+}
+
+fn call_reply(id: &str, name: &str, args: Value) -> Reply {
+    Reply::sse(
+        [
+            ev_tool_call(0, Some(id), Some(name), Some(&args.to_string())),
+            ev_finish("tool_calls"),
+            ev_done(),
+        ]
+        .concat(),
+    )
+}
+
+fn shared_sandbox() -> (Arc<Sandbox>, Vec<Tool>) {
+    static SHARED: OnceLock<(Arc<Sandbox>, Vec<Tool>)> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
+            let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+            let tools = sandbox.load_pen_tools().unwrap();
+            (Arc::new(sandbox), tools)
+        })
+        .clone()
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    store: Arc<Mutex<Store>>,
+    session: String,
+    server: ScriptedServer,
+    shepherd: Shepherd,
+}
+
+async fn fixture(replies: Vec<Reply>, writes: WritePolicy, max_rounds: usize) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let server = ScriptedServer::start(replies).await;
+    let mut store = Store::open(&dir.path().join("state/goat.db")).unwrap();
+    let session = store
+        .create_session(&ws, &server.base_url(), "qwen")
+        .unwrap();
+    let store = Arc::new(Mutex::new(store));
+    let (sandbox, tools) = shared_sandbox();
+    let router = AppToolRouter::new(
+        sandbox,
+        tools,
+        RouterConfig {
+            workspace: ws.clone(),
+            permissions_db: dir.path().join("state/permissions.db"),
+            session_id: session.clone(),
+            interactive: Interactive::No,
+            writes,
+        },
+    );
+    let mut config = EngineConfig::new(server.base_url(), "qwen");
+    config.retries = 0;
+    let shepherd = Shepherd::new(
+        EngineClient::new(config).unwrap(),
+        router,
+        store.clone(),
+        session.clone(),
+        "You are a coding agent.".to_owned(),
+        max_rounds,
+    );
+    Fixture {
+        _dir: dir,
+        ws,
+        store,
+        session,
+        server,
+        shepherd,
+    }
+}
+
+impl Fixture {
+    async fn run(&self, prompt: &str) -> (Result<TurnSummary, TurnError>, Vec<TurnEvent>) {
+        let mut events = Vec::new();
+        let result = self
+            .shepherd
+            .run_turn(prompt, &CancellationToken::new(), &mut |e| events.push(e))
+            .await;
+        (result, events)
+    }
+
+    fn turns(&self) -> Vec<TurnRecord> {
+        self.store.lock().unwrap().turns(&self.session).unwrap()
+    }
+
+    /// The text of every message the engine received in request `i`.
+    fn request_text(&self, i: usize) -> String {
+        self.server.requests()[i].body["messages"].to_string()
+    }
+
+    fn recovery_rows(&self) -> i64 {
+        let path = self.store.lock().unwrap().path().to_owned();
+        rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM recovery_events", [], |r| r.get(0))
+            .unwrap()
+    }
+}
+
+fn statuses(turn: &TurnRecord) -> Vec<RoundStatus> {
+    turn.rounds.iter().map(|r| r.status).collect()
+}
+
+#[tokio::test]
+async fn missing_opening_envelope_triggers_one_retry_and_the_corrected_call_runs_once() {
+    let f = fixture(
+        vec![
+            content_reply(&malformed_write()),
+            call_reply(
+                "call_1",
+                "write_file",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            content_reply("Created hello.txt."),
+        ],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    let (result, events) = f.run("Create hello.txt saying hello").await;
+    let summary = result.unwrap();
+    assert_eq!((summary.rounds, summary.recovery_used), (3, true));
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    assert!(events.contains(&TurnEvent::Recovery {
+        tool: "write_file".into()
+    }));
+
+    assert_eq!(f.server.requests().len(), 3);
+    let (second, third) = (f.request_text(1), f.request_text(2));
+    assert!(
+        !second.contains("<function=write_file>"),
+        "the malformed text was sent again"
+    );
+    assert!(
+        second.contains(&json!(RECOVERY_INSTRUCTION).to_string()[1..40]),
+        "{second}"
+    );
+    assert!(
+        !third.contains("[GOAT host]"),
+        "the instruction outlived its round"
+    );
+    assert!(!third.contains("<function=write_file>"));
+    assert!(third.contains("Created 'hello.txt'"), "{third}");
+
+    let turns = f.turns();
+    assert_eq!(turns[0].status, TurnStatus::Completed);
+    assert!(turns[0].recovery_used);
+    assert_eq!(
+        statuses(&turns[0]),
+        [RoundStatus::Failed, RoundStatus::Ok, RoundStatus::Ok]
+    );
+    assert_eq!(turns[0].rounds[0].content, malformed_write());
+    let calls: Vec<_> = turns[0].rounds.iter().flat_map(|r| &r.calls).collect();
+    assert_eq!(calls.len(), 1, "exactly one call ran");
+    assert_eq!(
+        (calls[0].status, calls[0].decision.as_deref()),
+        (CallStatus::Ok, Some("allow"))
+    );
+    assert_eq!(f.recovery_rows(), 1);
+}
+
+#[tokio::test]
+async fn fenced_example_is_ordinary_content_and_not_retried() {
+    let text = format!(
+        "Qwen writes calls like this:\n```xml\n{}\n```\nThat is all.",
+        malformed_write()
+    );
+    let f = fixture(vec![content_reply(&text)], WritePolicy::AllowAll, 8).await;
+    let summary = f.run("How do tool calls look?").await.0.unwrap();
+    assert_eq!(
+        (
+            summary.rounds,
+            summary.recovery_used,
+            summary.answer.as_str()
+        ),
+        (1, false, text.as_str())
+    );
+    assert_eq!(f.server.requests().len(), 1);
+    assert!(!f.ws.join("hello.txt").exists());
+    assert_eq!(f.recovery_rows(), 0);
+}
+
+#[tokio::test]
+async fn second_malformed_response_stops_with_an_explicit_error_and_nothing_runs() {
+    let f = fixture(
+        vec![
+            content_reply(&malformed_write()),
+            content_reply(&malformed_write()),
+            content_reply("unused"),
+        ],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    let result = f.run("Create hello.txt").await.0;
+    assert!(
+        matches!(&result, Err(TurnError::MarkupAgain { tool }) if tool == "write_file"),
+        "{result:?}"
+    );
+    assert_eq!(f.server.requests().len(), 2);
+    assert!(!f.ws.join("hello.txt").exists());
+    let turns = f.turns();
+    assert_eq!(turns[0].status, TurnStatus::Failed);
+    assert!(
+        turns[0].error.as_deref().unwrap().contains("again"),
+        "{:?}",
+        turns[0].error
+    );
+    assert_eq!(
+        statuses(&turns[0]),
+        [RoundStatus::Failed, RoundStatus::Failed]
+    );
+}
+
+#[tokio::test]
+async fn no_retry_when_the_round_cap_has_no_room() {
+    let f = fixture(
+        vec![content_reply(&malformed_write()), content_reply("unused")],
+        WritePolicy::AllowAll,
+        1,
+    )
+    .await;
+    let result = f.run("Create hello.txt").await.0;
+    assert!(
+        matches!(result, Err(TurnError::MarkupNoRoom { .. })),
+        "{result:?}"
+    );
+    assert_eq!(f.server.requests().len(), 1);
+    assert!(!f.turns()[0].recovery_used);
+}
+
+#[tokio::test]
+async fn a_recovered_call_is_denied_at_the_normal_permission_gate() {
+    // Not interactive, no --allow-writes: writes are denied by default,
+    // recovery or not.
+    let f = fixture(
+        vec![
+            content_reply(&malformed_write()),
+            call_reply(
+                "call_1",
+                "write_file",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            content_reply("I could not write it."),
+        ],
+        WritePolicy::Default,
+        8,
+    )
+    .await;
+    let summary = f.run("Create hello.txt").await.0.unwrap();
+    assert!(summary.recovery_used);
+    assert!(!f.ws.join("hello.txt").exists());
+    let turns = f.turns();
+    let call = &turns[0].rounds[1].calls[0];
+    assert_eq!(
+        (call.status, call.decision.as_deref()),
+        (CallStatus::Denied, Some("deny"))
+    );
+    assert!(
+        f.request_text(2).contains("denied"),
+        "{}",
+        f.request_text(2)
+    );
+}
+
+#[tokio::test]
+async fn denials_and_tool_errors_do_not_trigger_recovery() {
+    let f = fixture(
+        vec![
+            call_reply("c1", "write_file", json!({"path": "x.txt", "content": "x"})),
+            call_reply("c2", "read_file", json!({"path": "missing.txt"})),
+            content_reply("Neither worked."),
+        ],
+        WritePolicy::Default,
+        8,
+    )
+    .await;
+    let summary = f.run("try things").await.0.unwrap();
+    assert_eq!((summary.rounds, summary.recovery_used), (3, false));
+    let turns = f.turns();
+    assert_eq!(turns[0].rounds[0].calls[0].status, CallStatus::Denied);
+    assert_eq!(turns[0].rounds[1].calls[0].status, CallStatus::Error);
+    assert_eq!(
+        turns[0].rounds[1].calls[0].error_kind.as_deref(),
+        Some("not-found")
+    );
+    assert_eq!(f.recovery_rows(), 0);
+}
+
+#[tokio::test]
+async fn a_response_with_structured_calls_and_markup_text_does_not_trigger() {
+    let body = [
+        ev_content(&malformed_write()),
+        ev_tool_call(
+            0,
+            Some("c1"),
+            Some("write_file"),
+            Some(&json!({"path": "real.txt", "content": "real"}).to_string()),
+        ),
+        ev_finish("tool_calls"),
+        ev_done(),
+    ]
+    .concat();
+    let f = fixture(
+        vec![Reply::sse(body), content_reply("Done.")],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    let summary = f.run("write").await.0.unwrap();
+    assert!(!summary.recovery_used);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("real.txt")).unwrap(),
+        "real"
+    );
+    assert!(
+        !f.ws.join("hello.txt").exists(),
+        "markup text was never executed"
+    );
+}
+
+#[tokio::test]
+async fn a_store_write_failure_stops_recovery() {
+    let f = fixture(
+        vec![
+            content_reply(&malformed_write()),
+            call_reply(
+                "c1",
+                "write_file",
+                json!({"path": "hello.txt", "content": "x"}),
+            ),
+        ],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    // Make the recovery write fail inside SQLite.
+    let path = f.store.lock().unwrap().path().to_owned();
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER fail_recovery BEFORE INSERT ON recovery_events \
+             BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+        )
+        .unwrap();
+    let result = f.run("Create hello.txt").await.0;
+    assert!(matches!(result, Err(TurnError::Store(_))), "{result:?}");
+    assert_eq!(
+        f.server.requests().len(),
+        1,
+        "no retry after the failed write"
+    );
+    assert!(!f.ws.join("hello.txt").exists());
+}
+
+#[tokio::test]
+async fn cancellation_stops_recovery() {
+    let f = fixture(
+        vec![
+            content_reply(&malformed_write()),
+            call_reply(
+                "c1",
+                "write_file",
+                json!({"path": "hello.txt", "content": "x"}),
+            ),
+        ],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let result = f
+        .shepherd
+        .run_turn("Create hello.txt", &cancel, &mut |e| {
+            if matches!(e, TurnEvent::Recovery { .. }) {
+                trigger.cancel();
+            }
+        })
+        .await;
+    assert!(matches!(result, Err(TurnError::Cancelled)), "{result:?}");
+    assert_eq!(f.server.requests().len(), 1);
+    assert!(!f.ws.join("hello.txt").exists());
+    assert_eq!(f.turns()[0].status, TurnStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn the_round_cap_is_an_explicit_error() {
+    let f = fixture(
+        vec![
+            call_reply("c1", "list_directory", json!({})),
+            call_reply("c2", "list_directory", json!({})),
+            content_reply("unused"),
+        ],
+        WritePolicy::Default,
+        2,
+    )
+    .await;
+    let result = f.run("loop").await.0;
+    assert!(matches!(result, Err(TurnError::RoundCap(2))), "{result:?}");
+    assert_eq!(f.turns()[0].status, TurnStatus::Failed);
+}
