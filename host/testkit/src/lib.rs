@@ -182,7 +182,10 @@ async fn serve(
     if reply.hang_up {
         return;
     }
-    tokio::time::sleep(reply.delay_headers).await;
+    // A zero sleep still waits for the next timer tick (about 1 ms).
+    if !reply.delay_headers.is_zero() {
+        tokio::time::sleep(reply.delay_headers).await;
+    }
     let head = format!(
         "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nconnection: close\r\ncache-control: no-cache\r\n\r\n",
         reply.status,

@@ -7,4 +7,5 @@
 
 mod gate_db;
 mod gate_table;
+mod live_engine;
 mod shepherd;

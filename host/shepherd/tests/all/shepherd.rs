@@ -61,6 +61,15 @@ struct Fixture {
 }
 
 async fn fixture(replies: Vec<Reply>, writes: WritePolicy, max_rounds: usize) -> Fixture {
+    fixture_with(replies, writes, max_rounds, shared_sandbox()).await
+}
+
+async fn fixture_with(
+    replies: Vec<Reply>,
+    writes: WritePolicy,
+    max_rounds: usize,
+    (sandbox, tools): (Arc<Sandbox>, Vec<Tool>),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -70,7 +79,6 @@ async fn fixture(replies: Vec<Reply>, writes: WritePolicy, max_rounds: usize) ->
         .create_session(&ws, &server.base_url(), "qwen")
         .unwrap();
     let store = Arc::new(Mutex::new(store));
-    let (sandbox, tools) = shared_sandbox();
     let router = AppToolRouter::new(
         sandbox,
         tools,
@@ -435,4 +443,49 @@ async fn the_round_cap_is_an_explicit_error() {
     let result = f.run("loop").await.0;
     assert!(matches!(result, Err(TurnError::RoundCap(2))), "{result:?}");
     assert_eq!(f.turns()[0].status, TurnStatus::Failed);
+}
+
+#[tokio::test]
+async fn a_tool_timeout_does_not_trigger_recovery() {
+    // A sandbox with a short time limit, offering a guest that loops.
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
+    let limits = goat_sandbox::Limits {
+        timeout: std::time::Duration::from_millis(200),
+        ..Default::default()
+    };
+    let sandbox = SandboxBuilder::new()
+        .cache_dir(cache)
+        .limits(limits)
+        .build()
+        .unwrap();
+    let hostile = sandbox
+        .load(
+            "hostile",
+            include_bytes!("../../../../plugins/dist/testing/hostile.wasm"),
+        )
+        .unwrap();
+    let f = fixture_with(
+        vec![
+            call_reply("c1", "hostile", json!({"action": "loop"})),
+            content_reply("It timed out."),
+        ],
+        WritePolicy::Default,
+        8,
+        (Arc::new(sandbox), vec![hostile]),
+    )
+    .await;
+    let summary = f.run("run it").await.0.unwrap();
+    assert_eq!((summary.rounds, summary.recovery_used), (2, false));
+    let turns = f.turns();
+    let call = &turns[0].rounds[0].calls[0];
+    assert_eq!(
+        (call.status, call.error_kind.as_deref()),
+        (CallStatus::Error, Some("timeout"))
+    );
+    assert!(
+        f.request_text(1).contains("longer than"),
+        "{}",
+        f.request_text(1)
+    );
+    assert_eq!(f.recovery_rows(), 0);
 }
