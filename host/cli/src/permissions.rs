@@ -1,0 +1,303 @@
+//! `goat permissions`: the gate's rules, managed by the person.
+//!
+//! Rules are host state the model never reaches: this is the only way to
+//! change them. A rule is printed as the gate shows it in its reasons, so
+//! what `list` says is what a denial will quote.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use goat_shepherd::gate::{self, Access, Effect, NewRule, PermissionDb, Rule, Scope};
+use goat_store::Store;
+use serde_json::{Value, json};
+
+use crate::{Outcome, note, paths, text};
+
+#[derive(Subcommand)]
+pub enum PermissionsCommand {
+    /// List the rules, in id order, expired ones marked.
+    List {
+        /// Print them as a JSON array.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        location: Location,
+    },
+    /// Allow TOOL to read (or with --write, write) paths matching PATTERN.
+    Allow(RuleArgs),
+    /// Forbid TOOL to read and write (or with --write, only write) paths
+    /// matching PATTERN. A deny rule always wins over allow rules and
+    /// --allow-writes.
+    Deny(RuleArgs),
+    /// Remove the rule with this id.
+    Revoke {
+        /// The rule's id, as `goat permissions list` shows it (#3 is 3).
+        id: i64,
+        #[command(flatten)]
+        location: Location,
+    },
+}
+
+/// Where the permission database is.
+#[derive(Args)]
+pub struct Location {
+    /// The permission database (default: permissions.db beside the store).
+    #[arg(long, value_name = "FILE")]
+    permissions: Option<PathBuf>,
+    /// The store, whose directory holds the default permission database
+    /// and whose sessions --session names (default: $GOAT_DB, else
+    /// $XDG_DATA_HOME/goat/goat.db or ~/.local/share/goat/goat.db).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct RuleArgs {
+    /// A tool name, as `goat tools list` shows it, or `*` for all tools.
+    tool: String,
+    /// Workspace paths, relative to its root: `src/main.rs`, `src/**`
+    /// (the directory and everything in it), `**/*.rs`, `**` (everything).
+    pattern: String,
+    /// The rule is about writing, not reading.
+    #[arg(long)]
+    write: bool,
+    /// Only in this session (default: every session, until revoked).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Stop applying after this long: a number and s, m, h, d or w (30m, 2h, 7d).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    expires_in: Option<Duration>,
+    #[command(flatten)]
+    location: Location,
+}
+
+pub fn permissions(command: PermissionsCommand) -> anyhow::Result<Outcome> {
+    match command {
+        PermissionsCommand::List { json, location } => list(&location, json),
+        PermissionsCommand::Allow(args) => add(args, Effect::Allow),
+        PermissionsCommand::Deny(args) => add(args, Effect::Deny),
+        PermissionsCommand::Revoke { id, location } => revoke(&location, id),
+    }
+}
+
+impl Location {
+    fn path(&self) -> anyhow::Result<PathBuf> {
+        paths::permissions_path(self.permissions.as_deref(), self.db.as_deref())
+    }
+
+    /// The database, created if absent.
+    fn open(&self) -> anyhow::Result<PermissionDb> {
+        paths::prepare_permissions(&self.path()?)
+    }
+
+    /// The database if it exists: reading must not create one.
+    fn open_existing(&self) -> anyhow::Result<Option<PermissionDb>> {
+        let path = self.path()?;
+        if !path.exists() {
+            return Ok(None);
+        }
+        Ok(Some(PermissionDb::open(&path)?))
+    }
+}
+
+fn list(location: &Location, json: bool) -> anyhow::Result<Outcome> {
+    let rules = match location.open_existing()? {
+        Some(db) => db.list()?,
+        None => Vec::new(),
+    };
+    let now = gate::now();
+    let mut out = io::stdout().lock();
+    if json {
+        let rows: Vec<Value> = rules.iter().map(|r| rule_json(r, now)).collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else if rules.is_empty() {
+        note("no permission rules: reads are allowed, writes need --allow-writes or a rule");
+    } else {
+        for rule in &rules {
+            let expired = if rule.is_expired(now) {
+                " [expired]"
+            } else {
+                ""
+            };
+            writeln!(out, "{rule}{expired}")?;
+        }
+    }
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
+
+fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
+    let tool = match args.tool.as_str() {
+        "*" => None,
+        name => {
+            // A deny rule for a misspelt tool would protect nothing, silently.
+            let known: Vec<&str> = goat_sandbox::builtin::PEN_TOOLS
+                .iter()
+                .map(|b| b.name)
+                .collect();
+            if !known.contains(&name) {
+                bail!(
+                    "no tool named '{}'; available: {}, or '*' for all tools",
+                    text::escape_controls(name),
+                    known.join(", ")
+                );
+            }
+            Some(name.to_owned())
+        }
+    };
+    let scope = match args.session {
+        Some(id) => {
+            // A rule for a session that does not exist would never apply.
+            session_exists(args.location.db.as_deref(), &id)?;
+            Scope::Session(id)
+        }
+        None => Scope::Persistent,
+    };
+    let created_at = gate::now();
+    let expires_at = match args.expires_in {
+        Some(after) => Some(
+            i64::try_from(after.as_secs())
+                .ok()
+                .and_then(|secs| created_at.checked_add(secs))
+                .context("--expires-in is too far in the future")?,
+        ),
+        None => None,
+    };
+    let rule = NewRule {
+        tool,
+        pattern: args.pattern,
+        access: if args.write {
+            Access::Write
+        } else {
+            Access::Read
+        },
+        effect,
+        scope,
+        created_at,
+        expires_at,
+    };
+    let stored = args.location.open()?.add(rule)?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "{stored}")?;
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
+
+fn session_exists(db: Option<&Path>, id: &str) -> anyhow::Result<()> {
+    let path = paths::store_path(db)?;
+    let shown = text::escape_controls(id);
+    if !path.exists() {
+        bail!(
+            "no session '{shown}': there is no store at {} yet",
+            path.display()
+        );
+    }
+    Store::open(&path)?
+        .session(id)
+        .context("`goat sessions list` shows the sessions")?;
+    Ok(())
+}
+
+fn revoke(location: &Location, id: i64) -> anyhow::Result<Outcome> {
+    let Some(mut db) = location.open_existing()? else {
+        bail!("no rule #{id}: there are no permission rules");
+    };
+    let Some(rule) = db.list()?.into_iter().find(|r| r.id == id) else {
+        bail!("no rule #{id}; `goat permissions list` shows the rules");
+    };
+    if !db.revoke(id)? {
+        bail!("no rule #{id}: it was revoked meanwhile");
+    }
+    let mut out = io::stdout().lock();
+    writeln!(out, "revoked {rule}")?;
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
+
+fn rule_json(rule: &Rule, now: i64) -> Value {
+    let (scope, session) = match &rule.scope {
+        Scope::Session(id) => ("session", Some(id.as_str())),
+        Scope::Persistent => ("persistent", None),
+        // A scope a newer gate added: say so rather than pass it off as
+        // persistent.
+        _ => ("other", None),
+    };
+    json!({
+        "id": rule.id,
+        "tool": rule.tool,
+        "pattern": rule.pattern,
+        "access": rule.access.as_str(),
+        "effect": rule.effect.as_str(),
+        "scope": scope,
+        "session": session,
+        "created_at": rule.created_at,
+        "expires_at": rule.expires_at,
+        "expired": rule.is_expired(now),
+    })
+}
+
+/// `30m`, `2h`, `7d`: a positive whole number and one unit.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let hint = "use a whole number and a unit, e.g. 30m, 2h, 7d (units: s, m, h, d, w)";
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("'{text}' has no unit; {hint}"))?;
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' does not start with a number; {hint}"))?;
+    let seconds_per = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return Err(format!("'{text}' has an unknown unit '{unit}'; {hint}")),
+    };
+    if n == 0 {
+        return Err(format!("'{text}' would expire at once; {hint}"));
+    }
+    n.checked_mul(seconds_per)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("'{text}' is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_one_unit() {
+        let ok = [
+            ("30m", 1800),
+            ("2h", 7200),
+            ("7d", 604_800),
+            ("1w", 604_800),
+            ("45s", 45),
+        ];
+        for (text, secs) in ok {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
+        }
+        for bad in [
+            "",
+            "30",
+            "m",
+            "0h",
+            "2x",
+            "1.5h",
+            "-1h",
+            "2h30m",
+            "99999999999999999999w",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! `goat run`: one turn of the model, through the Shepherd.
+//!
+//! Everything that can be checked before the model is asked is checked
+//! first, and is exit 2: the prompt, the workspace, where the store and the
+//! permission database live (never inside the workspace), the engine
+//! settings, the tools, the session to resume. Then the turn runs; from
+//! there on the store records what happens, and a turn that fails or is
+//! cancelled is exit 1.
+//!
+//! The answer streams to stdout as it arrives and tool activity goes to
+//! stderr, one line per call, so `goat run ... > answer.md` keeps only the
+//! answer. With `--json`, stdout is one JSON summary read back from the
+//! store after the turn, and the answer is in it instead of streamed.
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Context, bail};
+use goat_engine::{CancellationToken, EngineClient, EngineConfig};
+use goat_shepherd::gate::{Interactive, WritePolicy};
+use goat_shepherd::{
+    AppToolRouter, DEFAULT_MAX_ROUNDS, Routed, RouterConfig, Shepherd, TurnError, TurnEvent,
+};
+use goat_store::{CallStatus, RoundStatus, SessionInfo, Store, TurnRecord, TurnStatus};
+use serde_json::{Value, json};
+
+use crate::{Outcome, note, paths, text, tools};
+
+/// What GOAT says when ADR-0065's one recovery starts.
+const RECOVERY_LINE: &str =
+    "the model wrote a tool call as text; asking it once to use the structured format";
+
+/// Longest tool result line shown on stderr, in characters: enough for a
+/// denial's reason and its hint, short of a wall of text.
+const RESULT_LINE_CHARS: usize = 300;
+
+/// Exit status after a second Ctrl-C, the shell's convention for SIGINT.
+const FORCED_QUIT_STATUS: i32 = 130;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The request for the model, or `-` to read it from stdin.
+    #[arg(value_name = "PROMPT")]
+    prompt: String,
+    /// The directory the tools may see (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The engine's OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1
+    /// (default: $GOAT_ENGINE_URL; when resuming, the session's engine).
+    #[arg(long, value_name = "URL")]
+    engine: Option<String>,
+    /// The model name sent to the engine (default: $GOAT_MODEL; when
+    /// resuming, the session's model).
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// Read the engine's bearer key from this environment variable.
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
+    /// ~/.local/share/goat/goat.db).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// The permission database (default: permissions.db beside the store).
+    #[arg(long, value_name = "FILE")]
+    permissions: Option<PathBuf>,
+    /// Let writing tools change files in the workspace where no deny rule
+    /// forbids it. Without it, a write needs an allow rule.
+    #[arg(long)]
+    allow_writes: bool,
+    /// Most rounds (requests to the engine) this turn may take.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS, value_parser = parse_max_rounds)]
+    max_rounds: usize,
+    /// Continue this session (its workspace must be this one) instead of
+    /// starting a new one.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Print a JSON summary of the turn to stdout afterwards, with the
+    /// answer in it, instead of streaming the answer.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_max_rounds(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a turn needs at least 1 round".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    let prompt = read_prompt(&args.prompt)?;
+    let workspace = paths::workspace(args.workspace.as_deref())?;
+    let store_path = paths::store_path(args.db.as_deref())?;
+    paths::ensure_store_outside(&store_path, &workspace)?;
+    let permissions_db = paths::permissions_path(args.permissions.as_deref(), args.db.as_deref())?;
+    paths::ensure_permissions_outside(&permissions_db, &workspace)?;
+
+    // A new session needs a usable engine now; say what is missing before
+    // creating any file. A resumed one may take its settings from the
+    // session, so that waits for the store.
+    let fresh = match args.session {
+        None => Some(engine(&args, None)?),
+        Some(_) => None,
+    };
+    if let Some(id) = &args.session
+        && !store_path.exists()
+    {
+        bail!(
+            "no session '{}': there is no store at {} yet",
+            text::escape_controls(id),
+            store_path.display()
+        );
+    }
+    let mut store = Store::open(&store_path)?;
+    let resumed = match &args.session {
+        Some(id) => Some(resumable(&store, id, &workspace)?),
+        None => None,
+    };
+    let (engine, engine_url, model) = match fresh {
+        Some(fresh) => fresh,
+        None => engine(&args, resumed.as_ref())?,
+    };
+
+    let (sandbox, tools) = tools::sandbox_and_tools()?;
+    paths::ensure_cache_outside(&sandbox, &workspace)?;
+    paths::prepare_permissions(&permissions_db)?;
+
+    let session_id = match resumed {
+        Some(info) => {
+            let interrupted = store.interrupt_pending(&info.id)?;
+            note(format_args!(
+                "resuming session {}; {interrupted} tool call(s) left pending by an earlier run \
+                 marked interrupted",
+                info.id
+            ));
+            info.id
+        }
+        None => {
+            let id = store.create_session(&workspace, &engine_url, &model)?;
+            note(format_args!(
+                "session {id} (continue it with --session {id})"
+            ));
+            id
+        }
+    };
+    let turns_before = store.session(&session_id)?.turns;
+    let store = Arc::new(Mutex::new(store));
+
+    let interactive = if io::stdin().is_terminal() && io::stderr().is_terminal() {
+        Interactive::Yes
+    } else {
+        Interactive::No
+    };
+    // No approver is wired yet (the approval prompt is a later issue): with
+    // Interactive::Yes, a write no rule decides is Ask, and the router
+    // denies it saying no one approved. It never runs unasked.
+    let router = AppToolRouter::new(
+        Arc::new(sandbox),
+        tools,
+        RouterConfig {
+            workspace: workspace.clone(),
+            permissions_db,
+            session_id: session_id.clone(),
+            interactive,
+            writes: if args.allow_writes {
+                WritePolicy::AllowAll
+            } else {
+                WritePolicy::Default
+            },
+        },
+    );
+    let shepherd = Shepherd::new(
+        engine,
+        router,
+        store.clone(),
+        session_id.clone(),
+        system_prompt(&workspace),
+        args.max_rounds,
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut printer = Printer::new(!args.json, interactive == Interactive::Yes);
+    let result = runtime.block_on(drive(&shepherd, &prompt, &mut printer));
+    printer.finish();
+
+    // The store is the record: the summary is read back from it, and a turn
+    // it never recorded did not start, which is a host problem (exit 2).
+    let recorded = {
+        let store = store.lock().unwrap_or_else(PoisonError::into_inner);
+        store.turns(&session_id).map(|mut turns| {
+            let new = usize::try_from(turns_before).map_or(0, |n| turns.len().saturating_sub(n));
+            if new == 0 { None } else { turns.pop() }
+        })
+    };
+    let result = match (result, &recorded) {
+        (Err(e), Ok(None)) => {
+            return Err(anyhow::Error::new(e).context("the turn could not start"));
+        }
+        (result, _) => result,
+    };
+    let outcome = match result {
+        Ok(_) => Outcome::Ok,
+        Err(TurnError::Cancelled) => {
+            note(format_args!(
+                "the turn was cancelled and is recorded as cancelled; continue with --session \
+                 {session_id}"
+            ));
+            Outcome::Failed
+        }
+        Err(e) => {
+            note(format_args!(
+                "error: the turn failed: {:#}",
+                anyhow::Error::new(e)
+            ));
+            Outcome::Failed
+        }
+    };
+    if args.json {
+        let turn = match recorded {
+            Ok(Some(turn)) => turn,
+            Ok(None) => bail!("the turn finished but the store has no record of it"),
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context("reading the turn back from the store"));
+            }
+        };
+        let summary = summary_json(&session_id, &turn);
+        let mut out = io::stdout().lock();
+        let written = serde_json::to_writer_pretty(&mut out, &summary)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+            .and_then(|()| out.flush());
+        // A closed stdout is no reason to change the turn's exit status.
+        if let Err(e) = written
+            && e.kind() != io::ErrorKind::BrokenPipe
+        {
+            return Err(anyhow::Error::new(e).context("writing the summary"));
+        }
+    } else if let Err(e) = recorded {
+        note(format_args!(
+            "cannot read the turn back from the store: {:#}",
+            anyhow::Error::new(e)
+        ));
+    }
+    Ok(outcome)
+}
+
+/// Runs the turn; the first Ctrl-C cancels it (the Shepherd stops after
+/// the step in progress and records the turn as cancelled), a second quits
+/// at once.
+async fn drive(
+    shepherd: &Shepherd,
+    prompt: &str,
+    printer: &mut Printer,
+) -> Result<goat_shepherd::TurnSummary, TurnError> {
+    let cancel = CancellationToken::new();
+    let mut on_event = |event| printer.event(event);
+    let mut turn = pin!(shepherd.run_turn(prompt, &cancel, &mut on_event));
+    // Polled before the turn (the select is biased), so the handler is in
+    // place before the first request: a Ctrl-C is never the default
+    // "kill now" once the turn has begun.
+    let mut interrupt = pin!(tokio::signal::ctrl_c());
+    let mut armed = true;
+    let mut interrupts = 0u32;
+    loop {
+        tokio::select! {
+            biased;
+            signal = &mut interrupt, if armed => {
+                if let Err(e) = signal {
+                    note(format_args!("cannot catch Ctrl-C ({e}); it will end GOAT at once"));
+                    armed = false;
+                    continue;
+                }
+                interrupt.set(tokio::signal::ctrl_c());
+                interrupts += 1;
+                if interrupts == 1 {
+                    note("cancelling: the turn stops after the step in progress (Ctrl-C again \
+                          quits at once)");
+                    cancel.cancel();
+                } else {
+                    // The store keeps the turn as running and any call as
+                    // pending; resuming the session marks them interrupted.
+                    note("quitting; resume the session to mark what was in progress as \
+                          interrupted");
+                    std::process::exit(FORCED_QUIT_STATUS);
+                }
+            }
+            result = &mut turn => return result,
+        }
+    }
+}
+
+/// The prompt, from the argument or stdin for `-`; refusing an empty one.
+fn read_prompt(arg: &str) -> anyhow::Result<String> {
+    let prompt = if arg == "-" {
+        let mut s = String::new();
+        io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the prompt from stdin")?;
+        s
+    } else {
+        arg.to_owned()
+    };
+    if prompt.trim().is_empty() {
+        bail!("the prompt is empty; say what the model should do");
+    }
+    Ok(prompt)
+}
+
+/// The session to resume, if it exists and works in this workspace.
+fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<SessionInfo> {
+    let info = store.session(id).with_context(|| {
+        format!(
+            "cannot resume; `goat sessions list --db {}` shows the sessions",
+            store.path().display()
+        )
+    })?;
+    let stored = Path::new(&info.workspace);
+    let same = stored == workspace || stored.canonicalize().is_ok_and(|c| c == workspace);
+    if !same {
+        bail!(
+            "session {id} works in {}, not {}; run it there, or pass --workspace {}",
+            text::escape_controls(&info.workspace),
+            workspace.display(),
+            text::escape_controls(&info.workspace)
+        );
+    }
+    Ok(info)
+}
+
+/// The engine client, its URL and the model: each setting from its flag,
+/// else the environment, else (resuming) the session.
+fn engine(
+    args: &RunArgs,
+    resumed: Option<&SessionInfo>,
+) -> anyhow::Result<(EngineClient, String, String)> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let url = args
+        .engine
+        .clone()
+        .or_else(|| env("GOAT_ENGINE_URL"))
+        .or_else(|| resumed.map(|s| s.engine_url.clone()))
+        .context(
+            "no engine URL: pass --engine URL or set GOAT_ENGINE_URL \
+             (e.g. http://127.0.0.1:8080/v1)",
+        )?;
+    let model = args
+        .model
+        .clone()
+        .or_else(|| env("GOAT_MODEL"))
+        .or_else(|| resumed.map(|s| s.model.clone()))
+        .context("no model name: pass --model NAME or set GOAT_MODEL")?;
+    let mut config = EngineConfig::new(url.clone(), model.clone());
+    config.api_key = api_key(args.api_key_env.as_deref())?;
+    Ok((EngineClient::new(config)?, url, model))
+}
+
+/// The bearer key from the variable `--api-key-env` names. The key itself
+/// is never a flag: flags show up in `ps` and shell history.
+fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
+    let Some(var) = var else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(key) if !key.is_empty() => Ok(Some(key)),
+        Ok(_) => bail!("--api-key-env names {var}, but {var} is empty"),
+        Err(std::env::VarError::NotPresent) => {
+            bail!("--api-key-env names {var}, but {var} is not set")
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            bail!("--api-key-env names {var}, but {var} is not valid UTF-8")
+        }
+    }
+}
+
+/// Short and true: where the model is, how paths work, and that denials
+/// and failures are real.
+fn system_prompt(workspace: &Path) -> String {
+    format!(
+        "You are a coding assistant working in the workspace {}. Use the tools offered to read, \
+         search and change files there. Every tool path is relative to the workspace root (for \
+         example 'src/main.rs'); nothing outside the workspace can be reached. A call may be \
+         denied by the user's permission settings or fail; its result says so, and then \
+         nothing happened. Report what you did accurately, and never claim a change you did \
+         not make.",
+        workspace.display()
+    )
+}
+
+/// Shows a turn as it happens.
+struct Printer {
+    /// Whether the answer goes to stdout (not with `--json`).
+    stream_answer: bool,
+    stdout_open: bool,
+    stdout_tty: bool,
+    /// Something of the answer was written, and whether it ended a line.
+    wrote: bool,
+    at_line_start: bool,
+    /// A round began and has not written yet.
+    new_round: bool,
+    /// The arguments of the call in progress (calls run one at a time).
+    arguments: Option<String>,
+    /// Whether to explain, once, that GOAT cannot ask for approval yet.
+    approval_hint: bool,
+}
+
+impl Printer {
+    fn new(stream_answer: bool, interactive: bool) -> Self {
+        Self {
+            stream_answer,
+            stdout_open: true,
+            stdout_tty: io::stdout().is_terminal(),
+            wrote: false,
+            at_line_start: true,
+            new_round: false,
+            arguments: None,
+            approval_hint: interactive,
+        }
+    }
+
+    fn event(&mut self, event: TurnEvent) {
+        match event {
+            TurnEvent::RoundStarted { .. } => self.new_round = true,
+            TurnEvent::Content(text) => self.answer(&text),
+            // Reasoning is the model's scratch work, not the answer; the
+            // store keeps it.
+            TurnEvent::Reasoning(_) => {}
+            TurnEvent::CallStarted { arguments, .. } => self.arguments = Some(arguments),
+            TurnEvent::CallFinished { tool, routed } => {
+                let arguments = self.arguments.take().unwrap_or_default();
+                self.status(&call_line(&tool, &arguments, &routed));
+                // The router's words for an Ask with no approver. If they
+                // change, the hint goes quiet; nothing else depends on it.
+                let unapproved = routed
+                    .decision_reason
+                    .as_deref()
+                    .is_some_and(|r| r.ends_with("no one is there to approve it"));
+                if self.approval_hint && routed.status == CallStatus::Denied && unapproved {
+                    self.approval_hint = false;
+                    note(
+                        "approval prompts are not available yet; to let the model write, run with \
+                         --allow-writes or add a rule: goat permissions allow TOOL PATTERN --write",
+                    );
+                }
+            }
+            TurnEvent::Recovery { .. } => self.status(RECOVERY_LINE),
+        }
+    }
+
+    fn answer(&mut self, text: &str) {
+        if !self.stream_answer || !self.stdout_open || text.is_empty() {
+            return;
+        }
+        let mut out = String::new();
+        // Each round is a separate message; do not run them together.
+        if self.new_round && self.wrote && !self.at_line_start {
+            out.push('\n');
+        }
+        self.new_round = false;
+        if self.stdout_tty {
+            out.push_str(&text::escape_for_terminal(text));
+        } else {
+            // Redirected: the answer exactly as the model wrote it.
+            out.push_str(text);
+        }
+        self.write_stdout(&out);
+        self.wrote = true;
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn write_stdout(&mut self, text: &str) {
+        let mut out = io::stdout().lock();
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            // No one reads the answer any more. The turn goes on: stopping
+            // halfway through the model's edits would be worse, and the
+            // store keeps the answer.
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                note(format_args!(
+                    "cannot write the answer to stdout ({e}); the turn goes on and the store \
+                     keeps it"
+                ));
+            }
+            self.stdout_open = false;
+        }
+    }
+
+    /// One line on stderr, starting on a fresh line when the answer shares
+    /// the terminal.
+    fn status(&mut self, line: &str) {
+        if self.stdout_tty && self.stdout_open && self.wrote && !self.at_line_start {
+            self.write_stdout("\n");
+            self.at_line_start = true;
+        }
+        note(line);
+    }
+
+    /// Ends the answer with a newline.
+    fn finish(&mut self) {
+        if self.stdout_open && self.wrote && !self.at_line_start {
+            self.write_stdout("\n");
+            self.at_line_start = true;
+        }
+    }
+}
+
+/// `write_file(path="a.txt", content="hi") -> ok: Created 'a.txt' (2 bytes)`
+fn call_line(tool: &str, arguments: &str, routed: &Routed) -> String {
+    let result = match routed.status {
+        // The result already says "denied: ...".
+        CallStatus::Denied => routed
+            .result
+            .strip_prefix("denied: ")
+            .unwrap_or(&routed.result),
+        CallStatus::Ok | CallStatus::Error | CallStatus::Pending | CallStatus::Interrupted => {
+            &routed.result
+        }
+    };
+    let first = text::first_line(result, RESULT_LINE_CHARS);
+    let status = routed.status.as_str();
+    let summary = text::call_summary(tool, arguments);
+    if first.is_empty() {
+        format!("{summary} -> {status}")
+    } else {
+        format!("{summary} -> {status}: {first}")
+    }
+}
+
+/// The `--json` summary, from the store's record of the turn.
+fn summary_json(session_id: &str, turn: &TurnRecord) -> Value {
+    let calls: Vec<Value> = turn
+        .rounds
+        .iter()
+        .flat_map(|r| &r.calls)
+        .map(|c| {
+            json!({
+                "tool": c.call.tool,
+                "status": c.status.as_str(),
+                "decision": c.decision,
+            })
+        })
+        .collect();
+    // The answer is the last round's text, and only when the turn completed:
+    // a failed turn has no answer, whatever it streamed.
+    let answer = match turn.status {
+        TurnStatus::Completed => turn
+            .rounds
+            .iter()
+            .rev()
+            .find(|r| r.status == RoundStatus::Ok)
+            .map(|r| r.content.clone()),
+        TurnStatus::Running | TurnStatus::Failed | TurnStatus::Cancelled => None,
+    };
+    json!({
+        "session_id": session_id,
+        "turn_id": turn.id,
+        "status": turn.status.as_str(),
+        "rounds": turn.rounds.len(),
+        "tool_calls": calls,
+        "recovery_used": turn.recovery_used,
+        "error": turn.error,
+        "answer": answer,
+    })
+}

@@ -1,0 +1,285 @@
+//! `goat sessions list` and `goat sessions show`: what the store recorded.
+//!
+//! Reading never creates a store: with no store file there are no
+//! sessions. Failed rounds are shown with the rest (a malformed response
+//! ADR-0065 recovered from, an engine error), because the record is only
+//! useful if it is the whole record.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use goat_store::{CallRecord, RoundRecord, SessionInfo, Store, TurnRecord};
+use serde_json::{Value, json};
+
+use crate::{Outcome, note, paths, text};
+
+/// Longest prompt or answer excerpt in `sessions show`, in characters.
+const EXCERPT_CHARS: usize = 100;
+
+/// Longest gate reason or result line in `sessions show`, in characters.
+const REASON_CHARS: usize = 200;
+
+#[derive(Subcommand)]
+pub enum SessionsCommand {
+    /// List the sessions, newest first: id, created, turns, model, workspace.
+    List {
+        /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
+        /// ~/.local/share/goat/goat.db).
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
+        /// Print them as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one session's turns, rounds (failed ones included) and tool calls.
+    Show {
+        /// The session's id, as `goat sessions list` shows it.
+        id: String,
+        /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
+        /// ~/.local/share/goat/goat.db).
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
+        /// Print everything as JSON, full texts included.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
+    match command {
+        SessionsCommand::List { db, json } => list(db.as_deref(), json),
+        SessionsCommand::Show { id, db, json } => show(&id, db.as_deref(), json),
+    }
+}
+
+/// The store, if there is one.
+fn open_existing(db: Option<&Path>) -> anyhow::Result<Option<Store>> {
+    let path = paths::store_path(db)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some(Store::open(&path)?))
+}
+
+fn list(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
+    let sessions = match open_existing(db)? {
+        Some(store) => store.list_sessions()?,
+        None => Vec::new(),
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        let rows: Vec<Value> = sessions.iter().map(session_json).collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else if sessions.is_empty() {
+        note("no sessions yet");
+    } else {
+        let rows: Vec<[String; 5]> = sessions
+            .iter()
+            .map(|s| {
+                [
+                    text::escape_controls(&s.id),
+                    text::utc(s.created_at),
+                    s.turns.to_string(),
+                    text::escape_controls(&s.model),
+                    text::escape_controls(&s.workspace),
+                ]
+            })
+            .collect();
+        let header = ["ID", "CREATED", "TURNS", "MODEL", "WORKSPACE"].map(str::to_owned);
+        let mut widths = header.clone().map(|h| h.chars().count());
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        for row in std::iter::once(&header).chain(&rows) {
+            let [id, created, turns, model, workspace] = row;
+            writeln!(
+                out,
+                "{id:w0$}  {created:w1$}  {turns:>w2$}  {model:w3$}  {workspace}",
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2],
+                w3 = widths[3],
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
+
+fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
+    let Some(store) = open_existing(db)? else {
+        bail!(
+            "no session '{}': there is no store yet",
+            text::escape_controls(id)
+        );
+    };
+    let session = store
+        .session(id)
+        .context("`goat sessions list` shows the sessions")?;
+    let turns = store.turns(id)?;
+    let mut out = io::stdout().lock();
+    if json {
+        let value = json!({
+            "session": session_json(&session),
+            "turns": turns.iter().map(turn_json).collect::<Vec<_>>(),
+        });
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        writeln!(out)?;
+    } else {
+        write_session(&mut out, &session, &turns)?;
+    }
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
+
+fn write_session(
+    out: &mut impl Write,
+    session: &SessionInfo,
+    turns: &[TurnRecord],
+) -> io::Result<()> {
+    writeln!(out, "session {}", text::escape_controls(&session.id))?;
+    writeln!(
+        out,
+        "  workspace  {}",
+        text::escape_controls(&session.workspace)
+    )?;
+    writeln!(
+        out,
+        "  engine     {}",
+        text::escape_controls(&session.engine_url)
+    )?;
+    writeln!(
+        out,
+        "  model      {}",
+        text::escape_controls(&session.model)
+    )?;
+    writeln!(out, "  created    {}", text::utc(session.created_at))?;
+    for (n, turn) in (1..).zip(turns) {
+        writeln!(out)?;
+        write_turn(out, n, turn)?;
+    }
+    Ok(())
+}
+
+fn write_turn(out: &mut impl Write, n: usize, turn: &TurnRecord) -> io::Result<()> {
+    let recovery = if turn.recovery_used {
+        ", recovery used"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "turn {n} (#{}): {}{recovery}",
+        turn.id,
+        turn.status.as_str()
+    )?;
+    writeln!(
+        out,
+        "  prompt: {}",
+        text::snippet(&turn.prompt, EXCERPT_CHARS)
+    )?;
+    for (r, round) in (1..).zip(&turn.rounds) {
+        write_round(out, r, round)?;
+    }
+    if let Some(error) = &turn.error {
+        writeln!(out, "  error: {}", text::snippet(error, REASON_CHARS * 2))?;
+    }
+    Ok(())
+}
+
+fn write_round(out: &mut impl Write, n: usize, round: &RoundRecord) -> io::Result<()> {
+    match &round.failure {
+        Some(failure) => writeln!(
+            out,
+            "  round {n}: {}: {}",
+            round.status.as_str(),
+            text::snippet(failure, REASON_CHARS)
+        )?,
+        None => writeln!(out, "  round {n}: {}", round.status.as_str())?,
+    }
+    if !round.content.trim().is_empty() {
+        writeln!(
+            out,
+            "    text: {}",
+            text::snippet(&round.content, EXCERPT_CHARS)
+        )?;
+    }
+    for call in &round.calls {
+        writeln!(out, "    call {}", call_line(call))?;
+    }
+    Ok(())
+}
+
+/// `write_file(path="a") -> denied [deny: denied: writing 'a' ...]`, with the
+/// result's first line for failures.
+fn call_line(call: &CallRecord) -> String {
+    let mut line = format!(
+        "{} -> {}",
+        text::call_summary(&call.call.tool, &call.call.arguments),
+        call.status.as_str()
+    );
+    if let Some(decision) = &call.decision {
+        let reason = call
+            .decision_reason
+            .as_deref()
+            .map(|r| format!(": {}", text::first_line(r, REASON_CHARS)))
+            .unwrap_or_default();
+        line.push_str(&format!(" [{}{reason}]", text::escape_controls(decision)));
+    }
+    let failed = match call.status {
+        goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,
+        // A denial's result is its reason, already shown.
+        goat_store::CallStatus::Ok
+        | goat_store::CallStatus::Denied
+        | goat_store::CallStatus::Pending => false,
+    };
+    if failed && let Some(result) = &call.result {
+        line.push_str(&format!(": {}", text::first_line(result, REASON_CHARS)));
+    }
+    line
+}
+
+fn session_json(s: &SessionInfo) -> Value {
+    json!({
+        "id": s.id,
+        "created_at": s.created_at,
+        "workspace": s.workspace,
+        "engine_url": s.engine_url,
+        "model": s.model,
+        "turns": s.turns,
+    })
+}
+
+fn turn_json(t: &TurnRecord) -> Value {
+    json!({
+        "id": t.id,
+        "prompt": t.prompt,
+        "status": t.status.as_str(),
+        "error": t.error,
+        "recovery_used": t.recovery_used,
+        "rounds": t.rounds.iter().map(|r| json!({
+            "id": r.id,
+            "status": r.status.as_str(),
+            "failure": r.failure,
+            "finish_reason": r.finish_reason,
+            "content": r.content,
+            "tool_calls": r.calls.iter().map(|c| json!({
+                "id": c.id,
+                "call_id": c.call.call_id,
+                "tool": c.call.tool,
+                "arguments": c.call.arguments,
+                "status": c.status.as_str(),
+                "decision": c.decision,
+                "decision_reason": c.decision_reason,
+                "result": c.result,
+                "error_kind": c.error_kind,
+                "duration_ms": c.duration_ms,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}

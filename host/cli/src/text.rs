@@ -1,0 +1,190 @@
+//! Text for people: short one-line summaries of what the model and the
+//! tools said, and dates.
+//!
+//! Everything shown here comes from the model, a tool or a workspace file,
+//! so control characters are escaped before they reach a terminal: an
+//! escape sequence in a file the model read must not be able to rewrite
+//! what the person sees.
+
+use serde_json::Value;
+
+/// Longest argument value shown in a call summary, in characters.
+const ARG_VALUE_CHARS: usize = 40;
+
+/// Longest argument summary, in characters.
+const ARGS_CHARS: usize = 160;
+
+/// Every control character escaped (`\n`, `\u{1b}`), so the text stays on
+/// one line and cannot drive the terminal.
+pub fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Control characters escaped except newlines and tabs, for the model's
+/// answer streamed to a terminal: it keeps its layout but cannot move the
+/// cursor, change colours or overwrite earlier lines (`\r` included).
+pub fn escape_for_terminal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The first line of `text` that has something on it, trimmed, tabs as
+/// spaces, escaped and cut to `max` characters.
+pub fn first_line(text: &str, max: usize) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    truncate(&escape_controls(&line.replace('\t', " ")), max)
+}
+
+/// `text` on one line (runs of whitespace become one space), escaped and
+/// cut to `max` characters.
+pub fn snippet(text: &str, max: usize) -> String {
+    let flat: Vec<&str> = text.split_whitespace().collect();
+    truncate(&escape_controls(&flat.join(" ")), max)
+}
+
+/// `tool(key="value", n=3)`: a call as a person reads it, each value and
+/// the whole cut short. Arguments that are not a JSON object are shown raw.
+pub fn call_summary(tool: &str, raw_arguments: &str) -> String {
+    let args = match serde_json::from_str::<InOrder>(raw_arguments) {
+        Ok(InOrder(fields)) => fields
+            .iter()
+            .map(|(key, value)| {
+                let shown = match value {
+                    // Cut before quoting, so the quotes survive the cut.
+                    Value::String(s) => Value::from(truncate(s, ARG_VALUE_CHARS)).to_string(),
+                    other => truncate(&other.to_string(), ARG_VALUE_CHARS),
+                };
+                format!("{key}={shown}")
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => raw_arguments.trim().to_owned(),
+    };
+    format!(
+        "{}({})",
+        escape_controls(tool),
+        truncate(&escape_controls(&args), ARGS_CHARS)
+    )
+}
+
+/// A JSON object's fields in the order the model wrote them (`Value`
+/// sorts them), so `path` still comes before `content`.
+struct InOrder(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for InOrder {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = InOrder;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<InOrder, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(field) = map.next_entry::<String, Value>()? {
+                    fields.push(field);
+                }
+                Ok(InOrder(fields))
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
+/// Unix seconds as `2024-01-01 00:00:00 UTC`.
+pub fn utc(unix_seconds: i64) -> String {
+    let days = unix_seconds.div_euclid(86_400);
+    let secs = unix_seconds.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days: proleptic Gregorian, any year.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_704_067_199), "2023-12-31 23:59:59 UTC");
+        assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
+    }
+
+    #[test]
+    fn call_summaries_are_short_and_inert() {
+        assert_eq!(
+            call_summary("write_file", r#"{"path":"a.txt","content":"hi\n"}"#),
+            r#"write_file(path="a.txt", content="hi\n")"#
+        );
+        let long = format!(r#"{{"content":"{}"}}"#, "x".repeat(100));
+        assert_eq!(
+            call_summary("write_file", &long),
+            format!(r#"write_file(content="{}…")"#, "x".repeat(40))
+        );
+        assert_eq!(
+            call_summary("t", "not json\u{1b}[2J"),
+            "t(not json\\u{1b}[2J)"
+        );
+        assert_eq!(
+            call_summary("t", "{\"p\":\"\u{9b}31m\"}"),
+            "t(p=\"\\u{9b}31m\")"
+        );
+    }
+
+    #[test]
+    fn lines_are_cut_and_escaped() {
+        assert_eq!(first_line("one\ntwo", 10), "one");
+        assert_eq!(first_line("\n     1\talpha\n", 10), "1 alpha");
+        assert_eq!(first_line("abcdef", 3), "abc…");
+        assert_eq!(first_line("\u{1b}[31mred", 20), "\\u{1b}[31mred");
+        assert_eq!(snippet("a\n\n b\tc", 20), "a b c");
+        assert_eq!(escape_for_terminal("a\tb\nc\rd\u{7}"), "a\tb\nc\\rd\\u{7}");
+    }
+}

@@ -1,0 +1,94 @@
+//! `goat detect`: the unexecuted-markup detector on a saved message.
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use crate::{Env, text};
+
+/// The ADR-0065 failure: function markup with a closing envelope only.
+const UNEXECUTED: &str = "I'll read it.\n<function=read_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>\n</tool_call>";
+
+fn detect_stdin(args: &[&str], input: &str) -> Output {
+    let env = Env::new();
+    let mut child = env
+        .cmd()
+        .arg("detect")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn detect_reports_missing_opening_envelope_from_a_file() {
+    let env = Env::new();
+    std::fs::write(env.ws.join("reply.txt"), UNEXECUTED).unwrap();
+    let out = env.run(&["detect", "--tools", "read_file,write_file", "reply.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "{\"unexecuted\": true, \"tool\": \"read_file\", \"form\": \"qwen-xml\", \
+         \"markers\": [\"</tool_call>\"], \"span\": [14, 101]}\n"
+    );
+}
+
+#[test]
+fn detect_reads_stdin_and_exits_zero_either_way() {
+    let cases = [
+        (
+            "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {}}\n</tool_call>",
+            r#"{"unexecuted": true, "tool": "write_file", "form": "hermes-json", "markers": ["<tool_call>", "</tool_call>"], "span": [0, 64]}"#,
+        ),
+        (
+            "Example:\n```\n<function=read_file>\n</function>\n</tool_call>\n```\n",
+            r#"{"unexecuted": false, "tool": null, "form": null, "markers": [], "span": null}"#,
+        ),
+        (
+            "<function=delete_all>\n</function>\n</tool_call>",
+            r#"{"unexecuted": false, "tool": null, "form": null, "markers": ["</tool_call>"], "span": null}"#,
+        ),
+    ];
+    for (input, want) in cases {
+        let out = detect_stdin(&["--tools", "read_file, write_file"], input);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), format!("{want}\n"), "{input:?}");
+        let parsed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(parsed["unexecuted"].is_boolean());
+    }
+}
+
+#[test]
+fn detect_bad_input_is_exit_two_with_a_message() {
+    let env = Env::new();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["detect", "--tools", "read_file", "no-such-file.txt"],
+            "reading no-such-file.txt",
+        ),
+        (&["detect", "--tools", "", "x"], "none empty"),
+        (
+            &["detect", "--tools", "read_file,,write_file"],
+            "none empty",
+        ),
+        (&["detect", "x"], "--tools"),
+    ];
+    for (args, want) in cases {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(text(&out.stdout), "", "{args:?}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -1,0 +1,542 @@
+//! `goat run` against a scripted engine: files written or not, what is
+//! streamed where, the `--json` summary, recovery, failures, resuming,
+//! cancelling, and where host state may live.
+
+use std::time::Duration;
+
+use goat_testkit::{Reply, ScriptedServer, Step, ev_content};
+use serde_json::json;
+
+use crate::{Env, call_reply, content_reply, json_out, malformed_write, text};
+
+const RECOVERY_LINE: &str =
+    "the model wrote a tool call as text; asking it once to use the structured format";
+
+fn write_hello() -> Reply {
+    call_reply(
+        "call_1",
+        "write_file",
+        r#"{"path": "notes/hello.txt", "content": "hello\n"}"#,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_writes_the_file_streams_the_answer_and_reports_the_call() {
+    let env = Env::new();
+    let server =
+        ScriptedServer::start(vec![write_hello(), content_reply("Wrote notes/hello.txt.")]).await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--allow-writes",
+            "Create notes/hello.txt saying hello",
+        ])
+        .await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("notes/hello.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(text(&out.stdout), "Wrote notes/hello.txt.\n");
+    assert!(
+        err.contains(
+            "goat: write_file(path=\"notes/hello.txt\", content=\"hello\\n\") -> ok: Created"
+        ),
+        "{err}"
+    );
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0].body;
+    assert_eq!(first["model"], "qwen");
+    assert_eq!(first["messages"][0]["role"], "system");
+    let system = first["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains(env.ws_str()), "{system}");
+    assert!(
+        system.contains("relative to the workspace root"),
+        "{system}"
+    );
+    assert_eq!(
+        first["messages"][1],
+        json!({"role": "user", "content": "Create notes/hello.txt saying hello"})
+    );
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"write_file"), "{offered:?}");
+    let second = requests[1].body["messages"].to_string();
+    assert!(second.contains("Created 'notes/hello.txt'"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_allow_writes_the_write_is_denied_and_the_turn_completes() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        write_hello(),
+        content_reply("I could not write the file: permission was denied."),
+    ])
+    .await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&["run", "--engine", &url, "--model", "qwen", "Create it"])
+        .await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!env.ws.join("notes/hello.txt").exists());
+    assert!(!env.ws.join("notes").exists());
+    assert_eq!(
+        text(&out.stdout),
+        "I could not write the file: permission was denied.\n"
+    );
+    assert!(
+        err.contains("write_file(path=\"notes/hello.txt\", content=\"hello\\n\") -> denied: "),
+        "{err}"
+    );
+    assert!(err.contains("--allow-writes"), "{err}");
+    // The model was told, in the call's result.
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(
+        second.contains("denied: writing 'notes/hello.txt'"),
+        "{second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_summary_reads_the_turn_back_from_the_store() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![write_hello(), content_reply("Done.")]).await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--allow-writes",
+            "--json",
+            "Create it",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = json_out(&out);
+    let session = summary["session_id"].as_str().unwrap();
+    assert_eq!(session.len(), 16, "{summary}");
+    assert!(summary["turn_id"].as_i64().unwrap() >= 1, "{summary}");
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["rounds"], 2);
+    assert_eq!(
+        summary["tool_calls"],
+        json!([{"tool": "write_file", "status": "ok", "decision": "allow"}])
+    );
+    assert_eq!(summary["recovery_used"], false);
+    assert_eq!(summary["error"], json!(null));
+    assert_eq!(summary["answer"], "Done.");
+
+    // The same session is in the store.
+    let listed = json_out(&env.run(&["sessions", "list", "--json"]));
+    assert_eq!(listed[0]["id"], session);
+    assert_eq!(listed[0]["turns"], 1);
+    assert_eq!(listed[0]["workspace"], env.ws_str());
+    assert_eq!(listed[0]["model"], "qwen");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn markup_written_as_text_is_recovered_once_then_the_structured_call_runs() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        malformed_write(),
+        call_reply(
+            "call_1",
+            "write_file",
+            r#"{"path": "hello.txt", "content": "hello\n"}"#,
+        ),
+        content_reply("Created hello.txt."),
+    ])
+    .await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--allow-writes",
+            "--json",
+            "Create hello.txt",
+        ])
+        .await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(RECOVERY_LINE), "{err}");
+    let summary = json_out(&out);
+    assert_eq!(summary["recovery_used"], true);
+    assert_eq!(summary["rounds"], 3);
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let second = requests[1].body["messages"].to_string();
+    assert!(!second.contains("<function=write_file>"), "{second}");
+    assert!(second.contains("[GOAT host]"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_malformed_answer_fails_the_turn_with_exit_one() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![malformed_write(), malformed_write()]).await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--allow-writes",
+            "--json",
+            "Create hello.txt",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("goat: error: the turn failed: "), "{err}");
+    assert!(err.contains("again after being asked"), "{err}");
+    let summary = json_out(&out);
+    assert_eq!(summary["status"], "failed");
+    assert_eq!(summary["rounds"], 2);
+    assert_eq!(summary["answer"], json!(null));
+    assert!(
+        summary["error"].as_str().unwrap().contains("again"),
+        "{summary}"
+    );
+    assert!(!env.ws.join("hello.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn engine_down_is_exit_one_with_a_message_naming_the_url() {
+    let env = Env::new();
+    // A port nothing listens on any more.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{addr}/v1");
+    let out = env
+        .run_async(&["run", "--engine", &url, "--model", "qwen", "hello"])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("cannot connect to the engine"), "{err}");
+    assert!(err.contains(&url), "{err}");
+    assert_eq!(text(&out.stdout), "");
+
+    // Recorded as failed, with the reason.
+    let listed = json_out(&env.run(&["sessions", "list", "--json"]));
+    let id = listed[0]["id"].as_str().unwrap();
+    let shown = json_out(&env.run(&["sessions", "show", id, "--json"]));
+    assert_eq!(shown["turns"][0]["status"], "failed");
+    assert!(
+        shown["turns"][0]["error"].as_str().unwrap().contains(&url),
+        "{shown}"
+    );
+}
+
+#[test]
+fn missing_engine_settings_are_exit_two_naming_flag_and_variable() {
+    let env = Env::new();
+    let out = env.run(&["run", "--model", "qwen", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--engine") && err.contains("GOAT_ENGINE_URL"),
+        "{err}"
+    );
+    let out = env.run(&["run", "--engine", "http://127.0.0.1:9/v1", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--model") && err.contains("GOAT_MODEL"),
+        "{err}"
+    );
+    // Nothing was created for a run that could not start.
+    assert!(!env.db.exists());
+    assert!(!env.permissions_db().exists());
+
+    let out = env.run(&[
+        "run",
+        "--engine",
+        "https://example.com/v1",
+        "--model",
+        "q",
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("invalid engine URL"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = env.run(&[
+        "run",
+        "--engine",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "q",
+        "",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("the prompt is empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = env.run(&["run", "--max-rounds", "0", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_continues_the_same_session() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        content_reply("The first answer."),
+        content_reply("The second answer."),
+    ])
+    .await;
+    let run = |args: Vec<String>| {
+        let mut cmd = env.cmd();
+        // Engine and model from the environment this time.
+        cmd.env("GOAT_ENGINE_URL", server.base_url())
+            .env("GOAT_MODEL", "qwen")
+            .args(args);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let first = run(vec![
+        "run".into(),
+        "--json".into(),
+        "Remember the word aardvark".into(),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let id = json_out(&first)["session_id"].as_str().unwrap().to_owned();
+
+    let second = run(vec![
+        "run".into(),
+        "--session".into(),
+        id.clone(),
+        "Which word?".into(),
+    ])
+    .await
+    .unwrap();
+    let err = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("resuming session {id}; 0 tool call(s)")),
+        "{err}"
+    );
+    assert_eq!(text(&second.stdout), "The second answer.\n");
+    let body = server.requests()[1].body["messages"].to_string();
+    assert!(body.contains("Remember the word aardvark"), "{body}");
+    assert!(body.contains("The first answer."), "{body}");
+    assert!(body.contains("Which word?"), "{body}");
+
+    let listed = json_out(&env.run(&["sessions", "list", "--json"]));
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["turns"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_refuses_an_unknown_session_or_another_workspace() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![content_reply("ok")]).await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&["run", "--engine", &url, "--model", "q", "--json", "hi"])
+        .await;
+    let id = json_out(&out)["session_id"].as_str().unwrap().to_owned();
+
+    let out = env.run(&["run", "--session", "nope", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no session 'nope'"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let other = env.root.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let out = env.run(&[
+        "run",
+        "--session",
+        &id,
+        "--workspace",
+        other.to_str().unwrap(),
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("session {id} works in {}", env.ws_str())),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1, "the engine was asked again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn api_key_comes_from_the_named_variable() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![content_reply("ok")]).await;
+    let mut cmd = env.cmd();
+    cmd.env("MY_ENGINE_KEY", "s3cret").args([
+        "run",
+        "--engine",
+        &server.base_url(),
+        "--model",
+        "q",
+        "--api-key-env",
+        "MY_ENGINE_KEY",
+        "hi",
+    ]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer s3cret")
+    );
+
+    let out = env.run(&[
+        "run",
+        "--engine",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "q",
+        "--api-key-env",
+        "GOAT_TEST_UNSET_KEY",
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("GOAT_TEST_UNSET_KEY is not set"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn host_state_inside_the_workspace_is_refused() {
+    let env = Env::new();
+    let engine = ["--engine", "http://127.0.0.1:9/v1", "--model", "q"];
+    let inside = env.ws.join("state").join("goat.db");
+    let mut args = vec!["run", "--db", inside.to_str().unwrap()];
+    args.extend(engine);
+    args.push("hi");
+    let out = env.run(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("inside the workspace"), "{err}");
+    assert!(!env.ws.join("state").exists());
+
+    // Through GOAT_DB, and through a symlink that leads into the workspace.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&env.ws, env.root.join("link")).unwrap();
+        let mut args = vec!["run"];
+        args.extend(engine);
+        args.push("hi");
+        let out = env
+            .cmd()
+            .env("GOAT_DB", env.root.join("link/goat.db"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("inside the workspace"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(!env.ws.join("goat.db").exists());
+    }
+
+    let perms = env.ws.join("perm.db");
+    let mut args = vec!["run", "--permissions", perms.to_str().unwrap()];
+    args.extend(engine);
+    args.push("hi");
+    let out = env.run(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("permission database") && err.contains("inside the workspace"),
+        "{err}"
+    );
+    assert!(!perms.exists());
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_cancels_the_turn_and_it_is_recorded_as_cancelled() {
+    let env = Env::new();
+    // The engine starts answering, then goes quiet for longer than the test.
+    let server = ScriptedServer::start(vec![Reply::sse_steps(vec![
+        Step::Bytes(ev_content("Thinking").into_bytes()),
+        Step::Sleep(Duration::from_secs(60)),
+    ])])
+    .await;
+    let child = env
+        .cmd()
+        .args([
+            "run",
+            "--engine",
+            &server.base_url(),
+            "--model",
+            "q",
+            "--json",
+            "Take your time",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no request arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("recorded as cancelled"), "{err}");
+    let summary = json_out(&out);
+    assert_eq!(summary["status"], "cancelled");
+    let shown = json_out(&env.run(&[
+        "sessions",
+        "show",
+        summary["session_id"].as_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(shown["turns"][0]["status"], "cancelled");
+    assert_eq!(shown["turns"][0]["rounds"][0]["status"], "cancelled");
+}
