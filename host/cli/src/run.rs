@@ -154,9 +154,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     } else {
         Interactive::No
     };
-    // No approver is wired yet (the approval prompt is a later issue): with
-    // Interactive::Yes, a write no rule decides is Ask, and the router
-    // denies it saying no one approved. It never runs unasked.
+    // With a person at the terminal, a write no rule decides is asked of
+    // them (once per call); without one it is denied. It never runs unasked.
     let router = AppToolRouter::new(
         Arc::new(sandbox),
         tools,
@@ -172,6 +171,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             },
         },
     );
+    let router = match interactive {
+        Interactive::Yes => router.with_approver(Box::new(LineApprover {
+            input: io::BufReader::new(io::stdin()),
+            output: io::stderr(),
+        })),
+        _ => router,
+    };
     let shepherd = Shepherd::new(
         engine,
         router,
@@ -185,7 +191,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let mut printer = Printer::new(!args.json, interactive == Interactive::Yes);
+    let mut printer = Printer::new(!args.json);
     let result = runtime.block_on(drive(&shepherd, &prompt, &mut printer));
     printer.finish();
 
@@ -405,12 +411,10 @@ struct Printer {
     new_round: bool,
     /// The arguments of the call in progress (calls run one at a time).
     arguments: Option<String>,
-    /// Whether to explain, once, that GOAT cannot ask for approval yet.
-    approval_hint: bool,
 }
 
 impl Printer {
-    fn new(stream_answer: bool, interactive: bool) -> Self {
+    fn new(stream_answer: bool) -> Self {
         Self {
             stream_answer,
             stdout_open: true,
@@ -419,7 +423,6 @@ impl Printer {
             at_line_start: true,
             new_round: false,
             arguments: None,
-            approval_hint: interactive,
         }
     }
 
@@ -434,19 +437,6 @@ impl Printer {
             TurnEvent::CallFinished { tool, routed } => {
                 let arguments = self.arguments.take().unwrap_or_default();
                 self.status(&call_line(&tool, &arguments, &routed));
-                // The router's words for an Ask with no approver. If they
-                // change, the hint goes quiet; nothing else depends on it.
-                let unapproved = routed
-                    .decision_reason
-                    .as_deref()
-                    .is_some_and(|r| r.ends_with("no one is there to approve it"));
-                if self.approval_hint && routed.status == CallStatus::Denied && unapproved {
-                    self.approval_hint = false;
-                    note(
-                        "approval prompts are not available yet; to let the model write, run with \
-                         --allow-writes or add a rule: goat permissions allow TOOL PATTERN --write",
-                    );
-                }
             }
             TurnEvent::Recovery { .. } => self.status(RECOVERY_LINE),
         }
@@ -565,4 +555,66 @@ fn summary_json(session_id: &str, turn: &TurnRecord) -> Value {
         "error": turn.error,
         "answer": answer,
     })
+}
+
+/// Asks the person at the terminal about one call: the gate's prompt (the
+/// tool and the resolved paths) and `[y/N]`. Anything but yes is no, and
+/// so is end of input.
+struct LineApprover<R, W> {
+    input: R,
+    output: W,
+}
+
+impl<R: io::BufRead + Send, W: Write + Send> goat_shepherd::Approver for LineApprover<R, W> {
+    fn approve(&mut self, prompt: &str) -> bool {
+        let asked = write!(
+            self.output,
+            "goat: {} [y/N] ",
+            crate::text::escape_controls(prompt)
+        )
+        .and_then(|()| self.output.flush());
+        if asked.is_err() {
+            return false;
+        }
+        let mut answer = String::new();
+        match self.input.read_line(&mut answer) {
+            Ok(0) | Err(_) => false,
+            Ok(_) => matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod approver_tests {
+    use super::LineApprover;
+    use goat_shepherd::Approver;
+
+    #[test]
+    fn only_yes_approves_and_the_prompt_is_shown() {
+        for (typed, want) in [
+            ("y\n", true),
+            ("YES\n", true),
+            ("n\n", false),
+            ("\n", false),
+            ("", false),
+            ("yep\n", false),
+        ] {
+            let mut out = Vec::new();
+            let mut approver = LineApprover {
+                input: typed.as_bytes(),
+                output: &mut out,
+            };
+            assert_eq!(
+                approver.approve("write_file wants to write 'a.txt'"),
+                want,
+                "{typed:?}"
+            );
+            let shown = String::from_utf8(out).unwrap_or_default();
+            assert!(
+                shown.contains("write_file wants to write 'a.txt'"),
+                "{shown}"
+            );
+            assert_eq!(shown, "goat: write_file wants to write 'a.txt' [y/N] ");
+        }
+    }
 }

@@ -179,7 +179,7 @@ impl AppToolRouter {
                 Some(false) => {
                     return Ok(denied(
                         "ask-denied",
-                        format!("denied: the person at the terminal refused: {prompt}"),
+                        format!("denied: the person at the terminal did not allow it ({prompt})"),
                     ));
                 }
                 None => {
