@@ -105,7 +105,8 @@ pub fn ensure_cache_outside(sandbox: &Sandbox, workspace: &Path) -> anyhow::Resu
 /// front).
 pub fn prepare_permissions(path: &Path) -> anyhow::Result<PermissionDb> {
     if let Some(dir) = path.parent() {
-        create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+        goat_store::create_private_dir(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
     }
     Ok(PermissionDb::open(path)?)
 }
@@ -162,22 +163,6 @@ pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
         return Ok(resolved);
     }
     bail!("cannot resolve {}", path.display())
-}
-
-/// A directory only its owner can enter: host state is nobody else's
-/// business.
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
 }
 
 #[cfg(test)]
