@@ -12,6 +12,7 @@
 //! or was cancelled (the error is printed as the model would see it); 2 bad
 //! usage or a host problem before anything ran.
 
+mod demo;
 mod detect;
 mod paths;
 mod permissions;
@@ -40,6 +41,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a real turn with no model at hand: a replayed Qwen3-Coder session
+    /// (including a tool call written as text) drives the real Shepherd,
+    /// recovery, router, gate, sandbox and store in a throwaway workspace.
+    Demo {
+        /// The store to record the session in (else GOAT_DB, else the default).
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
+    },
     /// Send PROMPT to the model and let it work in the workspace: one turn,
     /// its answer streamed to stdout, tool activity to stderr.
     Run(run::RunArgs),
@@ -101,6 +110,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
+        Command::Demo { db } => demo::demo(db.as_deref()),
         Command::Run(args) => run::run(args),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),

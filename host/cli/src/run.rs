@@ -259,7 +259,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
 /// Runs the turn; the first Ctrl-C cancels it (the Shepherd stops after
 /// the step in progress and records the turn as cancelled), a second quits
 /// at once.
-async fn drive(
+pub(crate) async fn drive(
     shepherd: &Shepherd,
     prompt: &str,
     printer: &mut Printer,
@@ -386,7 +386,7 @@ fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
 
 /// Short and true: where the model is, how paths work, and that denials
 /// and failures are real.
-fn system_prompt(workspace: &Path) -> String {
+pub(crate) fn system_prompt(workspace: &Path) -> String {
     format!(
         "You are a coding assistant working in the workspace {}. Use the tools offered to read, \
          search and change files there. Every tool path is relative to the workspace root (for \
@@ -399,7 +399,7 @@ fn system_prompt(workspace: &Path) -> String {
 }
 
 /// Shows a turn as it happens.
-struct Printer {
+pub(crate) struct Printer {
     /// Whether the answer goes to stdout (not with `--json`).
     stream_answer: bool,
     stdout_open: bool,
@@ -414,7 +414,7 @@ struct Printer {
 }
 
 impl Printer {
-    fn new(stream_answer: bool) -> Self {
+    pub(crate) fn new(stream_answer: bool) -> Self {
         Self {
             stream_answer,
             stdout_open: true,
@@ -490,7 +490,7 @@ impl Printer {
     }
 
     /// Ends the answer with a newline.
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.stdout_open && self.wrote && !self.at_line_start {
             self.write_stdout("\n");
             self.at_line_start = true;

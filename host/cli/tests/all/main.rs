@@ -8,6 +8,7 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod demo;
 mod detect;
 mod permissions;
 mod run;

@@ -1,0 +1,254 @@
+//! `goat demo`: a real turn with no model at hand.
+//!
+//! A loopback endpoint replays a recorded coding session in Qwen3-Coder's
+//! shape, including the failure ADR-0065 is about: one response whose
+//! tool call came out as plain text, with a closing `</tool_call>` and no
+//! opening one. Everything on GOAT's side is real: the Shepherd, the
+//! detector and the one recovery, the router, the permission gate, the
+//! sandboxed Pen tools editing a disposable workspace, and the store.
+//! Only the model's side is a replay, and the demo says so.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use goat_engine::{EngineClient, EngineConfig};
+use goat_shepherd::gate::{Interactive, WritePolicy};
+use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd};
+use goat_store::Store;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::run::{Printer, drive, system_prompt};
+use crate::{Outcome, note, paths, tools};
+
+/// The request the replayed model was given.
+const PROMPT: &str = "Running src/greet.py fails with a NameError. Fix it.";
+
+/// The file the replayed model fixes.
+const GREET_PY: &str = "def greet(name):\n    return \"Hello, \" + nme + \"!\"\n\n\nif __name__ == \"__main__\":\n    print(greet(\"world\"))\n";
+
+/// Pause between streamed pieces, so the answer visibly streams.
+const PIECE_DELAY: Duration = Duration::from_millis(12);
+
+/// Most bytes of a request the replay endpoint reads; GOAT's requests in
+/// this demo are a few KiB.
+const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+
+fn sse(chunk: serde_json::Value) -> String {
+    format!("data: {chunk}\n\n")
+}
+
+fn content(text: &str) -> String {
+    sse(
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}),
+    )
+}
+
+fn call(id: &str, name: &str, args: &serde_json::Value) -> Vec<String> {
+    // As llama-server streams it: id and name first, arguments in pieces.
+    let text = args.to_string();
+    let mut out = vec![sse(
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}}]}),
+    )];
+    for piece in text.as_bytes().chunks(24) {
+        let piece = String::from_utf8_lossy(piece);
+        out.push(sse(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}}]})));
+    }
+    out
+}
+
+fn finish(reason: &str) -> Vec<String> {
+    vec![
+        sse(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_inclusive(' ').map(content).collect()
+}
+
+/// The recorded session, one response per request.
+fn replay() -> Vec<Vec<String>> {
+    let malformed = "The bug is a typo: `nme` should be `name`. Let me fix it.\n\
+        <function=edit_file>\n<parameter=path>\nsrc/greet.py\n</parameter>\n\
+        <parameter=old_string>\n\"Hello, \" + nme\n</parameter>\n\
+        <parameter=new_string>\n\"Hello, \" + name\n</parameter>\n</function>\n</tool_call>";
+    vec![
+        [words("Let me look at the file first."), call("call_1", "read_file", &json!({"path": "src/greet.py"})), finish("tool_calls")].concat(),
+        // The failure: markup as text, no opening <tool_call>, no call.
+        [words(malformed), finish("stop")].concat(),
+        [
+            call(
+                "call_2",
+                "edit_file",
+                &json!({"path": "src/greet.py", "old_string": "\"Hello, \" + nme", "new_string": "\"Hello, \" + name"}),
+            ),
+            finish("tool_calls"),
+        ]
+        .concat(),
+        [words("Fixed: `greet` used the undefined name `nme`; it now uses `name`, so the script prints \"Hello, world!\"."), finish("stop")].concat(),
+    ]
+}
+
+/// Serves `replies` in order on a loopback port; returns the base URL.
+async fn serve(replies: Vec<Vec<String>>) -> anyhow::Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("starting the replay endpoint")?;
+    let addr = listener.local_addr()?;
+    let replies = Arc::new(Mutex::new(replies.into_iter()));
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let next = replies.lock().ok().and_then(|mut r| r.next());
+            tokio::spawn(async move {
+                if read_request(&mut socket).await.is_none() {
+                    return;
+                }
+                let Some(pieces) = next else {
+                    let _ = socket
+                        .write_all(b"HTTP/1.1 410 Gone\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"error\": {\"message\": \"the recorded session has ended\"}}")
+                        .await;
+                    return;
+                };
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for piece in pieces {
+                    if socket.write_all(piece.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(PIECE_DELAY).await;
+                }
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    Ok(format!("http://{addr}/v1"))
+}
+
+/// Reads one request's head and body (by content-length); `None` if the
+/// client went away or sent more than the demo ever does.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<()> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    loop {
+        let n = socket.read(&mut tmp).await.ok()?;
+        if n == 0 || buf.len() > MAX_REQUEST_BYTES {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let n = socket.read(&mut tmp).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            return Some(());
+        }
+    }
+}
+
+/// Runs the demo. `db` as everywhere else (`--db`, `GOAT_DB`, default).
+pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
+    let store_path = paths::store_path(db)?;
+    let root: PathBuf = std::env::temp_dir().join(format!("goat-demo-{}", std::process::id()));
+    let workspace = root.join("workspace");
+    std::fs::create_dir_all(workspace.join("src"))
+        .with_context(|| format!("creating {}", workspace.display()))?;
+    std::fs::write(workspace.join("src/greet.py"), GREET_PY).context("writing the demo project")?;
+    let workspace = workspace.canonicalize()?;
+    paths::ensure_store_outside(&store_path, &workspace)?;
+    let permissions_db = root.join("permissions.db");
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let url = runtime.block_on(serve(replay()))?;
+    let mut config = EngineConfig::new(url.clone(), "qwen3-coder (replay)");
+    config.retries = 0;
+    let engine = EngineClient::new(config)?;
+
+    let (sandbox, tool_list) = tools::sandbox_and_tools()?;
+    paths::ensure_cache_outside(&sandbox, &workspace)?;
+    paths::prepare_permissions(&permissions_db)?;
+    let mut store = Store::open(&store_path)?;
+    let session_id = store.create_session(&workspace, &url, "qwen3-coder (replay)")?;
+    let store = Arc::new(Mutex::new(store));
+    // The workspace is a throwaway copy made for the demo, so its writes
+    // are allowed up front; nothing outside it can be touched either way.
+    let router = AppToolRouter::new(
+        Arc::new(sandbox),
+        tool_list,
+        RouterConfig {
+            workspace: workspace.clone(),
+            permissions_db,
+            session_id: session_id.clone(),
+            interactive: Interactive::No,
+            writes: WritePolicy::AllowAll,
+        },
+    );
+    let shepherd = Shepherd::new(
+        engine,
+        router,
+        store,
+        session_id.clone(),
+        system_prompt(&workspace),
+        8,
+    );
+
+    note(
+        "demo: the model's side of this session is a REPLAY of a recorded Qwen3-Coder session on a loopback port;",
+    );
+    note(
+        "demo: everything GOAT does with it is real (detector, recovery, router, permission gate, sandbox, store).",
+    );
+    note(format_args!("demo: workspace {}", workspace.display()));
+    note(format_args!("demo: prompt: {PROMPT}"));
+    let mut printer = Printer::new(true);
+    let result = runtime.block_on(drive(&shepherd, PROMPT, &mut printer));
+    printer.finish();
+    let fixed = std::fs::read_to_string(workspace.join("src/greet.py")).unwrap_or_default();
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err);
+    match result {
+        Ok(summary) => {
+            note(format_args!(
+                "demo: the turn completed in {} rounds; recovery used: {}",
+                summary.rounds, summary.recovery_used
+            ));
+            note(format_args!(
+                "demo: src/greet.py now reads: {}",
+                fixed.lines().nth(1).unwrap_or("").trim()
+            ));
+            note(format_args!(
+                "demo: session {session_id} is stored in {}",
+                store_path.display()
+            ));
+            note(format_args!(
+                "demo: see every round, the failed one included: goat sessions show {session_id}"
+            ));
+            Ok(Outcome::Ok)
+        }
+        Err(e) => {
+            note(format_args!(
+                "demo: the turn failed: {:#}",
+                anyhow::Error::new(e)
+            ));
+            Ok(Outcome::Failed)
+        }
+    }
+}
