@@ -24,6 +24,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::run::{Printer, drive, system_prompt};
 use crate::{Outcome, note, paths, tools};
 
+/// The engine a demo session is recorded with.
+const DEMO_ENGINE: &str = "replay://goat-demo";
+
 /// The request the replayed model was given.
 const PROMPT: &str = "Running src/greet.py fails with a NameError. Fix it.";
 
@@ -186,7 +189,10 @@ pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
     let mut store = Store::open(&store_path)?;
-    let session_id = store.create_session(&workspace, &url, "qwen3-coder (replay)")?;
+    // Recorded under a fixed engine name, not the throwaway port: stats
+    // group demo runs together, and resuming one says plainly there is no
+    // engine to talk to.
+    let session_id = store.create_session(&workspace, DEMO_ENGINE, "qwen3-coder (replay)")?;
     let store = Arc::new(Mutex::new(store));
     // The workspace is a throwaway copy made for the demo, so its writes
     // are allowed up front; nothing outside it can be touched either way.

@@ -18,6 +18,7 @@ mod paths;
 mod permissions;
 mod run;
 mod sessions;
+mod stats;
 mod text;
 mod tools;
 
@@ -56,6 +57,16 @@ enum Command {
     Sessions {
         #[command(subcommand)]
         command: sessions::SessionsCommand,
+    },
+    /// Per model and engine: turns, rounds, tool calls, and how often the
+    /// model wrote tool calls as text, was recovered, or failed twice.
+    Stats {
+        /// The store (else GOAT_DB, else the default).
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Manage the permission rules the gate applies to tool calls.
     Permissions {
@@ -111,6 +122,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Demo { db } => demo::demo(db.as_deref()),
+        Command::Stats { db, json } => stats::stats(db.as_deref(), json),
         Command::Run(args) => run::run(args),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),

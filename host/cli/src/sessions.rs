@@ -55,7 +55,7 @@ pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
 }
 
 /// The store, if there is one.
-fn open_existing(db: Option<&Path>) -> anyhow::Result<Option<Store>> {
+pub(crate) fn open_existing(db: Option<&Path>) -> anyhow::Result<Option<Store>> {
     let path = paths::store_path(db)?;
     if !path.exists() {
         return Ok(None);

@@ -288,7 +288,8 @@ impl Shepherd {
                     if recovery_used || round == self.max_rounds {
                         // Stored as failed too: it is not a usable answer.
                         let failure = format!(
-                            "unexecuted tool-call markup naming {} ({}); no recovery left, nothing was executed",
+                            "{} naming {} ({}); no recovery left, nothing was executed",
+                            goat_store::MARKUP_FAILURE_PREFIX,
                             recovery.tool,
                             recovery.markers.join(" ")
                         );

@@ -29,6 +29,11 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// by a newer GOAT and is refused rather than misread.
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// How every round that failed because the model wrote a tool call as
+/// text begins its failure text, recovered or not; `stats` counts them by
+/// it.
+pub const MARKUP_FAILURE_PREFIX: &str = "unexecuted tool-call markup";
+
 /// What a resumed session's interrupted calls say to the model.
 pub const INTERRUPTED_RESULT: &str = "This tool call was interrupted: GOAT stopped while it was \
      pending, so it may not have run, or may have run only in part. Check the workspace before \
@@ -299,6 +304,32 @@ pub enum HistoryEntry {
         /// The text the model sees.
         content: String,
     },
+}
+
+/// Counts for one model on one engine, to make persistent engine or
+/// template mismatches visible.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// The model name.
+    pub model: String,
+    /// The engine URL.
+    pub engine_url: String,
+    /// Sessions.
+    pub sessions: i64,
+    /// Turns.
+    pub turns: i64,
+    /// Rounds, failed ones included.
+    pub rounds: i64,
+    /// Structured tool calls.
+    pub tool_calls: i64,
+    /// Responses that wrote a tool call as text (recovered or not).
+    pub markup_responses: i64,
+    /// Turns that used their one recovery.
+    pub recoveries: i64,
+    /// Of those, turns that then completed: one recovery fixed it.
+    pub recovered: i64,
+    /// Turns where the model wrote a tool call as text twice.
+    pub failed_twice: i64,
 }
 
 /// One stored tool call, for showing a session.
@@ -659,9 +690,14 @@ impl Store {
         )?;
         tx.execute(
             "UPDATE rounds SET status = 'failed', content = ?2,
-                    failure = 'unexecuted tool-call markup: no structured call was made', ended_at = ?3
+                    failure = ?4, ended_at = ?3
              WHERE id = ?1",
-            params![round_id, content, now()],
+            params![
+                round_id,
+                content,
+                now(),
+                format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one")
+            ],
         )?;
         tx.execute(
             "INSERT INTO recovery_events (turn_id, round_id, tool, markers, span_start, span_end, created_at)
@@ -801,6 +837,52 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Counts per model and engine, most used first.
+    pub fn stats(&self) -> Result<Vec<Stats>, StoreError> {
+        let like = format!("{MARKUP_FAILURE_PREFIX}%");
+        let mut stmt = self.conn.prepare(
+            "WITH markup AS (
+                 SELECT r.turn_id, count(*) AS n FROM rounds r
+                 WHERE r.status = 'failed' AND r.failure LIKE ?1 GROUP BY r.turn_id
+             )
+             SELECT s.model, s.engine_url,
+                    count(DISTINCT s.id),
+                    count(DISTINCT t.id),
+                    (SELECT count(*) FROM rounds r JOIN turns t2 ON r.turn_id = t2.id
+                       JOIN sessions s2 ON t2.session_id = s2.id
+                       WHERE s2.model = s.model AND s2.engine_url = s.engine_url),
+                    (SELECT count(*) FROM tool_calls c JOIN rounds r ON c.round_id = r.id
+                       JOIN turns t2 ON r.turn_id = t2.id JOIN sessions s2 ON t2.session_id = s2.id
+                       WHERE s2.model = s.model AND s2.engine_url = s.engine_url),
+                    coalesce(sum(m.n), 0),
+                    count(DISTINCT CASE WHEN t.recovery_used = 1 THEN t.id END),
+                    count(DISTINCT CASE WHEN t.recovery_used = 1 AND t.status = 'completed' THEN t.id END),
+                    count(DISTINCT CASE WHEN m.n >= 2 THEN t.id END)
+             FROM sessions s
+             LEFT JOIN turns t ON t.session_id = s.id
+             LEFT JOIN markup m ON m.turn_id = t.id
+             GROUP BY s.model, s.engine_url
+             ORDER BY count(DISTINCT t.id) DESC, s.model",
+        )?;
+        let rows = stmt
+            .query_map([like], |r| {
+                Ok(Stats {
+                    model: r.get(0)?,
+                    engine_url: r.get(1)?,
+                    sessions: r.get(2)?,
+                    turns: r.get(3)?,
+                    rounds: r.get(4)?,
+                    tool_calls: r.get(5)?,
+                    markup_responses: r.get(6)?,
+                    recoveries: r.get(7)?,
+                    recovered: r.get(8)?,
+                    failed_twice: r.get(9)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
     }
 
     /// Everything stored about a session's turns, failed rounds included.

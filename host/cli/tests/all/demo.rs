@@ -56,3 +56,52 @@ fn demo_exits_zero_and_leaves_a_session_showing_the_failed_round_and_the_recover
         "{failed}"
     );
 }
+
+#[test]
+fn stats_count_the_demos_recovery() {
+    let env = Env::new();
+    let none = env.run(&["stats"]);
+    assert_eq!(none.status.code(), Some(0));
+    assert!(text(&none.stderr).contains("no sessions yet"));
+    for _ in 0..2 {
+        let out = env
+            .cmd()
+            .env("TMPDIR", &env.root)
+            .arg("demo")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let stats = json_out(&env.run(&["stats", "--json"]));
+    let row = &stats[0];
+    assert_eq!(stats.as_array().unwrap().len(), 1, "{stats}");
+    assert_eq!(
+        (row["model"].as_str(), row["engine_url"].as_str()),
+        (Some("qwen3-coder (replay)"), Some("replay://goat-demo"))
+    );
+    assert_eq!(
+        (
+            row["sessions"].as_i64(),
+            row["turns"].as_i64(),
+            row["rounds"].as_i64()
+        ),
+        (Some(2), Some(2), Some(8))
+    );
+    assert_eq!(
+        (row["tool_calls"].as_i64(), row["markup_responses"].as_i64()),
+        (Some(4), Some(2))
+    );
+    assert_eq!(
+        (
+            row["recoveries"].as_i64(),
+            row["recovered"].as_i64(),
+            row["failed_twice"].as_i64()
+        ),
+        (Some(2), Some(2), Some(0))
+    );
+    let human = text(&env.run(&["stats"]).stdout);
+    assert!(
+        human.contains("one recovery used in 2 turns, which then completed in 2"),
+        "{human}"
+    );
+}

@@ -61,7 +61,7 @@ async fn sessions_list_and_show_include_the_failed_round() {
         "  model      qwen\n",
         "turn 1 (#1): completed, recovery used\n",
         "  prompt: Create hello.txt saying hello\n",
-        "  round 1: failed: unexecuted tool-call markup: no structured call was made\n",
+        "  round 1: failed: unexecuted tool-call markup: no structured call was made; asked once for one\n",
         "    text: I'll create the file. <function=write_file>",
         "  round 2: ok\n",
         "    call write_file(path=\"hello.txt\", content=\"hello\\n\") -> ok [allow: allowed: \

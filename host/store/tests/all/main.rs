@@ -388,3 +388,91 @@ fn unknown_sessions_are_an_error_not_an_empty_history() {
         Err(StoreError::NoSession(_))
     ));
 }
+
+#[test]
+fn stats_count_markup_recoveries_and_double_failures_per_model_and_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let markup = |store: &mut Store, turn: i64| {
+        let r = store.start_round(turn).unwrap();
+        store
+            .record_recovery(
+                r,
+                "<function=x></tool_call>",
+                &Recovery {
+                    tool: "x".into(),
+                    markers: vec!["</tool_call>".into()],
+                    span: None,
+                },
+            )
+            .unwrap();
+    };
+    let qwen = store
+        .create_session(dir.path(), "http://a/v1", "qwen")
+        .unwrap();
+    // Turn 1: markup, then recovered.
+    let t1 = store.start_turn(&qwen, "one").unwrap();
+    markup(&mut store, t1);
+    let r = store.start_round(t1).unwrap();
+    store
+        .finish_round_ok(
+            r,
+            &RoundOk {
+                calls: vec![call("c", "x", "{}")],
+                ..RoundOk::default()
+            },
+        )
+        .unwrap();
+    store.finish_turn(t1, TurnStatus::Completed, None).unwrap();
+    // Turn 2: markup twice.
+    let t2 = store.start_turn(&qwen, "two").unwrap();
+    markup(&mut store, t2);
+    let r = store.start_round(t2).unwrap();
+    let failure = format!(
+        "{} naming x (</tool_call>); no recovery left",
+        goat_store::MARKUP_FAILURE_PREFIX
+    );
+    store
+        .finish_round_failed(r, RoundStatus::Failed, "<function=x></tool_call>", &failure)
+        .unwrap();
+    store
+        .finish_turn(t2, TurnStatus::Failed, Some("again"))
+        .unwrap();
+    // Another model, clean.
+    let other = store
+        .create_session(dir.path(), "http://b/v1", "llama")
+        .unwrap();
+    let t3 = store.start_turn(&other, "three").unwrap();
+    let r = store.start_round(t3).unwrap();
+    store.finish_round_ok(r, &RoundOk::default()).unwrap();
+    store.finish_turn(t3, TurnStatus::Completed, None).unwrap();
+
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.len(), 2);
+    let q = &stats[0];
+    assert_eq!(
+        (q.model.as_str(), q.engine_url.as_str()),
+        ("qwen", "http://a/v1")
+    );
+    assert_eq!((q.sessions, q.turns, q.rounds, q.tool_calls), (1, 2, 4, 1));
+    assert_eq!(
+        (
+            q.markup_responses,
+            q.recoveries,
+            q.recovered,
+            q.failed_twice
+        ),
+        (3, 2, 1, 1)
+    );
+    let l = &stats[1];
+    assert_eq!(
+        (
+            l.model.as_str(),
+            l.turns,
+            l.rounds,
+            l.markup_responses,
+            l.recoveries
+        ),
+        ("llama", 1, 1, 0, 0)
+    );
+}

@@ -1,0 +1,75 @@
+//! `goat stats`: per model and engine, how turns went and how often the
+//! model wrote tool calls as text, so a persistent engine or chat-template
+//! mismatch shows up as a number rather than a feeling.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::sessions::open_existing;
+use crate::{Outcome, note, text};
+
+/// Prints the statistics of the store at `db` (as everywhere: `--db`,
+/// `GOAT_DB`, the default).
+pub fn stats(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
+    let rows = match open_existing(db)? {
+        Some(store) => store.stats()?,
+        None => Vec::new(),
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|s| {
+                json!({
+                    "model": s.model,
+                    "engine_url": s.engine_url,
+                    "sessions": s.sessions,
+                    "turns": s.turns,
+                    "rounds": s.rounds,
+                    "tool_calls": s.tool_calls,
+                    "markup_responses": s.markup_responses,
+                    "recoveries": s.recoveries,
+                    "recovered": s.recovered,
+                    "failed_twice": s.failed_twice,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(Outcome::Ok);
+    }
+    if rows.is_empty() {
+        note("no sessions yet");
+        return Ok(Outcome::Ok);
+    }
+    for s in &rows {
+        writeln!(
+            out,
+            "{} on {}\n  {} sessions, {} turns, {} rounds, {} tool calls\n  tool calls written as text: {} \
+             responses; one recovery used in {} turns, which then completed in {}; written as text \
+             twice in {} turns",
+            text::escape_controls(&s.model),
+            text::escape_controls(&s.engine_url),
+            s.sessions,
+            s.turns,
+            s.rounds,
+            s.tool_calls,
+            s.markup_responses,
+            s.recoveries,
+            s.recovered,
+            s.failed_twice,
+        )?;
+        if s.failed_twice > 0 || (s.turns > 0 && s.markup_responses * 4 >= s.turns) {
+            writeln!(
+                out,
+                "  this model often writes tool calls as text on this engine: check the engine's \
+                 tool-call parser and chat template (llama-server --jinja, vLLM \
+                 --enable-auto-tool-choice --tool-call-parser)"
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
