@@ -16,6 +16,7 @@ mod demo;
 mod detect;
 mod paths;
 mod permissions;
+mod probe;
 mod run;
 mod sessions;
 mod stats;
@@ -57,6 +58,23 @@ enum Command {
     Sessions {
         #[command(subcommand)]
         command: sessions::SessionsCommand,
+    },
+    /// Check that the engine returns this model's tool calls as structured
+    /// calls: a few requests offering the Pen tools, each classified, then a
+    /// verdict. Never runs a tool.
+    Probe {
+        /// The engine's base URL (else GOAT_ENGINE_URL).
+        #[arg(long, value_name = "URL")]
+        engine: Option<String>,
+        /// The model name (else GOAT_MODEL).
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// The variable holding a bearer key, if the engine needs one.
+        #[arg(long, value_name = "VAR")]
+        api_key_env: Option<String>,
+        /// How many requests to send.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
+        count: u16,
     },
     /// Per model and engine: turns, rounds, tool calls, and how often the
     /// model wrote tool calls as text, was recovered, or failed twice.
@@ -123,6 +141,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Demo { db } => demo::demo(db.as_deref()),
         Command::Stats { db, json } => stats::stats(db.as_deref(), json),
+        Command::Probe {
+            engine,
+            model,
+            api_key_env,
+            count,
+        } => probe::probe(
+            engine.as_deref(),
+            model.as_deref(),
+            api_key_env.as_deref(),
+            usize::from(count),
+        ),
         Command::Run(args) => run::run(args),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),

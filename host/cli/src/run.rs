@@ -345,24 +345,39 @@ fn engine(
     args: &RunArgs,
     resumed: Option<&SessionInfo>,
 ) -> anyhow::Result<(EngineClient, String, String)> {
+    engine_from(
+        args.engine.as_deref(),
+        args.model.as_deref(),
+        args.api_key_env.as_deref(),
+        resumed,
+    )
+}
+
+/// The engine client from flags, else `GOAT_ENGINE_URL` / `GOAT_MODEL`,
+/// else a resumed session's settings; with the names of both ways to set
+/// what is missing.
+pub(crate) fn engine_from(
+    engine: Option<&str>,
+    model: Option<&str>,
+    api_key_env: Option<&str>,
+    resumed: Option<&SessionInfo>,
+) -> anyhow::Result<(EngineClient, String, String)> {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let url = args
-        .engine
-        .clone()
+    let url = engine
+        .map(str::to_owned)
         .or_else(|| env("GOAT_ENGINE_URL"))
         .or_else(|| resumed.map(|s| s.engine_url.clone()))
         .context(
             "no engine URL: pass --engine URL or set GOAT_ENGINE_URL \
              (e.g. http://127.0.0.1:8080/v1)",
         )?;
-    let model = args
-        .model
-        .clone()
+    let model = model
+        .map(str::to_owned)
         .or_else(|| env("GOAT_MODEL"))
         .or_else(|| resumed.map(|s| s.model.clone()))
         .context("no model name: pass --model NAME or set GOAT_MODEL")?;
     let mut config = EngineConfig::new(url.clone(), model.clone());
-    config.api_key = api_key(args.api_key_env.as_deref())?;
+    config.api_key = api_key(api_key_env)?;
     Ok((EngineClient::new(config)?, url, model))
 }
 

@@ -1,0 +1,176 @@
+//! `goat probe`: does this engine give this model's tool calls back as
+//! structured calls?
+//!
+//! Sends a few streaming requests that offer the Pen file tool schemas and
+//! ask for something that needs one, and reports, for each, whether the
+//! engine returned a valid structured call, tool-call markup as plain text
+//! (the failure ADR-0065 recovers from), or neither, with the time to the
+//! first token. It never runs a tool: the calls are only inspected.
+
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use goat_engine::{CancellationToken, ChatRequest, Delta, Message, ToolSchema};
+use goat_markup::detect;
+
+use crate::run::engine_from;
+use crate::{Outcome, text, tools};
+
+/// What each probe asks for: one file read, which every coder model
+/// should answer with a `read_file` call.
+const PROBE_PROMPT: &str = "Read the file README.md in the workspace and tell me its first line.";
+
+/// How one probe came out.
+enum Finding {
+    Structured(String),
+    InvalidCall(String),
+    Markup(String),
+    Neither,
+    Failed(String),
+}
+
+/// Runs `count` probes against the engine.
+pub fn probe(
+    engine: Option<&str>,
+    model: Option<&str>,
+    api_key_env: Option<&str>,
+    count: usize,
+) -> anyhow::Result<Outcome> {
+    let (client, url, model) = engine_from(engine, model, api_key_env, None)?;
+    let (_, tools) = tools::sandbox_and_tools()?;
+    let schemas: Vec<ToolSchema> = tools
+        .iter()
+        .map(|t| ToolSchema {
+            name: t.spec().name.clone(),
+            description: t.spec().description.clone(),
+            parameters: t.spec().parameters.clone(),
+        })
+        .collect();
+    let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+    let request = ChatRequest {
+        messages: vec![
+            Message::System {
+                content: "You are a coding assistant. Use the tools offered to read files; paths \
+                          are relative to the workspace root."
+                    .to_owned(),
+            },
+            Message::User {
+                content: PROBE_PROMPT.to_owned(),
+            },
+        ],
+        tools: schemas.clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "probing {} with model {} ({count} requests offering the Pen tools)",
+        text::escape_controls(&url),
+        text::escape_controls(&model)
+    )?;
+    let mut findings = Vec::new();
+    for i in 1..=count {
+        let started = Instant::now();
+        let mut first: Option<Duration> = None;
+        let result = runtime.block_on(client.stream_chat(
+            &request,
+            &CancellationToken::new(),
+            &mut |d: Delta<'_>| {
+                if first.is_none() {
+                    first = Some(started.elapsed());
+                }
+                let _ = d;
+            },
+        ));
+        let finding = match result {
+            Err(e) => Finding::Failed(format!("{e}")),
+            Ok(r) if !r.tool_calls.is_empty() => {
+                let call = &r.tool_calls[0];
+                let known = schemas.iter().find(|s| s.name == call.name);
+                match (&call.arguments, known) {
+                    (Ok(args), Some(schema)) => {
+                        match goat_shepherd::schema::validate(&schema.parameters, args) {
+                            Ok(()) => Finding::Structured(format!("{}({})", call.name, args)),
+                            Err(why) => Finding::InvalidCall(format!("{}: {why}", call.name)),
+                        }
+                    }
+                    (Err(e), _) => Finding::InvalidCall(format!("{}: {e}", call.name)),
+                    (Ok(_), None) => Finding::InvalidCall(format!("unknown tool '{}'", call.name)),
+                }
+            }
+            Ok(r) => {
+                let verdict = detect(&names, &r.content);
+                if verdict.unexecuted {
+                    let markers: Vec<&str> = verdict.markers.iter().map(|m| m.as_str()).collect();
+                    Finding::Markup(format!(
+                        "{} written as text ({})",
+                        verdict.tool.unwrap_or_default(),
+                        markers.join(" ")
+                    ))
+                } else {
+                    Finding::Neither
+                }
+            }
+        };
+        let ttft = first.map_or_else(
+            || "no token".to_owned(),
+            |d| format!("first token after {:.2?}", d),
+        );
+        let line = match &finding {
+            Finding::Structured(c) => format!("structured call: {c}"),
+            Finding::InvalidCall(c) => format!("structured call with bad arguments: {c}"),
+            Finding::Markup(m) => format!("UNEXECUTED MARKUP: {m}"),
+            Finding::Neither => "neither: answered in text without calling a tool".to_owned(),
+            Finding::Failed(e) => format!("request failed: {e}"),
+        };
+        writeln!(out, "  {i}. {}; {ttft}", text::escape_controls(&line))?;
+        findings.push(finding);
+    }
+    let n = findings.len();
+    let structured = findings
+        .iter()
+        .filter(|f| matches!(f, Finding::Structured(_)))
+        .count();
+    let markup = findings
+        .iter()
+        .filter(|f| matches!(f, Finding::Markup(_)))
+        .count();
+    let failed = findings
+        .iter()
+        .filter(|f| matches!(f, Finding::Failed(_)))
+        .count();
+    if structured == n {
+        writeln!(
+            out,
+            "verdict: tool calling works: {n} of {n} requests came back as valid structured calls"
+        )?;
+        return Ok(Outcome::Ok);
+    }
+    if failed == n {
+        writeln!(
+            out,
+            "verdict: the engine could not be probed: every request failed (see above)"
+        )?;
+    } else if markup > 0 {
+        writeln!(
+            out,
+            "verdict: {markup} of {n} responses wrote the tool call as text, so nothing would run. \
+             The likely cause is the engine's tool-call parser or chat template, not set up for this \
+             model: llama-server needs --jinja (and a template with tool support for Qwen3-Coder, \
+             e.g. --chat-template-file); vLLM needs --enable-auto-tool-choice and \
+             --tool-call-parser qwen3_coder (hermes for Qwen2.5/Qwen3); Ollama needs a model whose \
+             template declares tools. GOAT recovers once per turn, but a mismatch that keeps \
+             coming must be fixed in the engine."
+        )?;
+    } else {
+        writeln!(
+            out,
+            "verdict: {structured} of {n} requests came back as valid structured calls; the rest \
+             did not call a tool or called it badly. The model may be too small or not tuned for \
+             tool use."
+        )?;
+    }
+    Ok(Outcome::Failed)
+}

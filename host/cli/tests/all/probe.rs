@@ -1,0 +1,104 @@
+//! `goat probe`: classifies what the engine returns; never runs a tool.
+
+use goat_testkit::ScriptedServer;
+
+use crate::{Env, call_reply, content_reply, malformed_write, text};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_classifies_structured_markup_and_plain_answers_and_runs_nothing() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        call_reply("c1", "read_file", r#"{"path": "README.md"}"#),
+        malformed_write(),
+        content_reply("The first line is probably a title."),
+    ])
+    .await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&["probe", "--engine", &url, "--model", "qwen", "--count", "3"])
+        .await;
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[1].starts_with(
+            "  1. structured call: read_file({\"path\":\"README.md\"}); first token after"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("  2. UNEXECUTED MARKUP: write_file written as text (</tool_call>);"),
+        "{stdout}"
+    );
+    assert!(
+        lines[3].starts_with("  3. neither: answered in text without calling a tool;"),
+        "{stdout}"
+    );
+    assert!(
+        lines[4].starts_with("verdict: 1 of 3 responses wrote the tool call as text"),
+        "{stdout}"
+    );
+    assert!(
+        lines[4].contains("--jinja") && lines[4].contains("--tool-call-parser"),
+        "{stdout}"
+    );
+    // Never ran anything: the markup named write_file with hello.txt.
+    assert!(!env.ws.join("hello.txt").exists());
+    // Each request offered the Pen tools with tool_choice auto.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "read_file",
+            "list_directory",
+            "find_files",
+            "search_files",
+            "write_file",
+            "edit_file"
+        ]
+    );
+    assert_eq!(requests[0].body["tool_choice"], "auto");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_passes_when_every_call_is_structured() {
+    let env = Env::new();
+    let replies = (0..2)
+        .map(|i| call_reply(&format!("c{i}"), "read_file", r#"{"path": "README.md"}"#))
+        .collect();
+    let server = ScriptedServer::start(replies).await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&["probe", "--engine", &url, "--model", "qwen", "--count", "2"])
+        .await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("verdict: tool calling works: 2 of 2"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn probe_without_an_engine_says_how_to_name_one() {
+    let env = Env::new();
+    let out = env.run(&["probe", "--model", "qwen"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--engine") && err.contains("GOAT_ENGINE_URL"),
+        "{err}"
+    );
+}
