@@ -387,12 +387,18 @@ fn generated_id(index: u64) -> String {
     format!("call_goat_{}_{n}_{index}", std::process::id())
 }
 
-fn snippet(s: &str) -> String {
-    let cut = (0..=s.len().min(SNIPPET_BYTES))
+/// The longest prefix of `s` of at most `max` bytes that ends on a
+/// character boundary.
+fn prefix(s: &str, max: usize) -> &str {
+    let cut = (0..=s.len().min(max))
         .rev()
         .find(|&i| s.is_char_boundary(i))
         .unwrap_or(0);
-    s[..cut].to_owned()
+    &s[..cut]
+}
+
+fn snippet(s: &str) -> String {
+    prefix(s, SNIPPET_BYTES).to_owned()
 }
 
 /// The human message in an error value: `{"message": ...}`, a string, or
@@ -417,14 +423,12 @@ fn error_message_text(text: &str) -> String {
 
 /// Error messages are kept to a readable length.
 pub(crate) fn snippet_long(s: &str) -> String {
+    /// Longest error message kept.
     const MAX: usize = 1000;
-    let cut = (0..=s.len().min(MAX))
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0);
-    if cut < s.len() {
-        format!("{}…", &s[..cut])
+    let kept = prefix(s, MAX);
+    if kept.len() < s.len() {
+        format!("{kept}…")
     } else {
-        s.to_owned()
+        kept.to_owned()
     }
 }

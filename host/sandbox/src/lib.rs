@@ -610,17 +610,11 @@ impl Sandbox {
                 limit_bytes: over.limit_bytes,
             };
         }
-        for out in [stdout, stderr] {
-            if out.exceeded() {
-                return ToolFailure::OutputExceeded {
-                    stream: if std::ptr::eq(out, stdout) {
-                        "stdout"
-                    } else {
-                        "stderr"
-                    },
-                    limit_bytes: limits.stdio_bytes,
-                };
-            }
+        if let Some(out) = [stdout, stderr].into_iter().find(|o| o.exceeded()) {
+            return ToolFailure::OutputExceeded {
+                stream: out.name(),
+                limit_bytes: limits.stdio_bytes,
+            };
         }
         if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
             .is_some()

@@ -43,6 +43,11 @@ impl CappedOutput {
         }
     }
 
+    /// `stdout` or `stderr`.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// Whether the guest tried to write past the cap.
     pub(crate) fn exceeded(&self) -> bool {
         self.exceeded.load(Ordering::Relaxed)

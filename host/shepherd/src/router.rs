@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goat_engine::ToolCall;
-use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool, ToolFailure};
+use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool};
 use serde_json::Value;
 
 use crate::gate::{self, Decision, GateRequest, Interactive, WritePolicy};
@@ -201,7 +201,7 @@ impl AppToolRouter {
             Ok(text) => (goat_store::CallStatus::Ok, text, None),
             Err(failure) => (
                 goat_store::CallStatus::Error,
-                describe(&call.name, &failure),
+                format!("{} failed: {failure}", call.name),
                 Some(failure.kind().to_owned()),
             ),
         };
@@ -230,8 +230,4 @@ fn denied(decision: &str, reason: String) -> Routed {
         decision_reason: Some(reason),
         duration: Duration::ZERO,
     }
-}
-
-fn describe(tool: &str, failure: &ToolFailure) -> String {
-    format!("{tool} failed: {failure}")
 }

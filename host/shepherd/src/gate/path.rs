@@ -241,52 +241,47 @@ impl Pattern {
 
     /// Whether `path` is covered by the pattern.
     pub(crate) fn matches(&self, path: &WorkspacePath) -> bool {
-        let text = &path.components;
-        let (mut p, mut t) = (0, 0);
-        // After a `**`: where the pattern resumes, and the next path
-        // component the `**` would swallow if the rest fails to match.
-        let mut star: Option<(usize, usize)> = None;
-        while t < text.len() {
-            match self.segments.get(p) {
-                Some(Segment::AnyDepth) => {
-                    star = Some((p + 1, t));
-                    p += 1;
-                }
-                Some(Segment::Part(tokens)) if component_matches(tokens, &text[t]) => {
-                    p += 1;
-                    t += 1;
-                }
-                _ => match star {
-                    Some((resume, swallowed)) => {
-                        star = Some((resume, swallowed + 1));
-                        p = resume;
-                        t = swallowed + 1;
-                    }
-                    None => return false,
-                },
-            }
-        }
-        self.segments[p..]
-            .iter()
-            .all(|s| matches!(s, Segment::AnyDepth))
+        star_match(
+            &self.segments,
+            &path.components,
+            |s| matches!(s, Segment::AnyDepth),
+            |s, component| match s {
+                Segment::Part(tokens) => star_match(
+                    tokens,
+                    component,
+                    |t| matches!(t, Token::Star),
+                    |t, c| match t {
+                        Token::AnyChar => true,
+                        Token::Literal(l) => l == c,
+                        Token::Star => false,
+                    },
+                ),
+                Segment::AnyDepth => false,
+            },
+        )
     }
 }
 
-/// The same greedy star match as [`Pattern::matches`], one level down.
-fn component_matches(tokens: &[Token], text: &[char]) -> bool {
+/// Greedy wildcard matching with one backtrack point, used at both levels:
+/// `**` over path components, `*` over the characters of one. After a star
+/// it remembers where the pattern resumes and which text item the star
+/// would swallow next if the rest fails; linear in practice, never
+/// exponential.
+fn star_match<P, T>(
+    pattern: &[P],
+    text: &[T],
+    is_star: impl Fn(&P) -> bool,
+    one: impl Fn(&P, &T) -> bool,
+) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
-        match tokens.get(p) {
-            Some(Token::Star) => {
+        match pattern.get(p) {
+            Some(item) if is_star(item) => {
                 star = Some((p + 1, t));
                 p += 1;
             }
-            Some(Token::AnyChar) => {
-                p += 1;
-                t += 1;
-            }
-            Some(Token::Literal(c)) if *c == text[t] => {
+            Some(item) if one(item, &text[t]) => {
                 p += 1;
                 t += 1;
             }
@@ -300,7 +295,7 @@ fn component_matches(tokens: &[Token], text: &[char]) -> bool {
             },
         }
     }
-    tokens[p..].iter().all(|tok| *tok == Token::Star)
+    pattern[p..].iter().all(is_star)
 }
 
 impl fmt::Display for Pattern {
