@@ -353,6 +353,30 @@ impl Decision {
     }
 }
 
+/// The canonical spelling of a call's path value as the gate reads it
+/// (`.` for the workspace root), or why it is refused.
+pub fn canonical_path(raw: &str) -> Result<String, String> {
+    WorkspacePath::parse(raw)
+        .map(|path| path.as_str().to_owned())
+        .map_err(|problem| problem.explain(&quoted(raw)))
+}
+
+/// The rule pattern that matches this call path and nothing more, for
+/// remembering a person's approval as a rule.
+///
+/// `None` when no pattern says exactly that: the path has `*` or `?`
+/// (patterns have no escapes, so they would match other paths), or it is
+/// not a valid call path. The root, `.`, gives `.`, which patterns read as
+/// the whole workspace: a call without paths is judged as the root, and
+/// only a whole-workspace rule decides it.
+pub fn exact_pattern(raw: &str) -> Option<String> {
+    let path = canonical_path(raw).ok()?;
+    if path.contains(['*', '?']) {
+        return None;
+    }
+    Pattern::parse(&path).ok().map(|_| path)
+}
+
 /// Now, in unix seconds, for [`GateRequest::now`].
 ///
 /// A clock set before 1970 reads as 0, which keeps every expiring rule in

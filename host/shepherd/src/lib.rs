@@ -20,7 +20,7 @@ mod router;
 pub mod schema;
 mod turn;
 
-pub use router::{AppToolRouter, Approver, Routed, RouterConfig};
+pub use router::{AppToolRouter, Approval, ApprovalRequest, Approver, Routed, RouterConfig};
 pub use turn::{
     DEFAULT_MAX_ROUNDS, RECOVERY_INSTRUCTION, Shepherd, TurnError, TurnEvent, TurnSummary,
 };

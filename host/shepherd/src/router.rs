@@ -6,7 +6,7 @@
 //! result for the model saying which and why, and nothing runs. Calls the
 //! ADR-0065 recovery brought about take this road too: there is no other.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,14 +14,52 @@ use goat_engine::ToolCall;
 use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool};
 use serde_json::Value;
 
-use crate::gate::{self, Decision, GateRequest, Interactive, WritePolicy};
+use crate::gate::{
+    self, Decision, Effect, GateRequest, Interactive, NewRule, PermissionDb, Scope, WritePolicy,
+};
 use crate::schema;
 
-/// What the host decided about one person-facing approval.
+/// One call the gate wants a person to decide, with what they need to
+/// decide it.
+#[derive(Clone, Copy, Debug)]
+pub struct ApprovalRequest<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The gate's question, one line: the tool and the resolved paths,
+    /// quoted and escaped.
+    pub prompt: &'a str,
+    /// The call's path values, as the gate resolved them (`.` is the
+    /// workspace root); empty for a tool without path fields.
+    pub paths: &'a [String],
+    /// The validated arguments, to show what would change.
+    pub arguments: &'a Value,
+    /// The workspace the paths are in.
+    pub workspace: &'a Path,
+    /// Whether [`Approval::Session`] and [`Approval::Always`] can be saved
+    /// as rules matching exactly these paths. When not (a path contains a
+    /// wildcard character), they count as [`Approval::Once`].
+    pub can_remember: bool,
+}
+
+/// A person's answer to an [`ApprovalRequest`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this call.
+    Once,
+    /// Run it, and allow the same tool on the same paths for the rest of
+    /// this session (a session rule in the permission database).
+    Session,
+    /// Run it, and always allow the same tool on the same paths (a
+    /// persistent rule, which `goat permissions revoke` removes).
+    Always,
+    /// Do not run it.
+    Deny,
+}
+
+/// Who answers the gate's questions.
 pub trait Approver: Send {
-    /// Shown `prompt` (the tool, the resolved paths, what would change),
-    /// returns whether the person allowed this one call.
-    fn approve(&mut self, prompt: &str) -> bool;
+    /// Shows `request` to the person and returns their answer.
+    fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval;
 }
 
 /// How one call went, ready for the store and the model.
@@ -171,24 +209,73 @@ impl AppToolRouter {
         let (decision_name, reason) = match decision {
             Decision::Allow { reason } => ("allow", reason),
             Decision::Deny { reason } => return Ok(denied("deny", reason)),
-            Decision::Ask { prompt } => match self.approver.as_mut().map(|a| a.approve(&prompt)) {
-                Some(true) => (
-                    "ask-allowed",
-                    "the person at the terminal allowed it".to_owned(),
-                ),
-                Some(false) => {
-                    return Ok(denied(
-                        "ask-denied",
-                        format!("denied: the person at the terminal did not allow it ({prompt})"),
-                    ));
-                }
-                None => {
+            Decision::Ask { prompt } => {
+                let Some(approver) = self.approver.as_mut() else {
                     return Ok(denied(
                         "deny",
                         format!("denied: {prompt}; no one is there to approve it"),
                     ));
+                };
+                // The gate has resolved these already, or it would not ask.
+                let resolved: Vec<String> = paths
+                    .iter()
+                    .filter_map(|raw| gate::canonical_path(raw).ok())
+                    .collect();
+                let patterns: Option<Vec<String>> = if paths.is_empty() {
+                    Some(vec![".".to_owned()])
+                } else {
+                    paths.iter().map(|raw| gate::exact_pattern(raw)).collect()
+                };
+                let answer = approver.approve(&ApprovalRequest {
+                    tool: &call.name,
+                    prompt: &prompt,
+                    paths: &resolved,
+                    arguments: args,
+                    workspace: &self.config.workspace,
+                    can_remember: patterns.is_some(),
+                });
+                let scope = match (answer, patterns) {
+                    (Approval::Deny, _) => {
+                        return Ok(denied(
+                            "ask-denied",
+                            format!(
+                                "denied: the person at the terminal did not allow it ({prompt})"
+                            ),
+                        ));
+                    }
+                    (Approval::Once, _) | (_, None) => None,
+                    (Approval::Session, Some(patterns)) => {
+                        Some((Scope::Session(self.config.session_id.clone()), patterns))
+                    }
+                    (Approval::Always, Some(patterns)) => Some((Scope::Persistent, patterns)),
+                };
+                match scope {
+                    None => (
+                        "ask-allowed",
+                        "the person at the terminal allowed it once".to_owned(),
+                    ),
+                    Some((scope, patterns)) => {
+                        let name = match scope {
+                            Scope::Persistent => "ask-allowed-always",
+                            Scope::Session(_) => "ask-allowed-session",
+                        };
+                        let reason = match self.remember(&call.name, access, scope, &patterns) {
+                            Ok(rules) => format!(
+                                "the person at the terminal allowed it and saved rule {}",
+                                rules.join(", ")
+                            ),
+                            // They said yes to this call; only the memory of
+                            // it failed, so it runs and they will be asked
+                            // again next time.
+                            Err(e) => format!(
+                                "the person at the terminal allowed it, but the rule could not \
+                                 be saved ({e}); it applies to this call only"
+                            ),
+                        };
+                        (name, reason)
+                    }
                 }
-            },
+            }
         };
 
         // The gate allowed this call: the tool gets the access it declares,
@@ -213,6 +300,37 @@ impl AppToolRouter {
             decision_reason: Some(reason),
             duration,
         })
+    }
+}
+
+impl AppToolRouter {
+    /// Saves a person's "allow for this session" or "always allow" as allow
+    /// rules for exactly this tool, access and these path patterns. Deny
+    /// rules still win over them, as over any allow rule.
+    fn remember(
+        &self,
+        tool: &str,
+        access: gate::Access,
+        scope: Scope,
+        patterns: &[String],
+    ) -> Result<Vec<String>, gate::GateError> {
+        let mut db = PermissionDb::open(&self.config.permissions_db)?;
+        let now = gate::now();
+        patterns
+            .iter()
+            .map(|pattern| {
+                db.add(NewRule {
+                    tool: Some(tool.to_owned()),
+                    pattern: pattern.clone(),
+                    access,
+                    effect: Effect::Allow,
+                    scope: scope.clone(),
+                    created_at: now,
+                    expires_at: None,
+                })
+                .map(|rule| format!("#{}", rule.id))
+            })
+            .collect()
     }
 }
 

@@ -5,6 +5,7 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod approvals;
 mod gate_db;
 mod gate_table;
 mod live_engine;

@@ -1,0 +1,243 @@
+//! A person's answers at the terminal, through the real router, gate and
+//! sandbox: "once" asks again next time, "session" and "always" are saved
+//! as exact allow rules (and only ask once), a deny rule still wins over a
+//! remembered allow, and a path a rule cannot spell exactly is never
+//! remembered.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use goat_engine::ToolCall;
+use goat_sandbox::SandboxBuilder;
+use goat_shepherd::gate::{
+    Access, Effect, Interactive, NewRule, PermissionDb, Rule, Scope, WritePolicy,
+};
+use goat_shepherd::{AppToolRouter, Approval, ApprovalRequest, Approver, RouterConfig};
+use goat_store::CallStatus;
+use serde_json::{Value, json};
+
+/// What each question showed, in order.
+#[derive(Clone, Debug)]
+struct Asked {
+    tool: String,
+    paths: Vec<String>,
+    arguments: Value,
+    can_remember: bool,
+}
+
+/// Answers from a script and records each question.
+struct Scripted {
+    answers: Vec<Approval>,
+    asked: Arc<Mutex<Vec<Asked>>>,
+}
+
+impl Approver for Scripted {
+    fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
+        self.asked.lock().unwrap().push(Asked {
+            tool: request.tool.to_owned(),
+            paths: request.paths.to_vec(),
+            arguments: request.arguments.clone(),
+            can_remember: request.can_remember,
+        });
+        if self.answers.is_empty() {
+            Approval::Deny
+        } else {
+            self.answers.remove(0)
+        }
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    db: std::path::PathBuf,
+    asked: Arc<Mutex<Vec<Asked>>>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let ws = ws.canonicalize().unwrap();
+        let db = dir.path().join("permissions.db");
+        PermissionDb::open(&db).unwrap();
+        Self {
+            _dir: dir,
+            ws,
+            db,
+            asked: Arc::default(),
+        }
+    }
+
+    /// A router for `session` whose approver gives `answers` in turn.
+    fn router(&self, session: &str, answers: Vec<Approval>) -> AppToolRouter {
+        let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
+        let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+        let tools = sandbox.load_pen_tools().unwrap();
+        AppToolRouter::new(
+            Arc::new(sandbox),
+            tools,
+            RouterConfig {
+                workspace: self.ws.clone(),
+                permissions_db: self.db.clone(),
+                session_id: session.to_owned(),
+                interactive: Interactive::Yes,
+                writes: WritePolicy::Default,
+            },
+        )
+        .with_approver(Box::new(Scripted {
+            answers,
+            asked: self.asked.clone(),
+        }))
+    }
+
+    fn asked(&self) -> Vec<Asked> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    fn rules(&self) -> Vec<Rule> {
+        PermissionDb::open(&self.db).unwrap().list().unwrap()
+    }
+}
+
+fn write(path: &str, content: &str) -> ToolCall {
+    let arguments = json!({"path": path, "content": content});
+    ToolCall {
+        index: 0,
+        id: "call_1".to_owned(),
+        id_generated: false,
+        name: "write_file".to_owned(),
+        raw_arguments: arguments.to_string(),
+        arguments: Ok(arguments),
+    }
+}
+
+#[test]
+fn once_runs_the_call_and_asks_again_next_time() {
+    let f = Fixture::new();
+    let mut router = f.router("s1", vec![Approval::Once, Approval::Deny]);
+
+    let first = router.route(&write("./notes/../a.txt", "one")).unwrap();
+    assert_eq!(first.status, CallStatus::Ok, "{}", first.result);
+    assert_eq!(first.decision.as_deref(), Some("ask-allowed"));
+    assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "one");
+
+    let second = router.route(&write("a.txt", "two")).unwrap();
+    assert_eq!(second.status, CallStatus::Denied, "{}", second.result);
+    assert_eq!(second.decision.as_deref(), Some("ask-denied"));
+    assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "one");
+
+    let asked = f.asked();
+    assert_eq!(asked.len(), 2, "once is not remembered: {asked:?}");
+    assert_eq!(asked[0].tool, "write_file");
+    assert_eq!(
+        asked[0].paths,
+        ["a.txt"],
+        "the path as the gate resolved it"
+    );
+    assert_eq!(asked[0].arguments["content"], "one");
+    assert!(asked[0].can_remember);
+    assert!(f.rules().is_empty(), "once saves no rule: {:?}", f.rules());
+}
+
+#[test]
+fn session_saves_an_exact_session_rule_that_other_sessions_do_not_get() {
+    let f = Fixture::new();
+    let mut router = f.router("s1", vec![Approval::Session]);
+    assert_eq!(
+        router
+            .route(&write("src/a.txt", "one"))
+            .unwrap()
+            .decision
+            .as_deref(),
+        Some("ask-allowed-session")
+    );
+    // Same tool, same path: the saved rule allows it without asking.
+    let again = router.route(&write("src/a.txt", "two")).unwrap();
+    assert_eq!(again.status, CallStatus::Ok, "{}", again.result);
+    assert_eq!(again.decision.as_deref(), Some("allow"));
+    // Another path is asked about again (and denied by the script).
+    let other = router.route(&write("src/b.txt", "x")).unwrap();
+    assert_eq!(other.status, CallStatus::Denied);
+    assert_eq!(f.asked().len(), 2);
+    assert!(!f.ws.join("src/b.txt").exists());
+
+    let rules = f.rules();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0].tool.as_deref(), Some("write_file"));
+    assert_eq!(rules[0].pattern, "src/a.txt");
+    assert_eq!(rules[0].access, Access::Write);
+    assert_eq!(rules[0].effect, Effect::Allow);
+    assert_eq!(rules[0].scope, Scope::Session("s1".to_owned()));
+
+    // A later session is asked again.
+    let mut later = f.router("s2", vec![Approval::Deny]);
+    let there = later.route(&write("src/a.txt", "three")).unwrap();
+    assert_eq!(there.status, CallStatus::Denied);
+    assert_eq!(f.asked().len(), 3);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("src/a.txt")).unwrap(),
+        "two"
+    );
+}
+
+#[test]
+fn always_saves_a_persistent_rule_and_a_deny_rule_still_wins() {
+    let f = Fixture::new();
+    let mut router = f.router("s1", vec![Approval::Always]);
+    let first = router.route(&write("a.txt", "one")).unwrap();
+    assert_eq!(first.decision.as_deref(), Some("ask-allowed-always"));
+    assert!(
+        first
+            .decision_reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("saved rule #1"),
+        "{:?}",
+        first.decision_reason
+    );
+    let rules = f.rules();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0].scope, Scope::Persistent);
+    assert_eq!(rules[0].pattern, "a.txt");
+
+    // Another session is allowed without a question.
+    let mut later = f.router("s2", vec![]);
+    assert_eq!(
+        later.route(&write("a.txt", "two")).unwrap().status,
+        CallStatus::Ok
+    );
+    assert_eq!(f.asked().len(), 1);
+
+    // A deny rule added afterwards wins over the remembered allow.
+    PermissionDb::open(&f.db)
+        .unwrap()
+        .add(NewRule {
+            tool: None,
+            pattern: "*.txt".to_owned(),
+            access: Access::Write,
+            effect: Effect::Deny,
+            scope: Scope::Persistent,
+            created_at: 1,
+            expires_at: None,
+        })
+        .unwrap();
+    let denied = later.route(&write("a.txt", "three")).unwrap();
+    assert_eq!(denied.status, CallStatus::Denied, "{}", denied.result);
+    assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "two");
+    assert_eq!(f.asked().len(), 1, "a denied call is not asked about");
+}
+
+#[test]
+fn a_path_with_wildcard_characters_is_never_remembered() {
+    let f = Fixture::new();
+    let mut router = f.router("s1", vec![Approval::Always]);
+    let routed = router.route(&write("a*.txt", "one")).unwrap();
+    assert_eq!(routed.status, CallStatus::Ok, "{}", routed.result);
+    // A rule 'a*.txt' would allow every a...txt: it is not saved, and the
+    // answer counts for this call only.
+    assert_eq!(routed.decision.as_deref(), Some("ask-allowed"));
+    assert!(f.rules().is_empty(), "{:?}", f.rules());
+    assert!(!f.asked()[0].can_remember);
+}
