@@ -12,6 +12,8 @@
 //! or was cancelled (the error is printed as the model would see it); 2 bad
 //! usage or a host problem before anything ran.
 
+mod chat;
+mod console;
 mod demo;
 mod detect;
 mod paths;
@@ -51,6 +53,9 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         db: Option<PathBuf>,
     },
+    /// A conversation with the model in one session: each line typed is a
+    /// turn. Ctrl-C cancels a turn; Ctrl-D, or Ctrl-C at the prompt, leaves.
+    Chat(chat::ChatArgs),
     /// Send PROMPT to the model and let it work in the workspace: one turn,
     /// its answer streamed to stdout, tool activity to stderr.
     Run(run::RunArgs),
@@ -153,6 +158,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
             usize::from(count),
         ),
         Command::Run(args) => run::run(args),
+        Command::Chat(args) => chat::chat(args),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),
         Command::Tools { command } => tools::tools(command),
@@ -165,5 +171,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
 /// A closed stderr is ignored rather than a panic (as `eprintln!` would
 /// be): losing a status line must not abort a turn that is changing files.
 fn note(line: impl Display) {
-    let _ = writeln!(io::stderr().lock(), "goat: {line}");
+    let mut err = io::stderr().lock();
+    console::clear_spinner_line(&mut err);
+    let _ = writeln!(err, "goat: {line}");
 }

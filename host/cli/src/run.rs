@@ -26,6 +26,7 @@ use goat_shepherd::{
 use goat_store::{CallStatus, RoundStatus, SessionInfo, Store, TurnRecord, TurnStatus};
 use serde_json::{Value, json};
 
+use crate::console::{Spinner, StdinAnswers, Style, TerminalApprover};
 use crate::{Outcome, note, paths, text, tools};
 
 /// What GOAT says when ADR-0065's one recovery starts.
@@ -44,42 +45,50 @@ pub struct RunArgs {
     /// The request for the model, or `-` to read it from stdin.
     #[arg(value_name = "PROMPT")]
     prompt: String,
-    /// The directory the tools may see (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
-    /// The engine's OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1
-    /// (default: $GOAT_ENGINE_URL; when resuming, the session's engine).
-    #[arg(long, value_name = "URL")]
-    engine: Option<String>,
-    /// The model name sent to the engine (default: $GOAT_MODEL; when
-    /// resuming, the session's model).
-    #[arg(long, value_name = "NAME")]
-    model: Option<String>,
-    /// Read the engine's bearer key from this environment variable.
-    #[arg(long, value_name = "VAR")]
-    api_key_env: Option<String>,
-    /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
-    /// ~/.local/share/goat/goat.db).
-    #[arg(long, value_name = "FILE")]
-    db: Option<PathBuf>,
-    /// The permission database (default: permissions.db beside the store).
-    #[arg(long, value_name = "FILE")]
-    permissions: Option<PathBuf>,
-    /// Let writing tools change files in the workspace where no deny rule
-    /// forbids it. Without it, a write needs an allow rule.
-    #[arg(long)]
-    allow_writes: bool,
-    /// Most rounds (requests to the engine) this turn may take.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS, value_parser = parse_max_rounds)]
-    max_rounds: usize,
-    /// Continue this session (its workspace must be this one) instead of
-    /// starting a new one.
-    #[arg(long, value_name = "ID")]
-    session: Option<String>,
+    #[command(flatten)]
+    turn: TurnOptions,
     /// Print a JSON summary of the turn to stdout afterwards, with the
     /// answer in it, instead of streaming the answer.
     #[arg(long)]
     json: bool,
+}
+
+/// What `goat run` and `goat chat` share: where, with which engine and
+/// model, under which permissions, in which session.
+#[derive(clap::Args)]
+pub struct TurnOptions {
+    /// The directory the tools may see (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The engine's OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1
+    /// (default: $GOAT_ENGINE_URL; when resuming, the session's engine).
+    #[arg(long, value_name = "URL")]
+    pub engine: Option<String>,
+    /// The model name sent to the engine (default: $GOAT_MODEL; when
+    /// resuming, the session's model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Read the engine's bearer key from this environment variable.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
+    /// ~/.local/share/goat/goat.db).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// The permission database (default: permissions.db beside the store).
+    #[arg(long, value_name = "FILE")]
+    pub permissions: Option<PathBuf>,
+    /// Let writing tools change files in the workspace where no deny rule
+    /// forbids it. Without it, a write needs an allow rule.
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// Most rounds (requests to the engine) a turn may take.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS, value_parser = parse_max_rounds)]
+    pub max_rounds: usize,
+    /// Continue this session (its workspace must be this one) instead of
+    /// starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 fn parse_max_rounds(text: &str) -> Result<usize, String> {
@@ -90,22 +99,47 @@ fn parse_max_rounds(text: &str) -> Result<usize, String> {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
-    let prompt = read_prompt(&args.prompt)?;
-    let workspace = paths::workspace(args.workspace.as_deref())?;
-    let store_path = paths::store_path(args.db.as_deref())?;
+/// A session ready for turns: its Shepherd, the store it records in.
+pub(crate) struct Opened {
+    pub shepherd: Shepherd,
+    pub store: Arc<Mutex<Store>>,
+    pub session_id: String,
+    pub store_path: PathBuf,
+    pub workspace: PathBuf,
+    pub engine_url: String,
+    pub model: String,
+}
+
+impl Opened {
+    /// How many turns the session has recorded.
+    pub(crate) fn turn_count(&self) -> anyhow::Result<i64> {
+        let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(store.session(&self.session_id)?.turns)
+    }
+}
+
+/// Checks everything that can be checked before the model is asked (exit
+/// 2 when something is wrong), then creates or resumes the session. With
+/// an approver, writes no rule decides are asked of it; without one they
+/// are denied.
+pub(crate) fn open(
+    opts: &TurnOptions,
+    approver: Option<Box<dyn goat_shepherd::Approver>>,
+) -> anyhow::Result<Opened> {
+    let workspace = paths::workspace(opts.workspace.as_deref())?;
+    let store_path = paths::store_path(opts.db.as_deref())?;
     paths::ensure_store_outside(&store_path, &workspace)?;
-    let permissions_db = paths::permissions_path(args.permissions.as_deref(), args.db.as_deref())?;
+    let permissions_db = paths::permissions_path(opts.permissions.as_deref(), opts.db.as_deref())?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
 
     // A new session needs a usable engine now; say what is missing before
     // creating any file. A resumed one may take its settings from the
     // session, so that waits for the store.
-    let fresh = match args.session {
-        None => Some(engine(&args, None)?),
+    let fresh = match opts.session {
+        None => Some(engine(opts, None)?),
         Some(_) => None,
     };
-    if let Some(id) = &args.session
+    if let Some(id) = &opts.session
         && !store_path.exists()
     {
         bail!(
@@ -115,13 +149,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         );
     }
     let mut store = Store::open(&store_path)?;
-    let resumed = match &args.session {
+    let resumed = match &opts.session {
         Some(id) => Some(resumable(&store, id, &workspace)?),
         None => None,
     };
     let (engine, engine_url, model) = match fresh {
         Some(fresh) => fresh,
-        None => engine(&args, resumed.as_ref())?,
+        None => engine(opts, resumed.as_ref())?,
     };
 
     let (sandbox, tools) = tools::sandbox_and_tools()?;
@@ -146,14 +180,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             id
         }
     };
-    let turns_before = store.session(&session_id)?.turns;
     let store = Arc::new(Mutex::new(store));
 
-    let interactive = if io::stdin().is_terminal() && io::stderr().is_terminal() {
-        Interactive::Yes
-    } else {
-        Interactive::No
-    };
     // With a person at the terminal, a write no rule decides is asked of
     // them (once per call); without one it is denied. It never runs unasked.
     let router = AppToolRouter::new(
@@ -163,20 +191,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             workspace: workspace.clone(),
             permissions_db,
             session_id: session_id.clone(),
-            interactive,
-            writes: if args.allow_writes {
+            interactive: if approver.is_some() {
+                Interactive::Yes
+            } else {
+                Interactive::No
+            },
+            writes: if opts.allow_writes {
                 WritePolicy::AllowAll
             } else {
                 WritePolicy::Default
             },
         },
     );
-    let router = match interactive {
-        Interactive::Yes => router.with_approver(Box::new(LineApprover {
-            input: io::BufReader::new(io::stdin()),
-            output: io::stderr(),
-        })),
-        _ => router,
+    let router = match approver {
+        Some(approver) => router.with_approver(approver),
+        None => router,
     };
     let shepherd = Shepherd::new(
         engine,
@@ -184,8 +213,39 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         store.clone(),
         session_id.clone(),
         system_prompt(&workspace),
-        args.max_rounds,
+        opts.max_rounds,
     );
+    Ok(Opened {
+        shepherd,
+        store,
+        session_id,
+        store_path,
+        workspace,
+        engine_url,
+        model,
+    })
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    let prompt = read_prompt(&args.prompt)?;
+    let approver: Option<Box<dyn goat_shepherd::Approver>> =
+        if io::stdin().is_terminal() && io::stderr().is_terminal() {
+            Some(Box::new(TerminalApprover {
+                answers: StdinAnswers(io::BufReader::new(io::stdin())),
+                output: io::stderr(),
+                style: Style::stderr(),
+            }))
+        } else {
+            None
+        };
+    let opened = open(&args.turn, approver)?;
+    let turns_before = opened.turn_count()?;
+    let Opened {
+        shepherd,
+        store,
+        session_id,
+        ..
+    } = opened;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -342,13 +402,13 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
 /// The engine client, its URL and the model: each setting from its flag,
 /// else the environment, else (resuming) the session.
 fn engine(
-    args: &RunArgs,
+    opts: &TurnOptions,
     resumed: Option<&SessionInfo>,
 ) -> anyhow::Result<(EngineClient, String, String)> {
     engine_from(
-        args.engine.as_deref(),
-        args.model.as_deref(),
-        args.api_key_env.as_deref(),
+        opts.engine.as_deref(),
+        opts.model.as_deref(),
+        opts.api_key_env.as_deref(),
         resumed,
     )
 }
@@ -426,6 +486,11 @@ pub(crate) struct Printer {
     new_round: bool,
     /// The arguments of the call in progress (calls run one at a time).
     arguments: Option<String>,
+    /// Colour for GOAT's own lines on stderr; also whether a spinner may
+    /// rewrite its line there.
+    style: Style,
+    /// Shown from the start of a round until the model's first text.
+    spinner: Option<Spinner>,
 }
 
 impl Printer {
@@ -438,22 +503,60 @@ impl Printer {
             at_line_start: true,
             new_round: false,
             arguments: None,
+            style: Style::stderr(),
+            spinner: None,
         }
     }
 
-    fn event(&mut self, event: TurnEvent) {
+    pub(crate) fn event(&mut self, event: TurnEvent) {
         match event {
-            TurnEvent::RoundStarted { .. } => self.new_round = true,
-            TurnEvent::Content(text) => self.answer(&text),
+            TurnEvent::RoundStarted { .. } => {
+                self.new_round = true;
+                self.stop_spinner();
+                // Model load and prompt processing can take minutes; say
+                // that GOAT is waiting, not stuck.
+                if self.style.is_color() {
+                    self.spinner = Some(Spinner::start("waiting for the model"));
+                }
+            }
+            TurnEvent::Content(text) => {
+                if !text.is_empty() {
+                    self.stop_spinner();
+                }
+                self.answer(&text);
+            }
             // Reasoning is the model's scratch work, not the answer; the
             // store keeps it.
-            TurnEvent::Reasoning(_) => {}
-            TurnEvent::CallStarted { arguments, .. } => self.arguments = Some(arguments),
+            TurnEvent::Reasoning(_) => {
+                if let Some(spinner) = &self.spinner {
+                    spinner.relabel("the model is thinking");
+                }
+            }
+            TurnEvent::CallStarted { arguments, .. } => {
+                self.stop_spinner();
+                self.arguments = Some(arguments);
+            }
             TurnEvent::CallFinished { tool, routed } => {
                 let arguments = self.arguments.take().unwrap_or_default();
-                self.status(&call_line(&tool, &arguments, &routed));
+                let line = call_line(&tool, &arguments, &routed);
+                let line = match routed.status {
+                    CallStatus::Ok | CallStatus::Pending => line,
+                    CallStatus::Denied | CallStatus::Interrupted => self.style.yellow(&line),
+                    CallStatus::Error => self.style.red(&line),
+                };
+                self.status(&line);
             }
-            TurnEvent::Recovery { .. } => self.status(RECOVERY_LINE),
+            TurnEvent::Recovery { .. } => {
+                self.stop_spinner();
+                let line = self.style.yellow(RECOVERY_LINE);
+                self.status(&line);
+            }
+        }
+    }
+
+    fn stop_spinner(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.stop();
         }
     }
 
@@ -506,6 +609,7 @@ impl Printer {
 
     /// Ends the answer with a newline.
     pub(crate) fn finish(&mut self) {
+        self.stop_spinner();
         if self.stdout_open && self.wrote && !self.at_line_start {
             self.write_stdout("\n");
             self.at_line_start = true;
@@ -528,10 +632,36 @@ fn call_line(tool: &str, arguments: &str, routed: &Routed) -> String {
     let first = text::first_line(result, RESULT_LINE_CHARS);
     let status = routed.status.as_str();
     let summary = text::call_summary(tool, arguments);
-    if first.is_empty() {
+    let mut line = if first.is_empty() {
         format!("{summary} -> {status}")
     } else {
         format!("{summary} -> {status}: {first}")
+    };
+    if routed.status == CallStatus::Ok
+        && let Some(change) = change_summary(tool, arguments)
+    {
+        line.push_str(&format!(" [{change}]"));
+    }
+    line
+}
+
+/// What a successful write changed, in lines: `-2 +3 lines` for an edit,
+/// `5 lines` for a whole file written.
+fn change_summary(tool: &str, arguments: &str) -> Option<String> {
+    let args: Value = serde_json::from_str(arguments).ok()?;
+    let lines = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .map(|t| t.lines().count())
+    };
+    match tool {
+        "edit_file" => Some(format!(
+            "-{} +{} lines",
+            lines("old_string")?,
+            lines("new_string")?
+        )),
+        "write_file" => Some(crate::console::count(lines("content")?, "line")),
+        _ => None,
     }
 }
 
@@ -570,66 +700,4 @@ fn summary_json(session_id: &str, turn: &TurnRecord) -> Value {
         "error": turn.error,
         "answer": answer,
     })
-}
-
-/// Asks the person at the terminal about one call: the gate's prompt (the
-/// tool and the resolved paths) and `[y/N]`. Anything but yes is no, and
-/// so is end of input.
-struct LineApprover<R, W> {
-    input: R,
-    output: W,
-}
-
-impl<R: io::BufRead + Send, W: Write + Send> goat_shepherd::Approver for LineApprover<R, W> {
-    fn approve(&mut self, prompt: &str) -> bool {
-        let asked = write!(
-            self.output,
-            "goat: {} [y/N] ",
-            crate::text::escape_controls(prompt)
-        )
-        .and_then(|()| self.output.flush());
-        if asked.is_err() {
-            return false;
-        }
-        let mut answer = String::new();
-        match self.input.read_line(&mut answer) {
-            Ok(0) | Err(_) => false,
-            Ok(_) => matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod approver_tests {
-    use super::LineApprover;
-    use goat_shepherd::Approver;
-
-    #[test]
-    fn only_yes_approves_and_the_prompt_is_shown() {
-        for (typed, want) in [
-            ("y\n", true),
-            ("YES\n", true),
-            ("n\n", false),
-            ("\n", false),
-            ("", false),
-            ("yep\n", false),
-        ] {
-            let mut out = Vec::new();
-            let mut approver = LineApprover {
-                input: typed.as_bytes(),
-                output: &mut out,
-            };
-            assert_eq!(
-                approver.approve("write_file wants to write 'a.txt'"),
-                want,
-                "{typed:?}"
-            );
-            let shown = String::from_utf8(out).unwrap_or_default();
-            assert!(
-                shown.contains("write_file wants to write 'a.txt'"),
-                "{shown}"
-            );
-            assert_eq!(shown, "goat: write_file wants to write 'a.txt' [y/N] ");
-        }
-    }
 }

@@ -12,6 +12,7 @@ mod demo;
 mod detect;
 mod permissions;
 mod probe;
+mod pty;
 mod run;
 mod sessions;
 mod tools;
@@ -52,6 +53,12 @@ impl Env {
     /// engine settings and data directory are never used.
     pub(crate) fn cmd(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_goat"));
+        self.isolate(&mut cmd);
+        cmd
+    }
+
+    /// Points `cmd` at this test's state and nothing of the person's.
+    pub(crate) fn isolate(&self, cmd: &mut Command) {
         cmd.env(
             "GOAT_CACHE_DIR",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cli-cache"),
@@ -63,7 +70,6 @@ impl Env {
         .env_remove("NO_COLOR")
         .current_dir(&self.ws)
         .stdin(Stdio::null());
-        cmd
     }
 
     /// Runs `goat args` to the end.

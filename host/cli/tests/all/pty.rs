@@ -1,0 +1,344 @@
+//! `goat chat` under a pseudo-terminal, read as a person reads it: the
+//! approval question with the path and what would change, answered by
+//! typing; Ctrl-C typed during a turn cancelling it and coming back to the
+//! prompt; Ctrl-C at the prompt leaving; colour only when allowed.
+//!
+//! The pty is goat's controlling terminal (`setsid -c`), so a typed Ctrl-C
+//! reaches it as SIGINT from the terminal's line discipline, exactly as at
+//! a real terminal, not as a signal the test sends.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use goat_testkit::{Reply, ScriptedServer, Step, ev_content};
+use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+use serde_json::Value;
+
+use crate::{Env, call_reply, content_reply, json_out, text};
+
+/// How long to wait for something to appear before failing the test with
+/// the transcript; generous, for a loaded machine, and never reached when
+/// things work.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// `goat` running with a pty as its terminal, and everything it wrote.
+struct Pty {
+    child: Child,
+    master: File,
+    seen: Arc<Mutex<Vec<u8>>>,
+    /// How far [`Pty::expect`] has read.
+    cursor: usize,
+}
+
+impl Pty {
+    fn spawn(env: &Env, args: &[&str], extra_env: &[(&str, &str)]) -> Self {
+        let master =
+            openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+        grantpt(&master).unwrap();
+        unlockpt(&master).unwrap();
+        let name = ptsname(&master, Vec::new()).unwrap();
+        let slave = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(name.to_str().unwrap())
+            .unwrap();
+
+        let mut cmd = Command::new("setsid");
+        env.isolate(&mut cmd);
+        cmd.args(["-w", "-c", env!("CARGO_BIN_EXE_goat")])
+            .args(args)
+            .env("TERM", "xterm")
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        for (key, value) in extra_env {
+            cmd.env(key, value);
+        }
+        let child = cmd.spawn().unwrap();
+        // The parent's copies of the terminal side must close, or reading
+        // the master would never see the end.
+        drop(cmd);
+
+        let master = File::from(master);
+        let mut reader = master.try_clone().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once goat has exited and closed the terminal.
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Self {
+            child,
+            master,
+            seen,
+            cursor: 0,
+        }
+    }
+
+    fn transcript(&self) -> String {
+        text(&self.seen.lock().unwrap())
+    }
+
+    /// Waits until `needle` appears after what was already expected, and
+    /// moves past it.
+    fn expect(&mut self, needle: &str) {
+        let started = Instant::now();
+        loop {
+            let all = self.transcript();
+            if let Some(at) = all.get(self.cursor..).and_then(|rest| rest.find(needle)) {
+                self.cursor += at + needle.len();
+                return;
+            }
+            if started.elapsed() > PATIENCE {
+                let _ = self.child.kill();
+                panic!("never saw {needle:?}; the terminal showed:\n{all}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Types `keys` at the terminal.
+    fn type_keys(&mut self, keys: &str) {
+        self.master.write_all(keys.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    /// Waits for goat to exit and returns its exit code.
+    fn exit_code(&mut self) -> Option<i32> {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if started.elapsed() > PATIENCE {
+                let _ = self.child.kill();
+                panic!(
+                    "goat did not exit; the terminal showed:\n{}",
+                    self.transcript()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn write_call() -> Reply {
+    call_reply(
+        "call_1",
+        "write_file",
+        r#"{"path": "notes/a.txt", "content": "hello\n"}"#,
+    )
+}
+
+fn session_json(env: &Env) -> Value {
+    let list = json_out(&env.run(&["sessions", "list", "--json"]));
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    json_out(&env.run(&["sessions", "show", &id, "--json"]))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_question_shows_the_change_and_always_is_saved_as_a_rule() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        write_call(),
+        content_reply("Created notes/a.txt."),
+        write_call(),
+        content_reply("Wrote it again."),
+    ])
+    .await;
+    let url = server.base_url();
+    let mut pty = Pty::spawn(&env, &["chat", "--engine", &url, "--model", "qwen"], &[]);
+    pty.expect("chatting with qwen");
+    pty.expect("> ");
+    pty.type_keys("make notes/a.txt\r");
+    pty.expect("goat: write_file wants to write 'notes/a.txt'; allow it?");
+    pty.expect(&format!("workspace: {}", env.ws_str()));
+    pty.expect("creates 'notes/a.txt': 1 line, 6 bytes");
+    // Colour on a terminal without NO_COLOR: the new line is green.
+    pty.expect("\x1b[32m+ hello\x1b[0m");
+    pty.expect("allow? [o]nce, for this [s]ession, [a]lways, [d]eny (default deny): ");
+    assert!(
+        !env.ws.join("notes/a.txt").exists(),
+        "nothing is written before the answer"
+    );
+    pty.type_keys("a\r");
+    pty.expect("-> ok: Created 'notes/a.txt'");
+    pty.expect("Created notes/a.txt.");
+    pty.expect("> ");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("notes/a.txt")).unwrap(),
+        "hello\n"
+    );
+
+    // The same write again is allowed by the saved rule: no question.
+    pty.type_keys("again\r");
+    pty.expect("Wrote it again.");
+    pty.expect("> ");
+    assert_eq!(
+        pty.transcript().matches("allow? [o]nce").count(),
+        1,
+        "{}",
+        pty.transcript()
+    );
+    pty.type_keys("\x04");
+    pty.expect("continue it with goat chat --session");
+    assert_eq!(pty.exit_code(), Some(0));
+
+    let rules = json_out(&env.run(&["permissions", "list", "--json"]));
+    let rules = rules.as_array().unwrap();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0]["effect"], "allow");
+    assert_eq!(rules[0]["access"], "write");
+    assert_eq!(rules[0]["pattern"], "notes/a.txt");
+    assert_eq!(rules[0]["tool"], "write_file");
+
+    let session = session_json(&env);
+    let turns = session["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{session}");
+    let decisions: Vec<&str> = turns
+        .iter()
+        .flat_map(|t| t["rounds"].as_array().unwrap())
+        .flat_map(|r| r["tool_calls"].as_array().unwrap())
+        .map(|c| c["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["ask-allowed-always", "allow"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_cancels_the_turn_and_returns_to_the_prompt_and_ctrl_c_there_leaves() {
+    let env = Env::new();
+    // The first answer starts, then the engine goes quiet for longer than
+    // any test waits.
+    let stalled = Reply::sse_steps(vec![
+        Step::Bytes(ev_content("Let me think about").into_bytes()),
+        Step::Sleep(Duration::from_secs(600)),
+    ]);
+    let server = ScriptedServer::start(vec![stalled, content_reply("Second answer.")]).await;
+    let url = server.base_url();
+    let mut pty = Pty::spawn(
+        &env,
+        &["chat", "--engine", &url, "--model", "qwen"],
+        &[("NO_COLOR", "1")],
+    );
+    pty.expect("> ");
+    pty.type_keys("first question\r");
+    pty.expect("Let me think about");
+    pty.type_keys("\x03");
+    pty.expect("goat: cancelling");
+    pty.expect("the turn was cancelled and is recorded as cancelled");
+    pty.expect("> ");
+
+    // Still in the same chat: the next turn runs.
+    pty.type_keys("second question\r");
+    pty.expect("Second answer.");
+    pty.expect("> ");
+    pty.type_keys("\x03");
+    pty.expect("continue it with goat chat --session");
+    assert_eq!(pty.exit_code(), Some(0));
+    let transcript = pty.transcript();
+    assert!(
+        !transcript.contains('\x1b'),
+        "NO_COLOR: no escape codes, no spinner:\n{transcript:?}"
+    );
+
+    let session = session_json(&env);
+    let statuses: Vec<&str> = session["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["cancelled", "completed"], "{session}");
+    // The second request carries the second question, and the cancelled
+    // turn's half answer is not presented as something the model said.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let second = requests[1].body["messages"].to_string();
+    assert!(second.contains("second question"), "{second}");
+    assert!(!second.contains("Let me think about"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_approval_writes_nothing_and_the_model_is_told() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![write_call(), content_reply("Understood.")]).await;
+    let url = server.base_url();
+    let mut pty = Pty::spawn(&env, &["chat", "--engine", &url, "--model", "qwen"], &[]);
+    pty.expect("> ");
+    pty.type_keys("make notes/a.txt\r");
+    pty.expect("(default deny): ");
+    pty.type_keys("\r");
+    pty.expect("-> denied");
+    pty.expect("Understood.");
+    pty.expect("> ");
+    pty.type_keys("\x04");
+    assert_eq!(pty.exit_code(), Some(0));
+    assert!(!env.ws.join("notes").exists());
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(
+        second.contains("denied: the person at the terminal did not allow it"),
+        "{second}"
+    );
+    let rules = json_out(&env.run(&["permissions", "list", "--json"]));
+    assert_eq!(rules.as_array().unwrap().len(), 0, "{rules}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_without_a_terminal_reads_prompts_from_stdin_and_never_asks() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        content_reply("One."),
+        write_call(),
+        content_reply("Could not write."),
+    ])
+    .await;
+    let url = server.base_url();
+    let mut cmd = env.cmd();
+    cmd.args(["chat", "--engine", &url, "--model", "qwen"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"first\n\nsecond\n")
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "One.\nCould not write.\n");
+    assert!(
+        !stderr.lines().any(|l| l.starts_with('>')),
+        "no prompt without a terminal: {stderr}"
+    );
+    assert!(!stderr.contains("allow?"), "{stderr}");
+    assert!(
+        stderr.contains("-> denied: writing 'notes/a.txt' with write_file needs approval"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'));
+    assert!(!env.ws.join("notes").exists());
+    assert_eq!(server.requests().len(), 3, "the empty line is not a turn");
+}
