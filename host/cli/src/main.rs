@@ -13,6 +13,7 @@
 //! usage or a host problem before anything ran.
 
 mod chat;
+mod config;
 mod console;
 mod demo;
 mod detect;
@@ -91,6 +92,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The settings in effect (config file, environment, defaults) and
+    /// where each comes from.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Manage the permission rules the gate applies to tool calls.
     Permissions {
         #[command(subcommand)]
@@ -112,6 +119,16 @@ enum Command {
         tools: Vec<String>,
         /// The message's content; standard input when absent.
         file: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print each setting's effective value and where it came from.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -159,6 +176,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         ),
         Command::Run(args) => run::run(args),
         Command::Chat(args) => chat::chat(args),
+        Command::Config {
+            command: ConfigCommand::Show { json },
+        } => config::show(json),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),
         Command::Tools { command } => tools::tools(command),

@@ -36,7 +36,7 @@ pub fn probe(
     api_key_env: Option<&str>,
     count: usize,
 ) -> anyhow::Result<Outcome> {
-    let (client, url, model) = engine_from(engine, model, api_key_env, None)?;
+    let (client, url, model) = engine_from(engine, model, api_key_env)?;
     let (_, tools) = tools::sandbox_and_tools()?;
     let schemas: Vec<ToolSchema> = tools
         .iter()

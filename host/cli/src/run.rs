@@ -26,6 +26,7 @@ use goat_shepherd::{
 use goat_store::{CallStatus, RoundStatus, SessionInfo, Store, TurnRecord, TurnStatus};
 use serde_json::{Value, json};
 
+use crate::config::{Setting, Settings, Source, Writes};
 use crate::console::{Spinner, StdinAnswers, Style, TerminalApprover};
 use crate::{Outcome, note, paths, text, tools};
 
@@ -79,12 +80,15 @@ pub struct TurnOptions {
     #[arg(long, value_name = "FILE")]
     pub permissions: Option<PathBuf>,
     /// Let writing tools change files in the workspace where no deny rule
-    /// forbids it. Without it, a write needs an allow rule.
+    /// forbids it (also GOAT_WRITES=allow, or writes = "allow" in the
+    /// config file). Without it, a write is asked about at a terminal and
+    /// otherwise needs an allow rule.
     #[arg(long)]
     pub allow_writes: bool,
-    /// Most rounds (requests to the engine) a turn may take.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUNDS, value_parser = parse_max_rounds)]
-    pub max_rounds: usize,
+    /// Most rounds (requests to the engine) a turn may take (default:
+    /// $GOAT_MAX_ROUNDS, else the config file, else 24).
+    #[arg(long, value_name = "N", value_parser = parse_max_rounds)]
+    pub max_rounds: Option<usize>,
     /// Continue this session (its workspace must be this one) instead of
     /// starting a new one.
     #[arg(long, value_name = "ID")]
@@ -131,12 +135,13 @@ pub(crate) fn open(
     paths::ensure_store_outside(&store_path, &workspace)?;
     let permissions_db = paths::permissions_path(opts.permissions.as_deref(), opts.db.as_deref())?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
+    let settings = settings(opts)?;
 
     // A new session needs a usable engine now; say what is missing before
     // creating any file. A resumed one may take its settings from the
     // session, so that waits for the store.
     let fresh = match opts.session {
-        None => Some(engine(opts, None)?),
+        None => Some(engine_with(&settings, None)?),
         Some(_) => None,
     };
     if let Some(id) = &opts.session
@@ -155,7 +160,7 @@ pub(crate) fn open(
     };
     let (engine, engine_url, model) = match fresh {
         Some(fresh) => fresh,
-        None => engine(opts, resumed.as_ref())?,
+        None => engine_with(&settings, resumed.as_ref())?,
     };
 
     let (sandbox, tools) = tools::sandbox_and_tools()?;
@@ -196,10 +201,9 @@ pub(crate) fn open(
             } else {
                 Interactive::No
             },
-            writes: if opts.allow_writes {
-                WritePolicy::AllowAll
-            } else {
-                WritePolicy::Default
+            writes: match settings.writes.value {
+                Some(Writes::Allow) => WritePolicy::AllowAll,
+                Some(Writes::Ask) | None => WritePolicy::Default,
             },
         },
     );
@@ -213,7 +217,7 @@ pub(crate) fn open(
         store.clone(),
         session_id.clone(),
         system_prompt(&workspace),
-        opts.max_rounds,
+        settings.max_rounds.value.unwrap_or(DEFAULT_MAX_ROUNDS),
     );
     Ok(Opened {
         shepherd,
@@ -399,62 +403,84 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
     Ok(info)
 }
 
-/// The engine client, its URL and the model: each setting from its flag,
-/// else the environment, else (resuming) the session.
-fn engine(
-    opts: &TurnOptions,
-    resumed: Option<&SessionInfo>,
-) -> anyhow::Result<(EngineClient, String, String)> {
-    engine_from(
-        opts.engine.as_deref(),
-        opts.model.as_deref(),
-        opts.api_key_env.as_deref(),
-        resumed,
-    )
+/// The settings for a turn: the config file and environment, with this
+/// command's flags on top.
+fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
+    let mut settings = Settings::load()?;
+    settings.engine.flag(opts.engine.clone(), "--engine");
+    settings.model.flag(opts.model.clone(), "--model");
+    settings
+        .api_key_env
+        .flag(opts.api_key_env.clone(), "--api-key-env");
+    settings.max_rounds.flag(opts.max_rounds, "--max-rounds");
+    settings
+        .writes
+        .flag(opts.allow_writes.then_some(Writes::Allow), "--allow-writes");
+    Ok(settings)
 }
 
-/// The engine client from flags, else `GOAT_ENGINE_URL` / `GOAT_MODEL`,
-/// else a resumed session's settings; with the names of both ways to set
-/// what is missing.
+/// The engine client from flags, else the environment, else the config
+/// file; for a command that has no session.
 pub(crate) fn engine_from(
     engine: Option<&str>,
     model: Option<&str>,
     api_key_env: Option<&str>,
+) -> anyhow::Result<(EngineClient, String, String)> {
+    let mut settings = Settings::load()?;
+    settings.engine.flag(engine.map(str::to_owned), "--engine");
+    settings.model.flag(model.map(str::to_owned), "--model");
+    settings
+        .api_key_env
+        .flag(api_key_env.map(str::to_owned), "--api-key-env");
+    engine_with(&settings, None)
+}
+
+/// The engine client, its URL and the model. A flag or environment
+/// variable wins; then, when resuming, what the session used; then the
+/// config file. A missing one is named with every way to set it.
+fn engine_with(
+    settings: &Settings,
     resumed: Option<&SessionInfo>,
 ) -> anyhow::Result<(EngineClient, String, String)> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let url = engine
-        .map(str::to_owned)
-        .or_else(|| env("GOAT_ENGINE_URL"))
-        .or_else(|| resumed.map(|s| s.engine_url.clone()))
-        .context(
-            "no engine URL: pass --engine URL or set GOAT_ENGINE_URL \
-             (e.g. http://127.0.0.1:8080/v1)",
-        )?;
-    let model = model
-        .map(str::to_owned)
-        .or_else(|| env("GOAT_MODEL"))
-        .or_else(|| resumed.map(|s| s.model.clone()))
-        .context("no model name: pass --model NAME or set GOAT_MODEL")?;
+    let pick = |setting: &Setting<String>, session: Option<&String>| {
+        if setting.is_explicit() {
+            setting.value.clone()
+        } else {
+            session.cloned().or_else(|| setting.value.clone())
+        }
+    };
+    let url = pick(&settings.engine, resumed.map(|s| &s.engine_url)).context(
+        "no engine URL: pass --engine URL, set GOAT_ENGINE_URL, or put engine = \"...\" in \
+         the config file (e.g. http://127.0.0.1:8080/v1; `goat config show` says where it is)",
+    )?;
+    let model = pick(&settings.model, resumed.map(|s| &s.model)).context(
+        "no model name: pass --model NAME, set GOAT_MODEL, or put model = \"...\" in the \
+         config file",
+    )?;
     let mut config = EngineConfig::new(url.clone(), model.clone());
-    config.api_key = api_key(api_key_env)?;
+    config.api_key = api_key(&settings.api_key_env)?;
     Ok((EngineClient::new(config)?, url, model))
 }
 
-/// The bearer key from the variable `--api-key-env` names. The key itself
-/// is never a flag: flags show up in `ps` and shell history.
-fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
-    let Some(var) = var else {
+/// The bearer key from the variable `api_key_env` names. The key itself
+/// is never a flag or a config value: flags show up in `ps` and shell
+/// history, and config files get shared.
+fn api_key(var: &Setting<String>) -> anyhow::Result<Option<String>> {
+    let Some(name) = var.value.as_deref() else {
         return Ok(None);
     };
-    match std::env::var(var) {
+    let from = match &var.source {
+        Source::Flag(flag) => (*flag).to_owned(),
+        other => format!("api_key_env ({other})"),
+    };
+    match std::env::var(name) {
         Ok(key) if !key.is_empty() => Ok(Some(key)),
-        Ok(_) => bail!("--api-key-env names {var}, but {var} is empty"),
+        Ok(_) => bail!("{from} names {name}, but {name} is empty"),
         Err(std::env::VarError::NotPresent) => {
-            bail!("--api-key-env names {var}, but {var} is not set")
+            bail!("{from} names {name}, but {name} is not set")
         }
         Err(std::env::VarError::NotUnicode(_)) => {
-            bail!("--api-key-env names {var}, but {var} is not valid UTF-8")
+            bail!("{from} names {name}, but {name} is not valid UTF-8")
         }
     }
 }

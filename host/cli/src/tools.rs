@@ -71,7 +71,10 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
             name,
             args_json,
             workspace,
-            writes: if allow_writes {
+            writes: if allow_writes
+                || crate::config::Settings::load()?.writes.value
+                    == Some(crate::config::Writes::Allow)
+            {
                 WritePolicy::AllowAll
             } else {
                 WritePolicy::Default
@@ -86,6 +89,7 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
 pub fn sandbox_and_tools() -> anyhow::Result<(Sandbox, Vec<Tool>)> {
     let sandbox = SandboxBuilder::new()
         .cache_dir(paths::cache_dir()?)
+        .limits(crate::config::Settings::load()?.limits())
         .build()?;
     let tools = sandbox.load_pen_tools()?;
     Ok((sandbox, tools))

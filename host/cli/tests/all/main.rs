@@ -8,6 +8,7 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod config;
 mod demo;
 mod detect;
 mod permissions;
@@ -65,11 +66,33 @@ impl Env {
         )
         .env("GOAT_DB", &self.db)
         .env("XDG_DATA_HOME", self.root.join("xdg-data"))
+        .env("XDG_CONFIG_HOME", self.config_home())
+        .env_remove("GOAT_CONFIG")
         .env_remove("GOAT_ENGINE_URL")
         .env_remove("GOAT_MODEL")
+        .env_remove("GOAT_API_KEY_ENV")
+        .env_remove("GOAT_MAX_ROUNDS")
+        .env_remove("GOAT_WRITES")
+        .env_remove("GOAT_TOOL_TIMEOUT_SECS")
+        .env_remove("GOAT_TOOL_MEMORY_MIB")
+        .env_remove("GOAT_TOOL_OUTPUT_KIB")
         .env_remove("NO_COLOR")
         .current_dir(&self.ws)
         .stdin(Stdio::null());
+    }
+
+    /// This test's config directory (XDG_CONFIG_HOME); empty unless a test
+    /// writes `goat/config.toml` in it.
+    pub(crate) fn config_home(&self) -> PathBuf {
+        self.root.join("xdg-config")
+    }
+
+    /// Writes this test's config file.
+    pub(crate) fn write_config(&self, text: &str) -> PathBuf {
+        let path = self.config_home().join("goat").join("config.toml");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
     }
 
     /// Runs `goat args` to the end.
