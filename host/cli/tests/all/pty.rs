@@ -342,3 +342,29 @@ async fn chat_without_a_terminal_reads_prompts_from_stdin_and_never_asks() {
     assert!(!env.ws.join("notes").exists());
     assert_eq!(server.requests().len(), 3, "the empty line is not a turn");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spinner_waits_for_the_first_token_and_clears_its_line_for_the_answer() {
+    let env = Env::new();
+    let mut slow = content_reply("The answer.");
+    // Model load and prefill: nothing comes back for a while.
+    slow.delay_headers = Duration::from_millis(1500);
+    let server = ScriptedServer::start(vec![slow]).await;
+    let url = server.base_url();
+    let mut pty = Pty::spawn(&env, &["chat", "--engine", &url, "--model", "qwen"], &[]);
+    pty.expect("> ");
+    pty.type_keys("question\r");
+    pty.expect(" waiting for the model (0s)");
+    // The spinner's line is cleared before the first text, so the answer
+    // starts on a clean line.
+    pty.expect("\r\x1b[2KThe answer.");
+    pty.expect("> ");
+    pty.type_keys("\x04");
+    assert_eq!(pty.exit_code(), Some(0));
+    let after = pty.transcript();
+    let answer_at = after.find("The answer.").unwrap();
+    assert!(
+        !after[answer_at..].contains("waiting for the model"),
+        "the spinner stopped at the first token: {after:?}"
+    );
+}
