@@ -368,3 +368,90 @@ async fn a_spinner_waits_for_the_first_token_and_clears_its_line_for_the_answer(
         "the spinner stopped at the first token: {after:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_at_an_approval_question_denies_the_write_and_cancels_the_turn() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![write_call(), content_reply("Next.")]).await;
+    let url = server.base_url();
+    let mut pty = Pty::spawn(&env, &["chat", "--engine", &url, "--model", "qwen"], &[]);
+    pty.expect("> ");
+    pty.type_keys("make notes/a.txt\r");
+    pty.expect("(default deny): ");
+    pty.type_keys("\x03");
+    pty.expect("goat: cancelling");
+    pty.expect("the turn was cancelled and is recorded as cancelled");
+    pty.expect("> ");
+    assert!(!env.ws.join("notes").exists());
+    // Back at the prompt, the chat goes on.
+    pty.type_keys("next\r");
+    pty.expect("Next.");
+    pty.expect("> ");
+    pty.type_keys("\x04");
+    assert_eq!(pty.exit_code(), Some(0));
+
+    let session = session_json(&env);
+    let turns = session["turns"].as_array().unwrap();
+    assert_eq!(turns[0]["status"], "cancelled", "{session}");
+    let call = &turns[0]["rounds"][0]["tool_calls"][0];
+    assert_eq!(call["status"], "denied", "{session}");
+    assert_eq!(call["decision"], "ask-denied", "{session}");
+    assert_eq!(turns[1]["status"], "completed", "{session}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_session_resumes_with_the_earlier_turns_in_the_history() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        content_reply("First answer."),
+        content_reply("Again."),
+    ])
+    .await;
+    let url = server.base_url();
+    let chat = |args: Vec<String>, input: &'static [u8]| {
+        let mut cmd = env.cmd();
+        cmd.args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let base: Vec<String> = ["chat", "--engine", &url, "--model", "qwen"]
+        .map(str::to_owned)
+        .to_vec();
+    let first = tokio::task::block_in_place(|| chat(base.clone(), b"remember the word plum\n"));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let list = json_out(&env.run(&["sessions", "list", "--json"]));
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+
+    let mut resumed = base;
+    resumed.extend(["--session".to_owned(), id.clone()]);
+    let second = tokio::task::block_in_place(|| chat(resumed, b"which word?\n"));
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert!(
+        text(&second.stderr).contains(&format!("resuming session {id}")),
+        "{}",
+        text(&second.stderr)
+    );
+    let messages = server.requests()[1].body["messages"].clone();
+    let contents: Vec<&str> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        contents[1..],
+        ["remember the word plum", "First answer.", "which word?"],
+        "{messages}"
+    );
+    assert_eq!(
+        json_out(&env.run(&["sessions", "list", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
