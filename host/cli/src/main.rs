@@ -1,12 +1,17 @@
 //! The `goat` command.
 //!
-//! `goat run` drives one turn of a model through the Shepherd: every tool
-//! call goes through the AppToolRouter and the permission gate, and every
-//! step is recorded in the store, so `goat sessions` can show what happened
-//! and `goat run --session` can carry on. `goat permissions` manages the
-//! gate's rules. `goat tools` runs one tool by hand, through the same router
-//! and gate; `goat detect` runs the unexecuted-markup detector (ADR-0065) on
-//! a saved assistant message.
+//! `goat chat` is a conversation in one session and `goat run` one turn:
+//! each drives the model through the Shepherd, every tool call goes
+//! through the AppToolRouter and the permission gate (writes no rule
+//! decides are asked about at the terminal, with a diff), and every step
+//! is recorded in the store, so `goat sessions` can show what happened and
+//! `--session` can carry on. `goat config show` prints the settings in
+//! effect (defaults, config file, environment) and where each came from.
+//! `goat permissions` manages the gate's rules. `goat tools` runs one tool
+//! by hand, through the same router and gate; `goat detect` runs the
+//! unexecuted-markup detector (ADR-0065) on a saved assistant message;
+//! `goat probe` checks that an engine returns structured tool calls;
+//! `goat demo` runs a replayed session through the real stack.
 //!
 //! Exit status: 0 success; 1 the turn or the tool call failed, was denied
 //! or was cancelled (the error is printed as the model would see it); 2 bad
