@@ -14,6 +14,7 @@ mod permissions;
 mod probe;
 mod run;
 mod sessions;
+mod snapshots;
 mod tools;
 
 use std::path::{Path, PathBuf};
