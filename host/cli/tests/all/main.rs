@@ -16,6 +16,7 @@ mod probe;
 mod pty;
 mod run;
 mod sessions;
+mod snapshots;
 mod tools;
 
 use std::path::{Path, PathBuf};
