@@ -97,7 +97,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
                 .shepherd
                 .run_turn(prompt, &cancel, &mut |event| printer.event(event)),
         );
-        printer.finish();
+        printer.finish(result.is_ok());
         console.end_turn();
         match result {
             Ok(_) => {}

@@ -226,7 +226,7 @@ pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
     note(format_args!("demo: prompt: {PROMPT}"));
     let mut printer = Printer::new(true);
     let result = runtime.block_on(drive(&shepherd, PROMPT, &mut printer));
-    printer.finish();
+    printer.finish(result.is_ok());
     let fixed = std::fs::read_to_string(workspace.join("src/greet.py")).unwrap_or_default();
     let mut err = io::stderr().lock();
     let _ = writeln!(err);

@@ -257,7 +257,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         .context("starting the async runtime")?;
     let mut printer = Printer::new(!args.json);
     let result = runtime.block_on(drive(&shepherd, &prompt, &mut printer));
-    printer.finish();
+    printer.finish(result.is_ok());
 
     // The store is the record: the summary is read back from it, and a turn
     // it never recorded did not start, which is a host problem (exit 2).
@@ -517,6 +517,11 @@ pub(crate) struct Printer {
     style: Style,
     /// Shown from the start of a round until the model's first text.
     spinner: Option<Spinner>,
+    /// When stdout is not a terminal, the round's text so far: written
+    /// once the round turns out to be an answer or comes with calls, and
+    /// dropped when it was a tool call written as text, so a redirected
+    /// answer never holds markup that did not run.
+    pending: String,
 }
 
 impl Printer {
@@ -531,12 +536,14 @@ impl Printer {
             arguments: None,
             style: Style::stderr(),
             spinner: None,
+            pending: String::new(),
         }
     }
 
     pub(crate) fn event(&mut self, event: TurnEvent) {
         match event {
             TurnEvent::RoundStarted { .. } => {
+                self.flush_pending();
                 self.new_round = true;
                 self.stop_spinner();
                 // Model load and prompt processing can take minutes; say
@@ -560,6 +567,7 @@ impl Printer {
             }
             TurnEvent::CallStarted { arguments, .. } => {
                 self.stop_spinner();
+                self.flush_pending();
                 self.arguments = Some(arguments);
             }
             TurnEvent::CallFinished { tool, routed } => {
@@ -574,6 +582,9 @@ impl Printer {
             }
             TurnEvent::Recovery { .. } => {
                 self.stop_spinner();
+                // On a terminal it was shown as it came; the recovery line
+                // says what it was.
+                self.pending.clear();
                 let line = self.style.yellow(RECOVERY_LINE);
                 self.status(&line);
             }
@@ -590,6 +601,21 @@ impl Printer {
         if !self.stream_answer || !self.stdout_open || text.is_empty() {
             return;
         }
+        if self.stdout_tty {
+            self.emit(text);
+        } else {
+            self.pending.push_str(text);
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        if !self.pending.is_empty() {
+            let text = std::mem::take(&mut self.pending);
+            self.emit(&text);
+        }
+    }
+
+    fn emit(&mut self, text: &str) {
         let mut out = String::new();
         // Each round is a separate message; do not run them together.
         if self.new_round && self.wrote && !self.at_line_start {
@@ -633,9 +659,17 @@ impl Printer {
         note(line);
     }
 
-    /// Ends the answer with a newline.
-    pub(crate) fn finish(&mut self) {
+    /// Ends the answer with a newline. The last round's text is written
+    /// only if the turn `completed`: a turn that failed (a second tool call
+    /// written as text, a broken stream) or was cancelled has no answer to
+    /// redirect; the store keeps what it said.
+    pub(crate) fn finish(&mut self, completed: bool) {
         self.stop_spinner();
+        if completed {
+            self.flush_pending();
+        } else {
+            self.pending.clear();
+        }
         if self.stdout_open && self.wrote && !self.at_line_start {
             self.write_stdout("\n");
             self.at_line_start = true;

@@ -45,21 +45,23 @@ pub fn stats(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     for s in &rows {
+        let n = |count: i64, noun: &str| {
+            crate::console::count(usize::try_from(count).unwrap_or(0), noun)
+        };
         writeln!(
             out,
-            "{} on {}\n  {} sessions, {} turns, {} rounds, {} tool calls\n  tool calls written as text: {} \
-             responses; one recovery used in {} turns, which then completed in {}; written as text \
-             twice in {} turns",
+            "{} on {}\n  {}, {}, {}, {}\n  tool calls written as text: {}; one recovery used in \
+             {}, which then completed in {}; written as text twice in {}",
             text::escape_controls(&s.model),
             text::escape_controls(&s.engine_url),
-            s.sessions,
-            s.turns,
-            s.rounds,
-            s.tool_calls,
-            s.markup_responses,
-            s.recoveries,
+            n(s.sessions, "session"),
+            n(s.turns, "turn"),
+            n(s.rounds, "round"),
+            n(s.tool_calls, "tool call"),
+            n(s.markup_responses, "response"),
+            n(s.recoveries, "turn"),
             s.recovered,
-            s.failed_twice,
+            n(s.failed_twice, "turn"),
         )?;
         if s.failed_twice > 0 || (s.turns > 0 && s.markup_responses * 4 >= s.turns) {
             writeln!(

@@ -53,6 +53,18 @@ impl FinishReason {
             other => Self::Other(other.to_owned()),
         }
     }
+
+    /// The engine's word for it, as the OpenAI API spells it (`stop`,
+    /// `tool_calls`, `length`, `content_filter`), or what the engine sent.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolCalls => "tool_calls",
+            Self::Length => "length",
+            Self::ContentFilter => "content_filter",
+            Self::Other(other) => other,
+        }
+    }
 }
 
 /// Token counts, when the engine reports them.

@@ -381,10 +381,7 @@ fn round_ok(r: &Response) -> RoundOk {
     RoundOk {
         content: r.content.clone(),
         reasoning: r.reasoning.clone(),
-        finish_reason: r
-            .finish_reason
-            .as_ref()
-            .map(|f| format!("{f:?}").to_lowercase()),
+        finish_reason: r.finish_reason.as_ref().map(|f| f.as_str().to_owned()),
         prompt_tokens: r.usage.map(|u| u.prompt_tokens),
         completion_tokens: r.usage.map(|u| u.completion_tokens),
         calls: r
