@@ -13,13 +13,17 @@ use std::fs;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+use goat_engine::CancellationToken;
 use goat_shepherd::{Approval, ApprovalRequest, Approver};
 use serde_json::Value;
 
+use crate::note;
 use crate::text::{escape_controls, truncate};
 
 /// Most lines of each side of a change shown in an approval.
@@ -115,16 +119,6 @@ pub trait Answers: Send {
     /// Drops anything typed before the question was shown, so a stray `y`
     /// typed while the model was working cannot answer it.
     fn discard_typeahead(&mut self) {}
-}
-
-/// Answers read straight from stdin (`goat run`: one turn, nothing else
-/// reads stdin).
-pub struct StdinAnswers(pub io::BufReader<io::Stdin>);
-
-impl Answers for StdinAnswers {
-    fn next(&mut self) -> Input {
-        read_input(&mut self.0)
-    }
 }
 
 /// The next line from `input`, or end of input. A read error counts as
@@ -524,6 +518,197 @@ fn spin(stop: &AtomicBool, label: &Mutex<&'static str>) {
     let _ = write!(err, "\r\x1b[2K");
     let _ = err.flush();
     SPINNING.store(false, Ordering::Release);
+}
+
+/// Exit status after a second Ctrl-C, the shell's convention for SIGINT.
+const FORCED_QUIT_STATUS: i32 = 130;
+
+/// What Ctrl-C means when no turn is running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtRest {
+    /// Leave: the prompt reads [`Input::Interrupt`] (`goat chat`).
+    Leave,
+    /// Quit at once, as Ctrl-C would without GOAT catching it (`goat run`,
+    /// before and after its one turn).
+    Exit,
+}
+
+/// Whether a turn is running, for what Ctrl-C means.
+#[derive(Default)]
+struct State {
+    /// The running turn's token; `None` at the prompt.
+    turn: Option<CancellationToken>,
+    /// Ctrl-Cs during this turn.
+    interrupts: u32,
+    /// An approval question is waiting for an answer.
+    asking: bool,
+    /// End of input was seen while discarding type-ahead; kept for the next
+    /// read, so it is not lost.
+    eof: bool,
+}
+
+/// The one reader of stdin and Ctrl-C while GOAT runs at a terminal: the
+/// chat's prompt and every approval question read from it.
+pub struct Console {
+    queue: Mutex<Receiver<Input>>,
+    send: Sender<Input>,
+    state: Mutex<State>,
+    at_rest: AtRest,
+}
+
+impl Console {
+    /// Starts the stdin thread and the Ctrl-C task. From here on Ctrl-C no
+    /// longer kills GOAT: the console decides what it means.
+    pub fn start(runtime: &tokio::runtime::Runtime, at_rest: AtRest) -> anyhow::Result<Arc<Self>> {
+        let (send, queue) = mpsc::channel();
+        let console = Arc::new(Self {
+            queue: Mutex::new(queue),
+            send: send.clone(),
+            state: Mutex::default(),
+            at_rest,
+        });
+        std::thread::Builder::new()
+            .name("goat-stdin".to_owned())
+            .spawn(move || {
+                let mut stdin = io::stdin().lock();
+                loop {
+                    let input = read_input(&mut stdin);
+                    let eof = input == Input::Eof;
+                    if send.send(input).is_err() || eof {
+                        return;
+                    }
+                }
+            })
+            .context("starting the thread that reads the terminal")?;
+        // Registered before this returns, so no Ctrl-C can fall back to
+        // the default of killing the process mid-write.
+        let mut interrupts = {
+            let _entered = runtime.enter();
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+                .context("catching Ctrl-C")?
+        };
+        let watcher = console.clone();
+        runtime.spawn(async move {
+            while interrupts.recv().await.is_some() {
+                watcher.interrupt();
+            }
+        });
+        Ok(console)
+    }
+
+    /// The next line typed, end of input, or Ctrl-C at the prompt.
+    pub fn next(&self) -> Input {
+        if self.lock_state().eof {
+            return Input::Eof;
+        }
+        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.recv().unwrap_or(Input::Eof)
+    }
+
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn begin_turn(&self, token: CancellationToken) {
+        let mut state = self.lock_state();
+        state.turn = Some(token);
+        state.interrupts = 0;
+    }
+
+    /// Back at the prompt. A Ctrl-C that cancelled the turn is not also a
+    /// request to leave.
+    pub fn end_turn(&self) {
+        self.lock_state().turn = None;
+        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = Vec::new();
+        loop {
+            match queue.try_recv() {
+                Ok(Input::Interrupt) => {}
+                Ok(other) => kept.push(other),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        for input in kept {
+            let _ = self.send.send(input);
+        }
+    }
+
+    /// Ctrl-C: at the prompt, leave; in a turn, cancel it (and answer a
+    /// waiting question with no); a second time in a turn, quit at once.
+    fn interrupt(&self) {
+        let mut state = self.lock_state();
+        let Some(token) = state.turn.clone() else {
+            match self.at_rest {
+                AtRest::Leave => {
+                    let _ = self.send.send(Input::Interrupt);
+                }
+                AtRest::Exit => {
+                    note("interrupted");
+                    std::process::exit(FORCED_QUIT_STATUS);
+                }
+            }
+            return;
+        };
+        state.interrupts += 1;
+        if state.interrupts == 1 {
+            note(
+                "cancelling: the turn stops after the step in progress (Ctrl-C again quits at \
+                 once)",
+            );
+            token.cancel();
+            if state.asking {
+                let _ = self.send.send(Input::Interrupt);
+            }
+        } else {
+            // The store keeps the turn as running and any call as pending;
+            // resuming the session marks them interrupted.
+            note("quitting; resume the session to mark what was in progress as interrupted");
+            std::process::exit(FORCED_QUIT_STATUS);
+        }
+    }
+}
+
+/// Approval answers from the console.
+pub struct ConsoleAnswers(pub Arc<Console>);
+
+impl Answers for ConsoleAnswers {
+    fn next(&mut self) -> Input {
+        {
+            let mut state = self.0.lock_state();
+            if state
+                .turn
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
+            {
+                // Ctrl-C came before the question: the answer is no.
+                return Input::Interrupt;
+            }
+            state.asking = true;
+        }
+        let input = self.0.next();
+        self.0.lock_state().asking = false;
+        input
+    }
+
+    fn discard_typeahead(&mut self) {
+        let queue = self.0.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match queue.try_recv() {
+                Ok(Input::Line(_)) => {}
+                Ok(Input::Eof) => {
+                    self.0.lock_state().eof = true;
+                    return;
+                }
+                // Only Ctrl-C during a turn reaches the queue, and the
+                // turn is already cancelled: answer no.
+                Ok(Input::Interrupt) => {
+                    let _ = self.0.send.send(Input::Interrupt);
+                    return;
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
+            }
+        }
+    }
 }
 
 #[cfg(test)]

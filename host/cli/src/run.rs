@@ -27,7 +27,7 @@ use goat_store::{CallStatus, RoundStatus, SessionInfo, Store, TurnRecord, TurnSt
 use serde_json::{Value, json};
 
 use crate::config::{Setting, Settings, Source, Writes};
-use crate::console::{Spinner, StdinAnswers, Style, TerminalApprover};
+use crate::console::{AtRest, Console, ConsoleAnswers, Spinner, Style, TerminalApprover};
 use crate::{Outcome, note, paths, text, tools};
 
 /// What GOAT says when ADR-0065's one recovery starts.
@@ -232,16 +232,24 @@ pub(crate) fn open(
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let prompt = read_prompt(&args.prompt)?;
-    let approver: Option<Box<dyn goat_shepherd::Approver>> =
-        if io::stdin().is_terminal() && io::stderr().is_terminal() {
-            Some(Box::new(TerminalApprover {
-                answers: StdinAnswers(io::BufReader::new(io::stdin())),
-                output: io::stderr(),
-                style: Style::stderr(),
-            }))
-        } else {
-            None
-        };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    // At a terminal, one console reads the answers to approval questions
+    // and Ctrl-C, so Ctrl-C during a question answers it with no.
+    let console = if io::stdin().is_terminal() && io::stderr().is_terminal() {
+        Some(Console::start(&runtime, AtRest::Exit)?)
+    } else {
+        None
+    };
+    let approver = console.as_ref().map(|console| {
+        Box::new(TerminalApprover {
+            answers: ConsoleAnswers(console.clone()),
+            output: io::stderr(),
+            style: Style::stderr(),
+        }) as Box<dyn goat_shepherd::Approver>
+    });
     let opened = open(&args.turn, approver)?;
     let turns_before = opened.turn_count()?;
     let Opened {
@@ -251,12 +259,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         ..
     } = opened;
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     let mut printer = Printer::new(!args.json);
-    let result = runtime.block_on(drive(&shepherd, &prompt, &mut printer));
+    let result = match &console {
+        Some(console) => turn_at_console(console, &runtime, &shepherd, &prompt, &mut printer),
+        None => runtime.block_on(drive(&shepherd, &prompt, &mut printer)),
+    };
     printer.finish(result.is_ok());
 
     // The store is the record: the summary is read back from it, and a turn
@@ -320,9 +327,27 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-/// Runs the turn; the first Ctrl-C cancels it (the Shepherd stops after
-/// the step in progress and records the turn as cancelled), a second quits
-/// at once.
+/// Runs one turn with `console` watching Ctrl-C: the first cancels the
+/// turn (and answers a waiting question with no), a second quits at once.
+pub(crate) fn turn_at_console(
+    console: &Console,
+    runtime: &tokio::runtime::Runtime,
+    shepherd: &Shepherd,
+    prompt: &str,
+    printer: &mut Printer,
+) -> Result<goat_shepherd::TurnSummary, TurnError> {
+    let cancel = CancellationToken::new();
+    console.begin_turn(cancel.clone());
+    let result = runtime.block_on(shepherd.run_turn(prompt, &cancel, &mut |event| {
+        printer.event(event);
+    }));
+    console.end_turn();
+    result
+}
+
+/// Runs the turn without a terminal (and in the demo); the first Ctrl-C
+/// cancels it (the Shepherd stops after the step in progress and records
+/// the turn as cancelled), a second quits at once.
 pub(crate) async fn drive(
     shepherd: &Shepherd,
     prompt: &str,

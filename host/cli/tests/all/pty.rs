@@ -455,3 +455,51 @@ async fn chat_session_resumes_with_the_earlier_turns_in_the_history() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn goat_run_at_a_terminal_asks_the_same_question_and_ctrl_c_there_denies() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        write_call(),
+        content_reply("Done."),
+        write_call(),
+        content_reply("Never sent."),
+    ])
+    .await;
+    let url = server.base_url();
+    let run = [
+        "run",
+        "--engine",
+        &url,
+        "--model",
+        "qwen",
+        "make notes/a.txt",
+    ];
+
+    let mut pty = Pty::spawn(&env, &run, &[("NO_COLOR", "1")]);
+    pty.expect("creates 'notes/a.txt': 1 line, 6 bytes");
+    pty.expect("+ hello");
+    pty.expect("(default deny): ");
+    pty.type_keys("o\r");
+    pty.expect("Done.");
+    assert_eq!(pty.exit_code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("notes/a.txt")).unwrap(),
+        "hello\n"
+    );
+    std::fs::remove_file(env.ws.join("notes/a.txt")).unwrap();
+
+    // "Once" saved nothing: the next run asks again, and Ctrl-C at the
+    // question answers no and cancels the turn.
+    let mut pty = Pty::spawn(&env, &run, &[("NO_COLOR", "1")]);
+    pty.expect("(default deny): ");
+    pty.type_keys("\x03");
+    pty.expect("recorded as cancelled");
+    assert_eq!(pty.exit_code(), Some(1));
+    assert!(!env.ws.join("notes/a.txt").exists());
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "the cancelled turn asked nothing more"
+    );
+}
