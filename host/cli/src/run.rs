@@ -124,7 +124,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         None => engine(&args, resumed.as_ref())?,
     };
 
-    let (sandbox, tools) = tools::sandbox_and_tools()?;
+    let (sandbox, tools) = tools::sandbox_and_tools(tools::Plugins::Approved {
+        db: args.db.as_deref(),
+        workspace: Some(&workspace),
+    })?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
 

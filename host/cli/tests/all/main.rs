@@ -11,6 +11,7 @@
 mod demo;
 mod detect;
 mod permissions;
+mod plugins;
 mod probe;
 mod run;
 mod sessions;
