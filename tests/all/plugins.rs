@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use goat_sandbox::{
-    Access, Kind, Limits, PLUGIN_IMPORTS, SandboxBuilder, SandboxError, ToolFailure,
+    Access, Limits, PLUGIN_IMPORTS, SandboxBuilder, SandboxError, ToolFailure, ToolKind,
 };
 use serde_json::json;
 
@@ -94,7 +94,7 @@ fn precompiled_native_code_is_refused_even_goats_own() {
 #[test]
 fn a_plugin_is_exposed_under_its_namespaced_name() {
     let wc = sandbox().load_plugin("wc", WC_WASM).unwrap();
-    assert_eq!(wc.kind(), Kind::Plugin);
+    assert_eq!(wc.kind(), ToolKind::Plugin);
     assert_eq!(wc.spec().name, "count");
     let exposed = wc.clone().exposed_as("wc__count").unwrap();
     assert_eq!(exposed.spec().name, "wc__count");

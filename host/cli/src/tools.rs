@@ -139,7 +139,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             .map(|t| {
                 let mut v = serde_json::to_value(t.spec())?;
                 v["sha256"] = serde_json::Value::String(t.sha256().to_owned());
-                if t.kind() == goat_sandbox::Kind::Plugin {
+                if t.kind() == goat_sandbox::ToolKind::Plugin {
                     v["plugin"] = serde_json::Value::Bool(true);
                     v["declared_name"] = serde_json::Value::String(t.declared_name().to_owned());
                 }

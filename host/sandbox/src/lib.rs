@@ -237,9 +237,9 @@ impl SandboxBuilder {
                 Engine::new(&config).map_err(SandboxError::Engine)?
             }
         };
-        let linker = restricted_linker(&engine, Kind::Builtin).map_err(SandboxError::Engine)?;
+        let linker = restricted_linker(&engine, ToolKind::Builtin).map_err(SandboxError::Engine)?;
         let plugin_linker =
-            restricted_linker(&engine, Kind::Plugin).map_err(SandboxError::Engine)?;
+            restricted_linker(&engine, ToolKind::Plugin).map_err(SandboxError::Engine)?;
         let cache = self
             .cache_dir
             .map(|dir| cache::Cache::open(dir, &engine))
@@ -286,7 +286,7 @@ const KEEP_RESIDENT_BYTES: usize = 256 * 1024;
 
 /// A linker with exactly the imports `kind` allows ([`ALLOWED_IMPORTS`] or
 /// [`PLUGIN_IMPORTS`]), synchronous flavour.
-fn restricted_linker(engine: &Engine, kind: Kind) -> wasmtime::Result<Linker<Host>> {
+fn restricted_linker(engine: &Engine, kind: ToolKind) -> wasmtime::Result<Linker<Host>> {
     use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, sync};
     let mut l = Linker::<Host>::new(engine);
     sync::io::error::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
@@ -296,11 +296,11 @@ fn restricted_linker(engine: &Engine, kind: Kind) -> wasmtime::Result<Linker<Hos
     sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     match kind {
-        Kind::Builtin => {
+        ToolKind::Builtin => {
             cli::stdout::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
             cli::stderr::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
         }
-        Kind::Plugin => {}
+        ToolKind::Plugin => {}
     }
     Ok(l)
 }
@@ -331,7 +331,7 @@ impl HostWallClock for FrozenClock {
 /// gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Kind {
+pub enum ToolKind {
     /// Shipped inside GOAT (the Pen tools) or loaded by a test with
     /// [`Sandbox::load`]: [`ALLOWED_IMPORTS`].
     Builtin,
@@ -340,7 +340,7 @@ pub enum Kind {
     Plugin,
 }
 
-impl Kind {
+impl ToolKind {
     fn allowed_imports(self) -> &'static [&'static str] {
         match self {
             Self::Builtin => ALLOWED_IMPORTS,
@@ -402,7 +402,7 @@ pub struct Sandbox {
 pub struct Tool {
     spec: ToolSpec,
     declared_name: String,
-    kind: Kind,
+    kind: ToolKind,
     sha256: String,
     imports: Vec<String>,
     pre: PureToolPre<Host>,
@@ -442,7 +442,7 @@ impl Tool {
     }
 
     /// Built in or a plugin.
-    pub fn kind(&self) -> Kind {
+    pub fn kind(&self) -> ToolKind {
         self.kind
     }
 
@@ -556,7 +556,7 @@ impl Sandbox {
     /// imports anything outside [`ALLOWED_IMPORTS`] or is not a valid tool,
     /// then reads and checks its spec. `label` names it in errors.
     pub fn load(&self, label: &str, wasm: &[u8]) -> Result<Tool, SandboxError> {
-        self.load_as(label, wasm, Kind::Builtin)
+        self.load_as(label, wasm, ToolKind::Builtin)
     }
 
     /// Loads a plugin: like [`Sandbox::load`], but the component may import
@@ -586,10 +586,10 @@ impl Sandbox {
             name: label.to_owned(),
             reason,
         })?;
-        self.load_as(label, wasm, Kind::Plugin)
+        self.load_as(label, wasm, ToolKind::Plugin)
     }
 
-    fn load_as(&self, label: &str, wasm: &[u8], kind: Kind) -> Result<Tool, SandboxError> {
+    fn load_as(&self, label: &str, wasm: &[u8], kind: ToolKind) -> Result<Tool, SandboxError> {
         let sha256 = cache::sha256_hex(wasm);
         let cached = self
             .cache
@@ -625,8 +625,8 @@ impl Sandbox {
             reason,
         };
         let linker = match kind {
-            Kind::Builtin => &self.linker,
-            Kind::Plugin => &self.plugin_linker,
+            ToolKind::Builtin => &self.linker,
+            ToolKind::Plugin => &self.plugin_linker,
         };
         let instance_pre = linker
             .instantiate_pre(&component)
@@ -737,7 +737,7 @@ impl Sandbox {
     fn store(
         &self,
         preopen: Option<(&Path, Access)>,
-        kind: Kind,
+        kind: ToolKind,
     ) -> Result<(Store<Host>, CappedOutput, CappedOutput), SandboxError> {
         let limits = &self.limits;
         let stdout = CappedOutput::new("stdout", limits.stdio_bytes);
@@ -749,7 +749,7 @@ impl Sandbox {
         wasi.allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        if kind == Kind::Plugin {
+        if kind == ToolKind::Plugin {
             wasi.wall_clock(FrozenClock);
         }
         if let Some((root, access)) = preopen {
