@@ -49,10 +49,13 @@ BUILT="$TARGET_DIR/wasm32-unknown-unknown/release"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 TOOLS=(read_file write_file edit_file list_directory find_files search_files)
-TESTING=(hostile hostile_rw wants_env wants_socket)
-mkdir -p "$OUT/testing"
+TESTING=(hostile hostile_rw wants_env wants_socket hostile_plugin)
+# Example plugins: shipped as files for `goat plugins add`, never embedded.
+EXAMPLES=(wc)
+mkdir -p "$OUT/testing" "$OUT/examples"
 for t in "${TOOLS[@]}"; do cp "$BUILT/$t.wasm" "$OUT/$t.wasm"; done
 for t in "${TESTING[@]}"; do cp "$BUILT/$t.wasm" "$OUT/testing/$t.wasm"; done
+for t in "${EXAMPLES[@]}"; do cp "$BUILT/$t.wasm" "$OUT/examples/$t.wasm"; done
 (cd "$OUT" && find . -name '*.wasm' | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS)
 
 DIST="$HERE/dist"

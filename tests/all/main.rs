@@ -7,3 +7,4 @@ mod support;
 
 mod hostile;
 mod pen_tools;
+mod plugins;

@@ -175,3 +175,11 @@ pub fn tool_err(result: CallResult) -> ToolError {
         other => panic!("expected a tool error, got {other:?}"),
     }
 }
+
+/// The hostile guest shaped as a plugin: declares read access, imports only
+/// what plugins may.
+pub const HOSTILE_PLUGIN_WASM: &[u8] =
+    include_bytes!("../../plugins/dist/testing/hostile_plugin.wasm");
+
+/// The example plugin, `wc` (tool `count`).
+pub const WC_WASM: &[u8] = include_bytes!("../../plugins/dist/examples/wc.wasm");

@@ -185,7 +185,8 @@ pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
     config.retries = 0;
     let engine = EngineClient::new(config)?;
 
-    let (sandbox, tool_list) = tools::sandbox_and_tools()?;
+    // The replayed model only ever calls Pen tools: plugins stay out.
+    let (sandbox, tool_list) = tools::sandbox_and_tools(tools::Plugins::None)?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
     let mut store = Store::open(&store_path)?;

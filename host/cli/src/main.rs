@@ -24,6 +24,7 @@ mod demo;
 mod detect;
 mod paths;
 mod permissions;
+mod plugins;
 mod probe;
 mod run;
 mod sessions;
@@ -108,6 +109,12 @@ enum Command {
         #[command(subcommand)]
         command: permissions::PermissionsCommand,
     },
+    /// Add, list, inspect and remove plugin tools: third-party components
+    /// run in the same sandbox, behind the same gate, named PLUGIN__TOOL.
+    Plugins {
+        #[command(subcommand)]
+        command: plugins::PluginsCommand,
+    },
     /// Inspect and run tools directly, without a model.
     Tools {
         #[command(subcommand)]
@@ -186,6 +193,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
         } => config::show(json),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),
+        Command::Plugins { command } => plugins::plugins(command),
         Command::Tools { command } => tools::tools(command),
         Command::Detect { tools, file } => detect::detect(&tools, file.as_deref()),
     }

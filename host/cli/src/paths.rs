@@ -52,6 +52,29 @@ pub fn permissions_path(flag: Option<&Path>, db_flag: Option<&Path>) -> anyhow::
     }
 }
 
+/// The plugin directory: `plugins/` beside the store (`--db`, else
+/// `$GOAT_DB`, else the default), resolved. Holds the approved components,
+/// named by sha256, and the registry of approvals.
+pub fn plugin_dir(db_flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    Ok(store_path(db_flag)?.with_file_name("plugins"))
+}
+
+/// Refuses a workspace that holds the plugin directory: a writing tool
+/// could replace a plugin or its registry. (A replaced file would fail its
+/// hash check; a rewritten registry would approve anything.)
+pub fn ensure_plugins_outside(plugins: &Path, workspace: &Path) -> anyhow::Result<()> {
+    if plugins.starts_with(workspace) {
+        bail!(
+            "the plugin directory {} is inside the workspace {}; tools could replace plugins or \
+             their approvals. Use --db (the plugin directory sits beside the store) to put it \
+             elsewhere",
+            plugins.display(),
+            workspace.display()
+        );
+    }
+    Ok(())
+}
+
 /// The workspace, from `--workspace` or the current directory: an existing
 /// directory, canonical, so stored sessions and rules compare equal however
 /// it was spelled.

@@ -14,7 +14,7 @@ use goat_shepherd::gate::{self, Access, Effect, NewRule, PermissionDb, Rule, Sco
 use goat_store::Store;
 use serde_json::{Value, json};
 
-use crate::{Outcome, note, paths, text};
+use crate::{Outcome, note, paths, plugins, text};
 
 #[derive(Subcommand)]
 pub enum PermissionsCommand {
@@ -135,9 +135,12 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
         "*" => None,
         name => {
             // A deny rule for a misspelt tool would protect nothing, silently.
+            // Plugin tools go by their exposed names, as the gate sees them.
+            let plugin_tools = plugins::approved_names(args.location.db.as_deref())?;
             let known: Vec<&str> = goat_sandbox::builtin::PEN_TOOLS
                 .iter()
                 .map(|b| b.name)
+                .chain(plugin_tools.iter().map(String::as_str))
                 .collect();
             if !known.contains(&name) {
                 bail!(

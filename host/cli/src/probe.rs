@@ -37,7 +37,7 @@ pub fn probe(
     count: usize,
 ) -> anyhow::Result<Outcome> {
     let (client, url, model) = engine_from(engine, model, api_key_env)?;
-    let (_, tools) = tools::sandbox_and_tools()?;
+    let (_, tools) = tools::sandbox_and_tools(tools::Plugins::None)?;
     let schemas: Vec<ToolSchema> = tools
         .iter()
         .map(|t| ToolSchema {

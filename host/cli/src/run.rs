@@ -163,7 +163,10 @@ pub(crate) fn open(
         None => engine_with(&settings, resumed.as_ref())?,
     };
 
-    let (sandbox, tools) = tools::sandbox_and_tools()?;
+    let (sandbox, tools) = tools::sandbox_and_tools(tools::Plugins::Approved {
+        db: opts.db.as_deref(),
+        workspace: Some(&workspace),
+    })?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
 

@@ -7,7 +7,7 @@
 //! what it means for `goat run`.
 
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
@@ -18,7 +18,7 @@ use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{AppToolRouter, RouterConfig};
 use goat_store::CallStatus;
 
-use crate::{Outcome, paths};
+use crate::{Outcome, note, paths, plugins, text};
 
 /// The session id direct calls are judged under: rules scoped to a real
 /// session never apply to them.
@@ -31,6 +31,11 @@ pub enum ToolsCommand {
         /// Print the full specs (name, description, JSON Schema, access, path fields) as JSON.
         #[arg(long)]
         json: bool,
+        /// The store, beside which the plugin directory lives (default:
+        /// $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
+        /// ~/.local/share/goat/goat.db).
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
     },
     /// Run one tool through the permission gate and the sandbox, and print
     /// its result.
@@ -59,7 +64,7 @@ pub enum ToolsCommand {
 
 pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
     match command {
-        ToolsCommand::List { json } => list(json),
+        ToolsCommand::List { json, db } => list(json, db.as_deref()),
         ToolsCommand::Call {
             name,
             args_json,
@@ -85,18 +90,52 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
     }
 }
 
-/// The sandbox with GOAT's compiled-code cache, and the Pen file tools.
-pub fn sandbox_and_tools() -> anyhow::Result<(Sandbox, Vec<Tool>)> {
+/// Which tools besides the built-in Pen tools [`sandbox_and_tools`] loads.
+#[derive(Clone, Copy, Debug)]
+pub enum Plugins<'a> {
+    /// The Pen tools alone (`goat probe`, and `goat plugins add` checking
+    /// a new component).
+    None,
+    /// Also the approved plugins in the plugin directory beside the store
+    /// (`db` as `--db` gives it). With a `workspace`, a plugin directory
+    /// inside it is refused.
+    Approved {
+        db: Option<&'a Path>,
+        workspace: Option<&'a Path>,
+    },
+}
+
+/// The sandbox with GOAT's compiled-code cache, the Pen file tools and,
+/// when asked, the approved plugins: the one place tools are loaded.
+///
+/// A plugin that fails its checks (its file changed since it was approved,
+/// it no longer loads) is left out with a note on stderr saying why; the
+/// other tools load as usual.
+pub fn sandbox_and_tools(plugins: Plugins<'_>) -> anyhow::Result<(Sandbox, Vec<Tool>)> {
     let sandbox = SandboxBuilder::new()
         .cache_dir(paths::cache_dir()?)
         .limits(crate::config::Settings::load()?.limits())
         .build()?;
-    let tools = sandbox.load_pen_tools()?;
+    let mut tools = sandbox.load_pen_tools()?;
+    if let Plugins::Approved { db, workspace } = plugins {
+        let dir = paths::plugin_dir(db)?;
+        if let Some(workspace) = workspace {
+            paths::ensure_plugins_outside(&dir, workspace)?;
+        }
+        let (loaded, problems) = plugins::approved_tools(&sandbox, &dir);
+        for problem in problems {
+            note(problem);
+        }
+        tools.extend(loaded);
+    }
     Ok((sandbox, tools))
 }
 
-fn list(json: bool) -> anyhow::Result<Outcome> {
-    let (_, tools) = sandbox_and_tools()?;
+fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
+    let (_, tools) = sandbox_and_tools(Plugins::Approved {
+        db,
+        workspace: None,
+    })?;
     let mut out = io::stdout().lock();
     if json {
         let specs: Vec<serde_json::Value> = tools
@@ -104,6 +143,10 @@ fn list(json: bool) -> anyhow::Result<Outcome> {
             .map(|t| {
                 let mut v = serde_json::to_value(t.spec())?;
                 v["sha256"] = serde_json::Value::String(t.sha256().to_owned());
+                if t.kind() == goat_sandbox::ToolKind::Plugin {
+                    v["plugin"] = serde_json::Value::Bool(true);
+                    v["declared_name"] = serde_json::Value::String(t.declared_name().to_owned());
+                }
                 Ok(v)
             })
             .collect::<serde_json::Result<_>>()?;
@@ -119,11 +162,13 @@ fn list(json: bool) -> anyhow::Result<Outcome> {
                 .next()
                 .unwrap_or("")
                 .trim_end_matches('.');
+            // A plugin's description is a third party's text.
             writeln!(
                 out,
-                "{:width$}  {:10}  {summary}",
+                "{:width$}  {:10}  {}",
                 spec.name,
-                spec.access.as_str()
+                spec.access.as_str(),
+                text::escape_controls(summary)
             )?;
         }
     }
@@ -163,7 +208,11 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
         ),
     }
 
-    let (sandbox, tools) = sandbox_and_tools()?;
+    let workspace = paths::workspace(call.workspace.as_deref())?;
+    let (sandbox, tools) = sandbox_and_tools(Plugins::Approved {
+        db: call.db.as_deref(),
+        workspace: Some(&workspace),
+    })?;
     if !tools.iter().any(|t| t.spec().name == call.name) {
         let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
         bail!(
@@ -172,7 +221,6 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
             names.join(", ")
         );
     }
-    let workspace = paths::workspace(call.workspace.as_deref())?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     let permissions_db = paths::permissions_path(call.permissions.as_deref(), call.db.as_deref())?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;

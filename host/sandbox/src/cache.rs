@@ -46,34 +46,31 @@ impl Cache {
         &self.dir
     }
 
-    /// The compiled form of `wasm`, from the cache or freshly compiled (and
-    /// then stored).
-    pub(crate) fn component(
-        &self,
-        engine: &Engine,
-        name: &str,
-        wasm: &[u8],
-        sha256: &str,
-    ) -> Result<Component, SandboxError> {
-        let path = self.dir.join(format!("{sha256}-{}.cwasm", self.engine_key));
-        if is_trustworthy(&path) {
-            // A stale or damaged entry fails to deserialize (wasmtime checks
-            // its header and the engine's compatibility); it is then simply
-            // compiled again and replaced.
-            if let Ok(component) = deserialize(engine, &path) {
-                return Ok(component);
-            }
+    /// The compiled form of the component whose sha256 is `sha256`, if this
+    /// engine cached one. A stale or damaged entry fails to deserialize
+    /// (wasmtime checks its header and the engine's compatibility) and
+    /// counts as absent: the caller compiles again and [`Cache::put`]s it.
+    pub(crate) fn get(&self, engine: &Engine, sha256: &str) -> Option<Component> {
+        let path = self.path(sha256);
+        if !is_trustworthy(&path) {
+            return None;
         }
-        let component = Component::new(engine, wasm).map_err(|source| SandboxError::Compile {
-            name: name.to_owned(),
-            source,
-        })?;
+        deserialize(engine, &path).ok()
+    }
+
+    /// Keeps `component`'s compiled form under `sha256`. Called only for a
+    /// component that passed every check, so nothing refused is cached.
+    pub(crate) fn put(&self, sha256: &str, component: &Component) -> Result<(), SandboxError> {
+        let path = self.path(sha256);
         let bytes = component.serialize().map_err(SandboxError::Host)?;
         write_atomically(&self.dir, &path, &bytes).map_err(|source| SandboxError::Cache {
             path: path.clone(),
             source,
-        })?;
-        Ok(component)
+        })
+    }
+
+    fn path(&self, sha256: &str) -> PathBuf {
+        self.dir.join(format!("{sha256}-{}.cwasm", self.engine_key))
     }
 }
 

@@ -14,8 +14,10 @@
 //!
 //! The linker offers only the interfaces in [`ALLOWED_IMPORTS`]; a component
 //! importing anything else is refused when it is loaded, before it can run.
-//! This crate knows nothing of models or permissions: the caller decides
-//! what access a call gets.
+//! Plugins (third-party tools the person added, [`Sandbox::load_plugin`])
+//! get a narrower linker still, [`PLUGIN_IMPORTS`]: no stdio, and a wall
+//! clock frozen at the epoch. This crate knows nothing of models or
+//! permissions: the caller decides what access a call gets.
 
 pub mod builtin;
 mod cache;
@@ -34,7 +36,7 @@ use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 pub use error::{SandboxError, ToolError, ToolFailure};
 pub use limits::*;
@@ -73,6 +75,32 @@ pub const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:cli/stdout",
     "wasi:cli/stderr",
 ];
+
+/// The interfaces a plugin may import: [`ALLOWED_IMPORTS`] without
+/// `wasi:cli/stdout` and `wasi:cli/stderr`. The plugin linker defines only
+/// these.
+///
+/// # Security
+///
+/// A plugin gets the filesystem (only through the preopen its declared and
+/// granted access allows) and the streams and pollables on its files. The
+/// wall clock is here only because `wasi:filesystem/types` names its
+/// `datetime` type (file times); a plugin that calls `now()` reads the Unix
+/// epoch (see [`FrozenClock`]), so it cannot time anything with it. No
+/// stdio, even captured: a plugin reports through its result alone.
+pub const PLUGIN_IMPORTS: &[&str] = &[
+    "wasi:io/error",
+    "wasi:io/poll",
+    "wasi:io/streams",
+    "wasi:clocks/wall-clock",
+    "wasi:filesystem/types",
+    "wasi:filesystem/preopens",
+];
+
+/// Largest component [`Sandbox::load_plugin`] takes. The Pen tools are a
+/// few hundred KiB; a tool ten times larger than the largest is suspect,
+/// and compiling is the expensive step a huge file would abuse.
+pub const MAX_PLUGIN_BYTES: usize = 32 * 1024 * 1024;
 
 /// The WASI version family the linker implements; imports must be of it.
 const WASI_VERSION_PREFIX: &str = "0.2.";
@@ -209,7 +237,9 @@ impl SandboxBuilder {
                 Engine::new(&config).map_err(SandboxError::Engine)?
             }
         };
-        let linker = restricted_linker(&engine).map_err(SandboxError::Engine)?;
+        let linker = restricted_linker(&engine, ToolKind::Builtin).map_err(SandboxError::Engine)?;
+        let plugin_linker =
+            restricted_linker(&engine, ToolKind::Plugin).map_err(SandboxError::Engine)?;
         let cache = self
             .cache_dir
             .map(|dir| cache::Cache::open(dir, &engine))
@@ -218,6 +248,7 @@ impl SandboxBuilder {
         Ok(Sandbox {
             engine,
             linker,
+            plugin_linker,
             cache,
             limits: self.limits,
             _ticker: ticker,
@@ -253,8 +284,9 @@ fn pooling(limits: &Limits) -> wasmtime::InstanceAllocationStrategy {
 /// were ~30% slower, 384-512 KiB no faster (memset grows with it).
 const KEEP_RESIDENT_BYTES: usize = 256 * 1024;
 
-/// A linker with exactly the [`ALLOWED_IMPORTS`], synchronous flavour.
-fn restricted_linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
+/// A linker with exactly the imports `kind` allows ([`ALLOWED_IMPORTS`] or
+/// [`PLUGIN_IMPORTS`]), synchronous flavour.
+fn restricted_linker(engine: &Engine, kind: ToolKind) -> wasmtime::Result<Linker<Host>> {
     use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, sync};
     let mut l = Linker::<Host>::new(engine);
     sync::io::error::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
@@ -263,9 +295,58 @@ fn restricted_linker(engine: &Engine) -> wasmtime::Result<Linker<Host>> {
     clocks::wall_clock::add_to_linker::<Host, WasiClocks>(&mut l, Host::clocks)?;
     sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
-    cli::stdout::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
-    cli::stderr::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
+    match kind {
+        ToolKind::Builtin => {
+            cli::stdout::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
+            cli::stderr::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
+        }
+        ToolKind::Plugin => {}
+    }
     Ok(l)
+}
+
+/// The wall clock a plugin reads: always the Unix epoch, at a resolution of
+/// one second.
+///
+/// # Security
+///
+/// `wasi:filesystem/types` cannot be imported without `wasi:clocks/
+/// wall-clock` (file times are `datetime`s), but nothing a plugin should do
+/// needs the current time, and a precise clock is what timing side channels
+/// are made of. File times in `stat` results still come from the
+/// filesystem.
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1)
+    }
+
+    fn now(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+}
+
+/// Where a tool came from, which decides the linker and the WASI context it
+/// gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolKind {
+    /// Shipped inside GOAT (the Pen tools) or loaded by a test with
+    /// [`Sandbox::load`]: [`ALLOWED_IMPORTS`].
+    Builtin,
+    /// Added by the person with `goat plugins add` and loaded with
+    /// [`Sandbox::load_plugin`]: [`PLUGIN_IMPORTS`], a frozen clock.
+    Plugin,
+}
+
+impl ToolKind {
+    fn allowed_imports(self) -> &'static [&'static str] {
+        match self {
+            Self::Builtin => ALLOWED_IMPORTS,
+            Self::Plugin => PLUGIN_IMPORTS,
+        }
+    }
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] so that deadlines fire.
@@ -309,6 +390,7 @@ impl Drop for Ticker {
 pub struct Sandbox {
     engine: Engine,
     linker: Linker<Host>,
+    plugin_linker: Linker<Host>,
     cache: Option<cache::Cache>,
     limits: Limits,
     _ticker: Ticker,
@@ -319,6 +401,8 @@ pub struct Sandbox {
 #[derive(Clone)]
 pub struct Tool {
     spec: ToolSpec,
+    declared_name: String,
+    kind: ToolKind,
     sha256: String,
     imports: Vec<String>,
     pre: PureToolPre<Host>,
@@ -328,6 +412,8 @@ impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tool")
             .field("spec", &self.spec)
+            .field("declared_name", &self.declared_name)
+            .field("kind", &self.kind)
             .field("sha256", &self.sha256)
             .finish()
     }
@@ -347,6 +433,68 @@ impl Tool {
     /// The interfaces the component imports, as it names them.
     pub fn imports(&self) -> &[String] {
         &self.imports
+    }
+
+    /// The name the component's own spec gives, before any
+    /// [`Tool::exposed_as`].
+    pub fn declared_name(&self) -> &str {
+        &self.declared_name
+    }
+
+    /// Built in or a plugin.
+    pub fn kind(&self) -> ToolKind {
+        self.kind
+    }
+
+    /// The same tool offered to the model (and judged by the gate, and
+    /// recorded in the store) as `name`, which must itself be a valid tool
+    /// name. The host namespaces plugins this way, so a plugin cannot take a
+    /// built-in's name or another plugin's.
+    pub fn exposed_as(mut self, name: &str) -> Result<Self, SandboxError> {
+        self.spec.name = name.to_owned();
+        self.spec
+            .validate()
+            .map_err(|reason| SandboxError::NotATool {
+                name: self.declared_name.clone(),
+                reason,
+            })?;
+        Ok(self)
+    }
+}
+
+/// sha256 of `bytes`, lowercase hex, as [`Tool::sha256`] reports it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    cache::sha256_hex(bytes)
+}
+
+/// Checks the header before anything else looks at the bytes, so a file
+/// that is not a component is refused with what it is instead.
+fn check_component_header(bytes: &[u8]) -> Result<(), String> {
+    const WASM_MAGIC: &[u8] = b"\0asm";
+    const CORE_VERSION: &[u8] = &[1, 0, 0, 0];
+    const COMPONENT_VERSION: &[u8] = &[0x0d, 0, 1, 0];
+    if bytes.starts_with(b"\x7fELF") {
+        return Err(
+            "it is native code (an ELF file, such as a wasmtime .cwasm precompiled \
+                    artifact); GOAT never loads precompiled code from a plugin: give it the \
+                    WebAssembly component (.wasm) and GOAT compiles it itself"
+                .to_owned(),
+        );
+    }
+    if !bytes.starts_with(WASM_MAGIC) {
+        return Err("it is not WebAssembly (no \\0asm header)".to_owned());
+    }
+    match bytes.get(4..8) {
+        Some(COMPONENT_VERSION) => Ok(()),
+        Some(CORE_VERSION) => Err(
+            "it is a core WebAssembly module, not a component; make it a \
+                                   component that exports goat:tool/tool@0.1.0 (wasm-component-ld \
+                                   does this when linking, or `wasm-tools component new`)"
+                .to_owned(),
+        ),
+        _ => Err(
+            "it is WebAssembly of an unknown version or layer, not a WASI 0.2 component".to_owned(),
+        ),
     }
 }
 
@@ -408,9 +556,48 @@ impl Sandbox {
     /// imports anything outside [`ALLOWED_IMPORTS`] or is not a valid tool,
     /// then reads and checks its spec. `label` names it in errors.
     pub fn load(&self, label: &str, wasm: &[u8]) -> Result<Tool, SandboxError> {
+        self.load_as(label, wasm, ToolKind::Builtin)
+    }
+
+    /// Loads a plugin: like [`Sandbox::load`], but the component may import
+    /// only [`PLUGIN_IMPORTS`], must be at most [`MAX_PLUGIN_BYTES`], and is
+    /// linked against the plugin linker.
+    ///
+    /// # Security
+    ///
+    /// `wasm` must be a WebAssembly component; precompiled native code (a
+    /// `.cwasm`) and core modules are refused by their header before
+    /// anything else reads them. The component is compiled here, by this
+    /// engine, and its compiled form is cached (by sha256) only once it has
+    /// passed every check. A forbidden import is refused before the
+    /// component is ever instantiated; an allowed one is instantiated once,
+    /// with no preopen, to read its spec.
+    pub fn load_plugin(&self, label: &str, wasm: &[u8]) -> Result<Tool, SandboxError> {
+        if wasm.len() > MAX_PLUGIN_BYTES {
+            return Err(SandboxError::NotATool {
+                name: label.to_owned(),
+                reason: format!(
+                    "it is {} bytes; plugins may be at most {MAX_PLUGIN_BYTES}",
+                    wasm.len()
+                ),
+            });
+        }
+        check_component_header(wasm).map_err(|reason| SandboxError::NotATool {
+            name: label.to_owned(),
+            reason,
+        })?;
+        self.load_as(label, wasm, ToolKind::Plugin)
+    }
+
+    fn load_as(&self, label: &str, wasm: &[u8], kind: ToolKind) -> Result<Tool, SandboxError> {
         let sha256 = cache::sha256_hex(wasm);
-        let component = match &self.cache {
-            Some(cache) => cache.component(&self.engine, label, wasm, &sha256)?,
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.get(&self.engine, &sha256));
+        let fresh = cached.is_none();
+        let component = match cached {
+            Some(component) => component,
             None => wasmtime::component::Component::new(&self.engine, wasm).map_err(|source| {
                 SandboxError::Compile {
                     name: label.to_owned(),
@@ -420,13 +607,14 @@ impl Sandbox {
         };
 
         let ty = component.component_type();
+        let allowed = kind.allowed_imports();
         let mut imports = Vec::new();
         for (name, _) in ty.imports(&self.engine) {
-            if !import_allowed(name) {
+            if !import_allowed(name, allowed) {
                 return Err(SandboxError::ForbiddenImport {
                     name: label.to_owned(),
                     import: name.to_owned(),
-                    allowed: ALLOWED_IMPORTS.join(", "),
+                    allowed: allowed.join(", "),
                 });
             }
             imports.push(name.to_owned());
@@ -436,8 +624,11 @@ impl Sandbox {
             name: label.to_owned(),
             reason,
         };
-        let instance_pre = self
-            .linker
+        let linker = match kind {
+            ToolKind::Builtin => &self.linker,
+            ToolKind::Plugin => &self.plugin_linker,
+        };
+        let instance_pre = linker
             .instantiate_pre(&component)
             .map_err(|e| not_a_tool(format!("{e:#}")))?;
         let pre = PureToolPre::new(instance_pre)
@@ -451,11 +642,13 @@ impl Sandbox {
                 access: Access::None,
                 path_fields: Vec::new(),
             },
+            declared_name: String::new(),
+            kind,
             sha256,
             imports,
             pre,
         };
-        let (mut store, _, _) = self.store(None)?;
+        let (mut store, _, _) = self.store(None, kind)?;
         let raw = tool
             .pre
             .instantiate(&mut store)
@@ -463,6 +656,7 @@ impl Sandbox {
             .map_err(|e| not_a_tool(format!("calling spec() failed: {e:#}")))?;
         let parameters = serde_json::from_str(&raw.parameters)
             .map_err(|e| not_a_tool(format!("its parameters are not valid JSON: {e}")))?;
+        tool.declared_name.clone_from(&raw.name);
         tool.spec = ToolSpec {
             name: raw.name,
             description: raw.description,
@@ -475,6 +669,10 @@ impl Sandbox {
             path_fields: raw.path_fields,
         };
         tool.spec.validate().map_err(not_a_tool)?;
+        // Only a component that passed every check is worth keeping.
+        if fresh && let Some(cache) = &self.cache {
+            cache.put(&tool.sha256, &component)?;
+        }
         Ok(tool)
     }
 
@@ -517,7 +715,7 @@ impl Sandbox {
             });
         }
         let granted = tool.spec.access.min(pen.access);
-        let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)))?;
+        let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)), tool.kind)?;
 
         let outcome = tool
             .pre
@@ -539,6 +737,7 @@ impl Sandbox {
     fn store(
         &self,
         preopen: Option<(&Path, Access)>,
+        kind: ToolKind,
     ) -> Result<(Store<Host>, CappedOutput, CappedOutput), SandboxError> {
         let limits = &self.limits;
         let stdout = CappedOutput::new("stdout", limits.stdio_bytes);
@@ -550,6 +749,9 @@ impl Sandbox {
         wasi.allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        if kind == ToolKind::Plugin {
+            wasi.wall_clock(FrozenClock);
+        }
         if let Some((root, access)) = preopen {
             let perms = match access {
                 Access::None => None,
@@ -667,9 +869,9 @@ fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or("").to_owned()
 }
 
-fn import_allowed(name: &str) -> bool {
+fn import_allowed(name: &str, allowed: &[&str]) -> bool {
     let (interface, version) = name.split_once('@').unwrap_or((name, ""));
-    version.starts_with(WASI_VERSION_PREFIX) && ALLOWED_IMPORTS.contains(&interface)
+    version.starts_with(WASI_VERSION_PREFIX) && allowed.contains(&interface)
 }
 
 fn tool_error(e: wit::ToolError) -> ToolError {
@@ -689,14 +891,49 @@ mod tests {
 
     #[test]
     fn import_allowlist_checks_interface_and_version() {
-        assert!(import_allowed("wasi:filesystem/types@0.2.12"));
-        assert!(import_allowed("wasi:io/streams@0.2.0"));
-        assert!(!import_allowed("wasi:filesystem/types@0.3.0"));
-        assert!(!import_allowed("wasi:filesystem/types"));
-        assert!(!import_allowed("wasi:sockets/tcp@0.2.12"));
-        assert!(!import_allowed("wasi:cli/environment@0.2.12"));
-        assert!(!import_allowed("wasi:cli/stdin@0.2.12"));
-        assert!(!import_allowed("evil:x/y@0.2.0"));
+        for allowed in [ALLOWED_IMPORTS, PLUGIN_IMPORTS] {
+            assert!(import_allowed("wasi:filesystem/types@0.2.12", allowed));
+            assert!(import_allowed("wasi:io/streams@0.2.0", allowed));
+            assert!(!import_allowed("wasi:filesystem/types@0.3.0", allowed));
+            assert!(!import_allowed("wasi:filesystem/types", allowed));
+            assert!(!import_allowed("wasi:sockets/tcp@0.2.12", allowed));
+            assert!(!import_allowed("wasi:cli/environment@0.2.12", allowed));
+            assert!(!import_allowed("wasi:cli/stdin@0.2.12", allowed));
+            assert!(!import_allowed(
+                "wasi:clocks/monotonic-clock@0.2.12",
+                allowed
+            ));
+            assert!(!import_allowed("wasi:random/random@0.2.12", allowed));
+            assert!(!import_allowed("evil:x/y@0.2.0", allowed));
+        }
+        assert!(import_allowed("wasi:cli/stderr@0.2.12", ALLOWED_IMPORTS));
+        assert!(!import_allowed("wasi:cli/stderr@0.2.12", PLUGIN_IMPORTS));
+        assert!(!import_allowed("wasi:cli/stdout@0.2.12", PLUGIN_IMPORTS));
+    }
+
+    #[test]
+    fn plugin_imports_are_a_subset_of_the_builtin_ones() {
+        for import in PLUGIN_IMPORTS {
+            assert!(ALLOWED_IMPORTS.contains(import), "{import}");
+        }
+    }
+
+    #[test]
+    fn headers_other_than_a_component_are_refused_saying_what_they_are() {
+        let table: [(&[u8], Option<&str>); 5] = [
+            (b"\0asm\x0d\0\x01\0rest", None),
+            (b"\x7fELF\x02\x01\x01", Some("precompiled")),
+            (b"\0asm\x01\0\0\0", Some("core WebAssembly module")),
+            (b"\0asm\x0e\0\x01\0", Some("unknown version")),
+            (b"(component)", Some("not WebAssembly")),
+        ];
+        for (bytes, want) in table {
+            match (check_component_header(bytes), want) {
+                (Ok(()), None) => {}
+                (Err(reason), Some(want)) => assert!(reason.contains(want), "{reason}"),
+                (got, want) => panic!("{bytes:?}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]

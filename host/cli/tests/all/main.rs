@@ -12,6 +12,7 @@ mod config;
 mod demo;
 mod detect;
 mod permissions;
+mod plugins;
 mod probe;
 mod pty;
 mod run;

@@ -1,0 +1,228 @@
+//! Plugins in the real sandbox: the narrower import list, the refusal of
+//! anything that is not a component, the host's limits, the frozen clock,
+//! and a read-only preopen that a plugin declaring `read` cannot get past.
+
+use std::time::{Duration, Instant};
+
+use goat_sandbox::{
+    Access, Limits, PLUGIN_IMPORTS, SandboxBuilder, SandboxError, ToolFailure, ToolKind,
+};
+use serde_json::json;
+
+use crate::support::*;
+
+fn plugin_sandbox(limits: Limits) -> (goat_sandbox::Sandbox, goat_sandbox::Tool) {
+    let sandbox = SandboxBuilder::new()
+        .cache_dir(cache_dir())
+        .limits(limits)
+        .build()
+        .unwrap();
+    let tool = sandbox.load_plugin("evil", HOSTILE_PLUGIN_WASM).unwrap();
+    (sandbox, tool)
+}
+
+#[test]
+fn plugins_may_not_import_stdio_that_built_ins_may() {
+    let sandbox = sandbox();
+    // The same component: fine as a built-in, refused as a plugin.
+    sandbox.load("hostile", HOSTILE_WASM).unwrap();
+    match sandbox.load_plugin("hostile", HOSTILE_WASM) {
+        Err(SandboxError::ForbiddenImport {
+            name,
+            import,
+            allowed,
+        }) => {
+            assert_eq!(name, "hostile");
+            assert_eq!(import, "wasi:cli/stdout@0.2.12");
+            assert_eq!(allowed, PLUGIN_IMPORTS.join(", "));
+        }
+        other => panic!("expected ForbiddenImport, got {other:?}"),
+    }
+    for (label, wasm, import) in [
+        ("wants_env", WANTS_ENV_WASM, "wasi:cli/environment"),
+        ("wants_socket", WANTS_SOCKET_WASM, "wasi:sockets/"),
+    ] {
+        match sandbox.load_plugin(label, wasm) {
+            Err(SandboxError::ForbiddenImport { import: got, .. }) => {
+                assert!(got.starts_with(import), "{got}")
+            }
+            other => panic!("{label}: expected ForbiddenImport, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_refused_component_is_never_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    assert!(sandbox.load_plugin("env", WANTS_ENV_WASM).is_err());
+    assert!(sandbox.load_plugin("hostile", HOSTILE_WASM).is_err());
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0);
+    let wc = sandbox.load_plugin("wc", WC_WASM).unwrap();
+    let cached: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(cached.len(), 1);
+    assert!(cached[0].starts_with(wc.sha256()), "{cached:?}");
+}
+
+#[test]
+fn precompiled_native_code_is_refused_even_goats_own() {
+    // A real wasmtime artifact, compiled by this very engine configuration.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    sandbox.load_plugin("wc", WC_WASM).unwrap();
+    let entry = std::fs::read_dir(&cache).unwrap().next().unwrap().unwrap();
+    let cwasm = std::fs::read(entry.path()).unwrap();
+    match sandbox.load_plugin("native", &cwasm) {
+        Err(SandboxError::NotATool { reason, .. }) => {
+            assert!(reason.contains("precompiled"), "{reason}")
+        }
+        other => panic!("expected NotATool, got {other:?}"),
+    }
+    match sandbox.load_plugin("core", b"\0asm\x01\0\0\0") {
+        Err(SandboxError::NotATool { reason, .. }) => {
+            assert!(reason.contains("core WebAssembly module"), "{reason}")
+        }
+        other => panic!("expected NotATool, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_plugin_is_exposed_under_its_namespaced_name() {
+    let wc = sandbox().load_plugin("wc", WC_WASM).unwrap();
+    assert_eq!(wc.kind(), ToolKind::Plugin);
+    assert_eq!(wc.spec().name, "count");
+    let exposed = wc.clone().exposed_as("wc__count").unwrap();
+    assert_eq!(exposed.spec().name, "wc__count");
+    assert_eq!(exposed.declared_name(), "count");
+    assert_eq!(exposed.sha256(), wc.sha256());
+    for bad in ["wc.count", "Wc__count", &"x".repeat(65)] {
+        assert!(wc.clone().exposed_as(bad).is_err(), "{bad}");
+    }
+    // It runs as itself under the new name.
+    let ws = Workspace::new();
+    ws.write("a.txt", "one two\nthree\n");
+    let out = sandbox()
+        .call(&exposed, r#"{"path": "a.txt"}"#, &ws.pen(Access::Read))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out,
+        "       2        3       14 a.txt\n       2        3       14 total (1 file)\n"
+    );
+}
+
+#[test]
+fn a_read_plugin_cannot_write_even_when_the_caller_grants_write() {
+    let ws = Workspace::new();
+    ws.write("keep.txt", "original\n");
+    let (sandbox, evil) = plugin_sandbox(Limits::default());
+    let outside_before = ws.outside_snapshot();
+    for args in [
+        json!({"action": "write", "path": "keep.txt"}),
+        json!({"action": "write", "path": "new.txt"}),
+        json!({"action": "write-through-read", "path": "keep.txt"}),
+        json!({"action": "mkdir", "path": "d"}),
+        json!({"action": "unlink", "path": "keep.txt"}),
+        json!({"action": "rename", "path": "keep.txt", "to": "moved.txt"}),
+        json!({"action": "symlink", "path": "link", "to": "keep.txt"}),
+        json!({"action": "write", "path": "../outside/secret.txt"}),
+    ] {
+        let result = sandbox
+            .call(&evil, &args.to_string(), &ws.pen(Access::ReadWrite))
+            .unwrap();
+        match result {
+            Err(ToolFailure::Tool(goat_sandbox::ToolError::Io(m))) => {
+                assert!(m.starts_with("wasi error: "), "{args}: {m}")
+            }
+            other => panic!("{args}: expected a refused write, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        std::fs::read(ws.root.join("keep.txt")).unwrap(),
+        b"original\n"
+    );
+    for gone in ["new.txt", "d", "moved.txt", "link"] {
+        assert!(!ws.exists(gone), "{gone}");
+    }
+    assert_eq!(ws.outside_snapshot(), outside_before);
+}
+
+#[test]
+fn a_plugin_reads_a_frozen_clock() {
+    let (sandbox, evil) = plugin_sandbox(Limits::default());
+    let ws = Workspace::new();
+    let out = sandbox
+        .call(&evil, r#"{"action": "clock"}"#, &ws.pen(Access::Read))
+        .unwrap();
+    assert_eq!(out, Ok("0 0".to_owned()));
+}
+
+fn tight() -> Limits {
+    Limits {
+        timeout: Duration::from_millis(300),
+        memory_bytes: 64 << 20,
+        ..Limits::default()
+    }
+}
+
+#[test]
+fn a_plugin_that_loops_forever_hits_the_hosts_timeout() {
+    let (sandbox, evil) = plugin_sandbox(tight());
+    let ws = Workspace::new();
+    let started = Instant::now();
+    let result = sandbox
+        .call(&evil, r#"{"action": "loop"}"#, &ws.pen(Access::Read))
+        .unwrap();
+    assert_eq!(
+        result,
+        Err(ToolFailure::Timeout {
+            limit: Duration::from_millis(300)
+        })
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The sandbox is healthy afterwards.
+    ws.write("a.txt", "a\n");
+    let after = sandbox
+        .call(
+            &evil,
+            r#"{"action": "read", "path": "a.txt"}"#,
+            &ws.pen(Access::Read),
+        )
+        .unwrap();
+    assert_eq!(after, Ok("a\n".to_owned()));
+}
+
+#[test]
+fn a_plugin_cannot_allocate_past_the_hosts_memory_limit() {
+    let (sandbox, evil) = plugin_sandbox(tight());
+    let ws = Workspace::new();
+    for bytes in [1u64 << 30, 80 << 20] {
+        let result = sandbox
+            .call(
+                &evil,
+                &json!({"action": "alloc", "bytes": bytes}).to_string(),
+                &ws.pen(Access::Read),
+            )
+            .unwrap();
+        assert_eq!(
+            result,
+            Err(ToolFailure::MemoryExceeded {
+                limit_bytes: 64 << 20
+            }),
+            "{bytes}"
+        );
+    }
+    let fine = sandbox
+        .call(
+            &evil,
+            &json!({"action": "alloc", "bytes": 1 << 20}).to_string(),
+            &ws.pen(Access::Read),
+        )
+        .unwrap();
+    assert_eq!(fine, Ok(format!("allocated {}", 1 << 20)));
+}
