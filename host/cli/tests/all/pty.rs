@@ -503,3 +503,34 @@ async fn goat_run_at_a_terminal_asks_the_same_question_and_ctrl_c_there_denies()
         "the cancelled turn asked nothing more"
     );
 }
+
+#[test]
+fn plugins_add_at_a_terminal_shows_what_is_asked_and_only_yes_adds() {
+    let env = Env::new();
+    let wc = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../plugins/dist/examples/wc.wasm")
+        .canonicalize()
+        .unwrap();
+    let wc = wc.to_str().unwrap();
+
+    let mut pty = Pty::spawn(&env, &["plugins", "add", wc], &[]);
+    pty.expect("plugin       wc");
+    pty.expect("tool         wc__count");
+    pty.expect("access       read (the workspace, read-only)");
+    pty.expect("sha256       ");
+    pty.expect("Add plugin 'wc' as tool wc__count, with read workspace access? [y/N] ");
+    pty.type_keys("\r");
+    pty.expect("not added");
+    assert_eq!(pty.exit_code(), Some(1));
+    let listed = json_out(&env.run(&["plugins", "list", "--json"]));
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
+
+    let mut pty = Pty::spawn(&env, &["plugins", "add", wc], &[]);
+    pty.expect("[y/N] ");
+    pty.type_keys("y\r");
+    pty.expect("added plugin 'wc': the model can call it as wc__count");
+    assert_eq!(pty.exit_code(), Some(0));
+    let listed = json_out(&env.run(&["plugins", "list", "--json"]));
+    assert_eq!(listed[0]["name"], "wc", "{listed}");
+    assert_eq!(listed[0]["tool"], "wc__count", "{listed}");
+}
