@@ -10,7 +10,7 @@
 //! a diff line cannot move the cursor or forge a prompt.
 
 use std::fs;
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, BufRead as _, IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -121,18 +121,10 @@ pub trait Answers: Send {
     fn discard_typeahead(&mut self) {}
 }
 
-/// The next line from `input`, or end of input. A read error counts as
-/// the end: nothing more can be asked.
-pub fn read_input(input: &mut impl BufRead) -> Input {
-    let mut line = String::new();
-    match input.read_line(&mut line) {
-        Ok(0) | Err(_) => Input::Eof,
-        Ok(_) => {
-            let trimmed = line.strip_suffix('\n').unwrap_or(&line);
-            let trimmed = trimmed.strip_suffix('\r').unwrap_or(trimmed);
-            Input::Line(trimmed.to_owned())
-        }
-    }
+/// `line` without its `\n` or `\r\n`.
+fn trim_line_end(line: &str) -> &str {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    line.strip_suffix('\r').unwrap_or(line)
 }
 
 /// Asks about writes at the terminal: the tool, the resolved paths, what
@@ -148,10 +140,9 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
         self.answers.discard_typeahead();
         let question = question(request, self.style);
         let menu = if request.can_remember {
-            "allow? [o]nce, for this [s]ession, [a]lways, [d]eny (default deny): "
+            "allow? [o]nce, for this [s]ession, [a]lways in this workspace, [d]eny (default deny): "
         } else {
-            "allow? [o]nce, [d]eny (default deny); a path with * or ? cannot be saved as a \
-             rule: "
+            "allow? [o]nce, [d]eny (default deny); this path cannot be saved as an exact rule: "
         };
         clear_spinner_line(&mut self.output);
         if write!(self.output, "{question}goat: {menu}")
@@ -554,6 +545,9 @@ pub struct Console {
     send: Sender<Input>,
     state: Mutex<State>,
     at_rest: AtRest,
+    /// Whether stdin is a terminal: there end of input is one Ctrl-D, and
+    /// reading goes on after it; on a pipe it is final.
+    terminal: bool,
 }
 
 impl Console {
@@ -561,20 +555,28 @@ impl Console {
     /// longer kills GOAT: the console decides what it means.
     pub fn start(runtime: &tokio::runtime::Runtime, at_rest: AtRest) -> anyhow::Result<Arc<Self>> {
         let (send, queue) = mpsc::channel();
+        let terminal = io::stdin().is_terminal();
         let console = Arc::new(Self {
             queue: Mutex::new(queue),
             send: send.clone(),
             state: Mutex::default(),
             at_rest,
+            terminal,
         });
         std::thread::Builder::new()
             .name("goat-stdin".to_owned())
             .spawn(move || {
                 let mut stdin = io::stdin().lock();
                 loop {
-                    let input = read_input(&mut stdin);
-                    let eof = input == Input::Eof;
-                    if send.send(input).is_err() || eof {
+                    let mut line = String::new();
+                    let (input, last) = match stdin.read_line(&mut line) {
+                        // Ctrl-D at a terminal ends one read, not the
+                        // terminal: reading goes on. A pipe has ended.
+                        Ok(0) => (Input::Eof, !terminal),
+                        Ok(_) => (Input::Line(trim_line_end(&line).to_owned()), false),
+                        Err(_) => (Input::Eof, true),
+                    };
+                    if send.send(input).is_err() || last {
                         return;
                     }
                 }
@@ -602,28 +604,24 @@ impl Console {
             return Input::Eof;
         }
         let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        queue.recv().unwrap_or(Input::Eof)
+        let input = queue.recv().unwrap_or(Input::Eof);
+        if input == Input::Eof && !self.terminal {
+            // Nothing more will come; every later read is the end too,
+            // instead of waiting forever.
+            self.lock_state().eof = true;
+        }
+        input
     }
 
-    fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub fn begin_turn(&self, token: CancellationToken) {
-        let mut state = self.lock_state();
-        state.turn = Some(token);
-        state.interrupts = 0;
-    }
-
-    /// Back at the prompt. A Ctrl-C that cancelled the turn is not also a
-    /// request to leave.
-    pub fn end_turn(&self) {
-        self.lock_state().turn = None;
+    /// Removes every queued Ctrl-C, keeping the rest in order; whether
+    /// there was one.
+    fn take_interrupts(&self) -> bool {
         let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         let mut kept = Vec::new();
+        let mut interrupted = false;
         loop {
             match queue.try_recv() {
-                Ok(Input::Interrupt) => {}
+                Ok(Input::Interrupt) => interrupted = true,
                 Ok(other) => kept.push(other),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
@@ -631,6 +629,34 @@ impl Console {
         for input in kept {
             let _ = self.send.send(input);
         }
+        interrupted
+    }
+
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A turn starts. A Ctrl-C typed just before it (after the line was
+    /// read) cancels it: it was meant for what was about to run.
+    pub fn begin_turn(&self, token: CancellationToken) {
+        let early = self.take_interrupts();
+        let mut state = self.lock_state();
+        state.turn = Some(token.clone());
+        state.interrupts = 0;
+        if early {
+            state.interrupts = 1;
+            note(
+                "cancelling: the turn stops after the step in progress (Ctrl-C again quits at once)",
+            );
+            token.cancel();
+        }
+    }
+
+    /// Back at the prompt. A Ctrl-C that cancelled the turn is not also a
+    /// request to leave.
+    pub fn end_turn(&self) {
+        self.lock_state().turn = None;
+        self.take_interrupts();
     }
 
     /// Ctrl-C: at the prompt, leave; in a turn, cancel it (and answer a

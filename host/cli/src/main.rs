@@ -158,7 +158,13 @@ fn main() -> ExitCode {
         Ok(Outcome::Failed) => ExitCode::from(1),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            note(format_args!("error: {e:#}"));
+            // Errors quote files, engines and plugins (a plugin's trap
+            // names its own functions): nothing in them may drive the
+            // terminal.
+            note(format_args!(
+                "error: {}",
+                text::escape_for_terminal(&format!("{e:#}"))
+            ));
             ExitCode::from(2)
         }
     }

@@ -91,6 +91,23 @@ pub fn ensure_store_outside(store: &Path, workspace: &Path) -> anyhow::Result<()
     Ok(Store::ensure_outside(store, workspace)?)
 }
 
+/// Refuses a config file inside the workspace: a writing tool could set
+/// `writes = "allow"`, or point the engine at its own server and name any
+/// secret variable as the API key.
+pub fn ensure_config_outside(config: &Path, workspace: &Path) -> anyhow::Result<()> {
+    let config = resolve(config)?;
+    match Store::ensure_outside(&config, workspace) {
+        Ok(()) => Ok(()),
+        Err(StoreError::InsideWorkspace { db, workspace }) => bail!(
+            "the config file {} is inside the workspace {}; tools could rewrite GOAT's \
+             settings. Move it, or set GOAT_CONFIG to a file elsewhere",
+            db.display(),
+            workspace.display()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Refuses a permission database inside the workspace, with the store's
 /// check but a message that names the right flag.
 pub fn ensure_permissions_outside(permissions: &Path, workspace: &Path) -> anyhow::Result<()> {

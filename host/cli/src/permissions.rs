@@ -70,6 +70,9 @@ pub struct RuleArgs {
     /// Stop applying after this long: a number and s, m, h, d or w (30m, 2h, 7d).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     expires_in: Option<Duration>,
+    /// Only in this workspace (default: in every workspace).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
     #[command(flatten)]
     location: Location,
 }
@@ -170,9 +173,23 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
         ),
         None => None,
     };
+    let workspace = match &args.workspace {
+        Some(dir) => {
+            let root = paths::workspace(Some(dir))?;
+            let text = root.to_str().with_context(|| {
+                format!(
+                    "the workspace {} is not valid UTF-8, so a rule cannot name it",
+                    root.display()
+                )
+            })?;
+            Some(text.to_owned())
+        }
+        None => None,
+    };
     let rule = NewRule {
         tool,
         pattern: args.pattern,
+        workspace,
         access: if args.write {
             Access::Write
         } else {
@@ -237,6 +254,7 @@ fn rule_json(rule: &Rule, now: i64) -> Value {
         "effect": rule.effect.as_str(),
         "scope": scope,
         "session": session,
+        "workspace": rule.workspace,
         "created_at": rule.created_at,
         "expires_at": rule.expires_at,
         "expired": rule.is_expired(now),

@@ -37,10 +37,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use goat_sandbox::{Access, MAX_PLUGIN_BYTES, Sandbox, Tool};
+use goat_shepherd::gate;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
-use crate::{Outcome, paths, text, tools};
+use crate::{Outcome, note, paths, text, tools};
 
 /// Between a plugin's name and its tool's name in the exposed name. See the
 /// module docs for why two underscores.
@@ -486,6 +487,23 @@ fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
         }
     }
     println!("removed plugin '{name}' (tool {})", approval.tool);
+    // Rules outlive the plugin; a plugin added later under the same name
+    // would inherit them, so say which they are.
+    let permissions = paths::permissions_path(None, db)?;
+    if permissions.exists()
+        && let Ok(rules) = gate::PermissionDb::open(&permissions).and_then(|p| p.list())
+    {
+        for rule in rules
+            .iter()
+            .filter(|r| r.tool.as_deref() == Some(approval.tool.as_str()))
+        {
+            note(format_args!(
+                "rule {rule} still names {}; a plugin added later as '{name}' would get it. \
+                 Remove it with `goat permissions revoke {}`",
+                approval.tool, rule.id
+            ));
+        }
+    }
     Ok(Outcome::Ok)
 }
 
@@ -634,6 +652,9 @@ impl Registry {
         }
         let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE)
             .with_context(|| format!("cannot open the plugin registry {}", path.display()))?;
+        // Another `goat plugins add` may be writing: wait, rather than
+        // leave every plugin out of this run.
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         let registry = Self { conn, path };
         registry.check_version()?;
         Ok(Some(registry))

@@ -62,11 +62,12 @@ pub struct TurnOptions {
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// The engine's OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1
-    /// (default: $GOAT_ENGINE_URL; when resuming, the session's engine).
+    /// (default: $GOAT_ENGINE_URL; when resuming, the session's engine;
+    /// else `engine` in the config file).
     #[arg(long, value_name = "URL")]
     pub engine: Option<String>,
     /// The model name sent to the engine (default: $GOAT_MODEL; when
-    /// resuming, the session's model).
+    /// resuming, the session's model; else `model` in the config file).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// Read the engine's bearer key from this environment variable.
@@ -136,6 +137,9 @@ pub(crate) fn open(
     let permissions_db = paths::permissions_path(opts.permissions.as_deref(), opts.db.as_deref())?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
     let settings = settings(opts)?;
+    if let Some(config) = settings.file.as_deref().filter(|_| settings.file_found) {
+        paths::ensure_config_outside(config, &workspace)?;
+    }
 
     // A new session needs a usable engine now; say what is missing before
     // creating any file. A resumed one may take its settings from the

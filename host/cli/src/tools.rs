@@ -76,14 +76,7 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
             name,
             args_json,
             workspace,
-            writes: if allow_writes
-                || crate::config::Settings::load()?.writes.value
-                    == Some(crate::config::Writes::Allow)
-            {
-                WritePolicy::AllowAll
-            } else {
-                WritePolicy::Default
-            },
+            allow_writes,
             permissions,
             db,
         }),
@@ -180,7 +173,7 @@ struct Call {
     name: String,
     args_json: String,
     workspace: Option<PathBuf>,
-    writes: WritePolicy,
+    allow_writes: bool,
     permissions: Option<PathBuf>,
     db: Option<PathBuf>,
 }
@@ -209,6 +202,16 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
     }
 
     let workspace = paths::workspace(call.workspace.as_deref())?;
+    let settings = crate::config::Settings::load()?;
+    if let Some(config) = settings.file.as_deref().filter(|_| settings.file_found) {
+        paths::ensure_config_outside(config, &workspace)?;
+    }
+    let writes = if call.allow_writes || settings.writes.value == Some(crate::config::Writes::Allow)
+    {
+        WritePolicy::AllowAll
+    } else {
+        WritePolicy::Default
+    };
     let (sandbox, tools) = sandbox_and_tools(Plugins::Approved {
         db: call.db.as_deref(),
         workspace: Some(&workspace),
@@ -236,7 +239,7 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
             // No approval prompt for direct calls: the flags and rules are
             // the whole answer.
             interactive: Interactive::No,
-            writes: call.writes,
+            writes,
         },
     );
     let routed = router.route(&ToolCall {

@@ -5,14 +5,16 @@
 //!
 //! A [`Rule`] names a tool (or all tools), a path pattern inside the
 //! workspace, an [`Access`] (read or write), an [`Effect`] (allow or deny), a
-//! [`Scope`] (one session, or persistent) and an optional expiry. For each
-//! path a call names:
+//! [`Scope`] (one session, or persistent), optionally one workspace, and an
+//! optional expiry. For each path a call names:
 //!
 //! 1. The path is resolved lexically inside the workspace (`./a`, `a/`,
 //!    `sub/../a` are one path). An absolute path, a NUL byte or a `..` that
 //!    leaves the workspace denies the call outright; no rule is consulted.
-//! 2. Rules that are expired, belong to another session, or name another
-//!    tool are ignored.
+//! 2. Rules that are expired, belong to another session or another
+//!    workspace, or name another tool are ignored. (Where the workspace
+//!    cannot be named, allow rules bound to one are ignored and deny rules
+//!    bound to one still apply.)
 //! 3. A matching deny rule denies. Deny wins over allow, whatever the
 //!    rules' specificity or order. A deny-*read* rule also denies writing
 //!    calls, because a writing tool can read what it writes (`edit_file`
@@ -176,6 +178,10 @@ pub struct Rule {
     pub effect: Effect,
     /// One session or all.
     pub scope: Scope,
+    /// The one workspace (its canonical path) the rule applies in; `None`
+    /// for every workspace. A person's "always" at an approval question is
+    /// bound to the workspace it was asked in.
+    pub workspace: Option<String>,
     /// When it was made, in unix seconds.
     pub created_at: i64,
     /// From when it no longer applies, in unix seconds; `None` for never.
@@ -195,8 +201,15 @@ impl Rule {
             Scope::Session(id) => id == request.session_id,
             Scope::Persistent => true,
         };
+        let workspace_ok = match (&self.workspace, request.workspace) {
+            (None, _) => true,
+            (Some(rule), Some(call)) => rule == call,
+            // A workspace GOAT cannot name as text: allow rules bound to a
+            // workspace do not apply there, deny rules do (fail closed).
+            (Some(_), None) => self.effect == Effect::Deny,
+        };
         let tool_ok = self.tool.as_deref().is_none_or(|tool| tool == request.tool);
-        session_ok && tool_ok && !self.is_expired(request.now)
+        session_ok && workspace_ok && tool_ok && !self.is_expired(request.now)
     }
 
     /// Whether the rule has a say over a call needing `access`.
@@ -232,6 +245,9 @@ impl fmt::Display for Rule {
             Scope::Session(id) => write!(f, ", session {}", escape_controls(id))?,
             Scope::Persistent => f.write_str(", persistent")?,
         }
+        if let Some(workspace) = &self.workspace {
+            write!(f, ", in {}", escape_controls(workspace))?;
+        }
         if let Some(at) = self.expires_at {
             write!(f, ", expires at {at} (unix)")?;
         }
@@ -252,6 +268,8 @@ pub struct NewRule {
     pub effect: Effect,
     /// One session or all.
     pub scope: Scope,
+    /// The one workspace it applies in (canonical path); `None` for all.
+    pub workspace: Option<String>,
     /// Now, in unix seconds.
     pub created_at: i64,
     /// When it stops applying, in unix seconds, after `created_at`.
@@ -284,6 +302,10 @@ pub enum WritePolicy {
 pub struct GateRequest<'a> {
     /// The session making the call; selects its session rules.
     pub session_id: &'a str,
+    /// The workspace's canonical path, selecting rules bound to it; `None`
+    /// when it is not valid UTF-8 (then only deny rules bound to a
+    /// workspace apply).
+    pub workspace: Option<&'a str>,
     /// The tool's name.
     pub tool: &'a str,
     /// What the tool's declared access needs.
@@ -324,6 +346,9 @@ pub enum Decision {
         /// What to ask, one line: the tool and the resolved paths that need
         /// approval, quoted and escaped.
         prompt: String,
+        /// Those paths, canonical (unquoted, unescaped); empty when the call
+        /// names no path and the question is about the whole workspace.
+        asked: Vec<String>,
     },
 }
 
@@ -348,7 +373,7 @@ impl Decision {
     pub fn message(&self) -> &str {
         match self {
             Self::Allow { reason } | Self::Deny { reason } => reason,
-            Self::Ask { prompt } => prompt,
+            Self::Ask { prompt, .. } => prompt,
         }
     }
 }
@@ -366,12 +391,13 @@ pub fn canonical_path(raw: &str) -> Result<String, String> {
 ///
 /// `None` when no pattern says exactly that: the path has `*` or `?`
 /// (patterns have no escapes, so they would match other paths), or it is
-/// not a valid call path. The root, `.`, gives `.`, which patterns read as
-/// the whole workspace: a call without paths is judged as the root, and
-/// only a whole-workspace rule decides it.
+/// not a valid call path, or it names the workspace root (`.`, `src/..`),
+/// which as a pattern would mean the whole workspace.
 pub fn exact_pattern(raw: &str) -> Option<String> {
     let path = canonical_path(raw).ok()?;
-    if path.contains(['*', '?']) {
+    // `.` as a pattern is the whole workspace, far more than the one
+    // directory entry a call naming `.` (or `src/..`) is about.
+    if path == "." || path.contains(['*', '?']) {
         return None;
     }
     Pattern::parse(&path).ok().map(|_| path)
@@ -532,7 +558,12 @@ pub fn decide_with_rules(rules: &[Rule], request: &GateRequest<'_>) -> Decision 
     } else {
         format!("{tool} wants write access to the workspace; allow it?")
     };
-    Decision::Ask { prompt }
+    let asked = if named {
+        to_ask.iter().map(|p| p.as_str().to_owned()).collect()
+    } else {
+        Vec::new()
+    };
+    Decision::Ask { prompt, asked }
 }
 
 /// The pattern a denial suggests allowing: the path's directory, which is
@@ -575,6 +606,7 @@ mod tests {
             access,
             effect,
             scope: Scope::Persistent,
+            workspace: None,
             created_at: 0,
             expires_at: None,
         };
@@ -622,12 +654,14 @@ mod tests {
             access: Access::Write,
             effect: Effect::Allow,
             scope: Scope::Session("s1".to_owned()),
+            workspace: Some("/home/me/p".to_owned()),
             created_at: 10,
             expires_at: Some(20),
         };
         assert_eq!(
             rule.to_string(),
-            "#7: allow write 'src/**' for write_file, session s1, expires at 20 (unix)"
+            "#7: allow write 'src/**' for write_file, session s1, in /home/me/p, expires at 20 \
+             (unix)"
         );
     }
 }

@@ -36,8 +36,9 @@ pub struct ApprovalRequest<'a> {
     /// The workspace the paths are in.
     pub workspace: &'a Path,
     /// Whether [`Approval::Session`] and [`Approval::Always`] can be saved
-    /// as rules matching exactly these paths. When not (a path contains a
-    /// wildcard character), they count as [`Approval::Once`].
+    /// as rules matching exactly these paths in this workspace. When not (a
+    /// path contains a wildcard character or names the workspace root, or
+    /// the workspace path is not UTF-8), they count as [`Approval::Once`].
     pub can_remember: bool,
 }
 
@@ -49,8 +50,9 @@ pub enum Approval {
     /// Run it, and allow the same tool on the same paths for the rest of
     /// this session (a session rule in the permission database).
     Session,
-    /// Run it, and always allow the same tool on the same paths (a
-    /// persistent rule, which `goat permissions revoke` removes).
+    /// Run it, and always allow the same tool on the same paths in this
+    /// workspace (a persistent rule bound to the workspace, which `goat
+    /// permissions revoke` removes).
     Always,
     /// Do not run it.
     Deny,
@@ -198,6 +200,7 @@ impl AppToolRouter {
         };
         let request = GateRequest {
             session_id: &self.config.session_id,
+            workspace: self.config.workspace.to_str(),
             tool: &call.name,
             access,
             paths: &paths,
@@ -209,7 +212,7 @@ impl AppToolRouter {
         let (decision_name, reason) = match decision {
             Decision::Allow { reason } => ("allow", reason),
             Decision::Deny { reason } => return Ok(denied("deny", reason)),
-            Decision::Ask { prompt } => {
+            Decision::Ask { prompt, asked } => {
                 let Some(approver) = self.approver.as_mut() else {
                     return Ok(denied(
                         "deny",
@@ -221,11 +224,16 @@ impl AppToolRouter {
                     .iter()
                     .filter_map(|raw| gate::canonical_path(raw).ok())
                     .collect();
-                let patterns: Option<Vec<String>> = if paths.is_empty() {
+                // What "session" and "always" would save: exactly the paths
+                // the person is asked about (others are allowed by rules of
+                // their own), in this workspace. A call naming no path is
+                // about the whole workspace, and the question says so.
+                let patterns: Option<Vec<String>> = if asked.is_empty() {
                     Some(vec![".".to_owned()])
                 } else {
-                    paths.iter().map(|raw| gate::exact_pattern(raw)).collect()
+                    asked.iter().map(|path| gate::exact_pattern(path)).collect()
                 };
+                let patterns = patterns.filter(|_| self.config.workspace.to_str().is_some());
                 let answer = approver.approve(&ApprovalRequest {
                     tool: &call.name,
                     prompt: &prompt,
@@ -325,6 +333,7 @@ impl AppToolRouter {
                     access,
                     effect: Effect::Allow,
                     scope: scope.clone(),
+                    workspace: self.config.workspace.to_str().map(str::to_owned),
                     created_at: now,
                     expires_at: None,
                 })

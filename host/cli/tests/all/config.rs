@@ -182,3 +182,41 @@ fn writes_allow_in_the_file_lets_a_write_through_and_limits_apply_to_tools() {
     let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(said.contains("1024"), "the limit is named: {said}");
 }
+
+#[test]
+fn a_config_file_inside_the_workspace_is_refused() {
+    let env = Env::new();
+    let inside = env.ws.join("goat.toml");
+    std::fs::write(&inside, "writes = \"allow\"\n").unwrap();
+    for args in [
+        &[
+            "run",
+            "--engine",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "q",
+            "hi",
+        ][..],
+        &[
+            "tools",
+            "call",
+            "write_file",
+            r#"{"path": "a.txt", "content": "x"}"#,
+        ],
+    ] {
+        let out = env
+            .cmd()
+            .args(args)
+            .env("GOAT_CONFIG", &inside)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("is inside the workspace") && err.contains("GOAT_CONFIG"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!env.ws.join("a.txt").exists());
+    assert!(!env.db.exists());
+}

@@ -567,3 +567,20 @@ fn remove_deletes_the_approval_and_the_file() {
     env.add_plugin(&wc(), &[]);
     assert!(env.tool_names().contains(&"wc__count".to_owned()));
 }
+
+#[test]
+fn remove_names_the_rules_that_still_name_the_plugins_tool() {
+    let env = Env::new();
+    env.add_plugin(&wc(), &[]);
+    let out = env.run(&["permissions", "allow", "wc__count", "src/**"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = env.run(&["plugins", "remove", "wc"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            "rule #1: allow read 'src/**' for wc__count, persistent still names wc__count"
+        ) && err.contains("goat permissions revoke 1"),
+        "{err}"
+    );
+}

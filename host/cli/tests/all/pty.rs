@@ -172,7 +172,9 @@ async fn an_approval_question_shows_the_change_and_always_is_saved_as_a_rule() {
     pty.expect("creates 'notes/a.txt': 1 line, 6 bytes");
     // Colour on a terminal without NO_COLOR: the new line is green.
     pty.expect("\x1b[32m+ hello\x1b[0m");
-    pty.expect("allow? [o]nce, for this [s]ession, [a]lways, [d]eny (default deny): ");
+    pty.expect(
+        "allow? [o]nce, for this [s]ession, [a]lways in this workspace, [d]eny (default deny): ",
+    );
     assert!(
         !env.ws.join("notes/a.txt").exists(),
         "nothing is written before the answer"
@@ -207,6 +209,11 @@ async fn an_approval_question_shows_the_change_and_always_is_saved_as_a_rule() {
     assert_eq!(rules[0]["access"], "write");
     assert_eq!(rules[0]["pattern"], "notes/a.txt");
     assert_eq!(rules[0]["tool"], "write_file");
+    assert_eq!(
+        rules[0]["workspace"],
+        env.ws_str(),
+        "bound to this workspace"
+    );
 
     let session = session_json(&env);
     let turns = session["turns"].as_array().unwrap();
@@ -533,4 +540,34 @@ fn plugins_add_at_a_terminal_shows_what_is_asked_and_only_yes_adds() {
     let listed = json_out(&env.run(&["plugins", "list", "--json"]));
     assert_eq!(listed[0]["name"], "wc", "{listed}");
     assert_eq!(listed[0]["tool"], "wc__count", "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_d_at_a_question_denies_that_call_and_the_terminal_still_answers_the_next() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        write_call(),
+        write_call(),
+        content_reply("Written on the second try."),
+    ])
+    .await;
+    let url = server.base_url();
+    let mut pty = Pty::spawn(&env, &["chat", "--engine", &url, "--model", "qwen"], &[]);
+    pty.expect("> ");
+    pty.type_keys("make notes/a.txt\r");
+    pty.expect("(default deny): ");
+    pty.type_keys("\x04");
+    pty.expect("-> denied");
+    // The model tries again; the question is asked and answered.
+    pty.expect("(default deny): ");
+    pty.type_keys("o\r");
+    pty.expect("-> ok: Created 'notes/a.txt'");
+    pty.expect("Written on the second try.");
+    pty.expect("> ");
+    pty.type_keys("\x04");
+    assert_eq!(pty.exit_code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("notes/a.txt")).unwrap(),
+        "hello\n"
+    );
 }

@@ -51,13 +51,17 @@ const MIGRATIONS: &[&str] = &[
         created_at  INTEGER NOT NULL,
         expires_at  INTEGER CHECK (expires_at IS NULL OR expires_at > created_at)
     ) STRICT;",
+    // Rules bound to one workspace (a person's "always" at an approval
+    // question); NULL applies in every workspace, as before.
+    "ALTER TABLE rules ADD COLUMN workspace TEXT
+        CHECK (workspace IS NULL OR length(workspace) > 0);",
 ];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 const SELECT_RULES: &str = "SELECT id, tool, pattern, access, effect, session_id, created_at, \
-                            expires_at FROM rules ORDER BY id";
+                            expires_at, workspace FROM rules ORDER BY id";
 
 /// An open permission database, for managing rules.
 ///
@@ -153,6 +157,9 @@ impl PermissionDb {
         if rule.expires_at.is_some_and(|at| at <= rule.created_at) {
             return Err(invalid("it would expire before it was made"));
         }
+        if rule.workspace.as_deref() == Some("") {
+            return Err(invalid("the workspace is empty"));
+        }
         let pattern = Pattern::parse(&rule.pattern)
             .map_err(|reason| GateError::InvalidPattern {
                 pattern: rule.pattern.clone(),
@@ -166,8 +173,9 @@ impl PermissionDb {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
         tx.execute(
-            "INSERT INTO rules (tool, pattern, access, effect, session_id, created_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO rules (tool, pattern, access, effect, session_id, created_at, expires_at,
+                                workspace)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 rule.tool,
                 pattern,
@@ -176,6 +184,7 @@ impl PermissionDb {
                 session_id,
                 rule.created_at,
                 rule.expires_at,
+                rule.workspace,
             ],
         )
         .map_err(fail)?;
@@ -188,6 +197,7 @@ impl PermissionDb {
             access: rule.access,
             effect: rule.effect,
             scope: rule.scope,
+            workspace: rule.workspace,
             created_at: rule.created_at,
             expires_at: rule.expires_at,
         })
@@ -228,6 +238,7 @@ impl PermissionDb {
                     session_id: row.get(5)?,
                     created_at: row.get(6)?,
                     expires_at: row.get(7)?,
+                    workspace: row.get(8)?,
                 })
             })
             .map_err(fail)?;
@@ -249,6 +260,7 @@ struct StoredRule {
     session_id: Option<String>,
     created_at: i64,
     expires_at: Option<i64>,
+    workspace: Option<String>,
 }
 
 impl StoredRule {
@@ -279,6 +291,7 @@ impl StoredRule {
             access,
             effect,
             scope,
+            workspace: self.workspace,
             created_at: self.created_at,
             expires_at: self.expires_at,
         })

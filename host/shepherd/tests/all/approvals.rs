@@ -72,6 +72,11 @@ impl Fixture {
 
     /// A router for `session` whose approver gives `answers` in turn.
     fn router(&self, session: &str, answers: Vec<Approval>) -> AppToolRouter {
+        self.router_in(&self.ws, session, answers)
+    }
+
+    /// The same, working in `workspace`.
+    fn router_in(&self, workspace: &Path, session: &str, answers: Vec<Approval>) -> AppToolRouter {
         let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
         let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
         let tools = sandbox.load_pen_tools().unwrap();
@@ -79,7 +84,7 @@ impl Fixture {
             Arc::new(sandbox),
             tools,
             RouterConfig {
-                workspace: self.ws.clone(),
+                workspace: workspace.to_owned(),
                 permissions_db: self.db.clone(),
                 session_id: session.to_owned(),
                 interactive: Interactive::Yes,
@@ -219,6 +224,7 @@ fn always_saves_a_persistent_rule_and_a_deny_rule_still_wins() {
             access: Access::Write,
             effect: Effect::Deny,
             scope: Scope::Persistent,
+            workspace: None,
             created_at: 1,
             expires_at: None,
         })
@@ -240,4 +246,39 @@ fn a_path_with_wildcard_characters_is_never_remembered() {
     assert_eq!(routed.decision.as_deref(), Some("ask-allowed"));
     assert!(f.rules().is_empty(), "{:?}", f.rules());
     assert!(!f.asked()[0].can_remember);
+}
+
+#[test]
+fn always_is_bound_to_the_workspace_it_was_asked_in() {
+    let f = Fixture::new();
+    let mut router = f.router("s1", vec![Approval::Always]);
+    assert_eq!(
+        router.route(&write("Makefile", "ok")).unwrap().status,
+        CallStatus::Ok
+    );
+    let rules = f.rules();
+    assert_eq!(rules[0].workspace.as_deref(), f.ws.to_str(), "{rules:?}");
+
+    // Another project with a file of the same name: asked again.
+    let other = f.ws.parent().unwrap().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let mut there = f.router_in(&other, "s2", vec![Approval::Deny]);
+    let routed = there.route(&write("Makefile", "rm -rf")).unwrap();
+    assert_eq!(routed.status, CallStatus::Denied, "{}", routed.result);
+    assert_eq!(f.asked().len(), 2);
+    assert!(!other.join("Makefile").exists());
+}
+
+#[test]
+fn a_path_naming_the_workspace_root_is_never_remembered_as_the_whole_workspace() {
+    for raw in [".", "", "src/..", "./"] {
+        let f = Fixture::new();
+        let mut router = f.router("s1", vec![Approval::Always]);
+        let routed = router.route(&write(raw, "x")).unwrap();
+        assert!(f.rules().is_empty(), "{raw:?}: {:?}", f.rules());
+        let asked = f.asked();
+        assert_eq!(asked.len(), 1, "{raw:?}: {}", routed.result);
+        assert!(!asked[0].can_remember, "{raw:?}");
+        assert_eq!(asked[0].paths, ["."], "{raw:?}");
+    }
 }

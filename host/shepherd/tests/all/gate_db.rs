@@ -18,6 +18,7 @@ const TEST_BUSY_TIMEOUT: Duration = Duration::from_millis(300);
 fn call<'a>(access: Access, paths: &'a [&'a str]) -> GateRequest<'a> {
     GateRequest {
         session_id: "s1",
+        workspace: Some("/ws"),
         tool: match access {
             Access::Write => "write_file",
             _ => "read_file",
@@ -37,6 +38,7 @@ fn new_rule(tool: Option<&str>, pattern: &str, access: Access, effect: Effect) -
         access,
         effect,
         scope: Scope::Persistent,
+        workspace: None,
         created_at: 500,
         expires_at: None,
     }
@@ -80,6 +82,7 @@ fn rules_round_trip_through_the_file_with_every_field() {
     let second = db
         .add(NewRule {
             scope: Scope::Session("session-42".to_owned()),
+            workspace: Some("/home/me/project".to_owned()),
             expires_at: Some(900),
             ..new_rule(None, "secrets/*.key", Access::Read, Effect::Deny)
         })
@@ -227,6 +230,7 @@ fn invalid_rules_are_refused_and_nothing_is_stored() {
         (
             NewRule {
                 scope: Scope::Session(String::new()),
+                workspace: None,
                 ..base.clone()
             },
             "session id is empty",
@@ -422,4 +426,43 @@ fn a_hand_edited_rule_outside_the_vocabulary_denies() {
     drop(raw);
     let decision = decide(&path, &call(Access::Read, &["a"]));
     assert_denied_naming(&decision, &path, "rule #1");
+}
+
+/// A database made before rules could be bound to a workspace is migrated
+/// in place, keeping its rules, which still apply in every workspace.
+#[test]
+fn a_version_one_database_is_migrated_and_keeps_its_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA application_id = 1196446285;
+             CREATE TABLE rules (
+                id          INTEGER PRIMARY KEY AUTOINCREMENT,
+                tool        TEXT CHECK (tool IS NULL OR length(tool) > 0),
+                pattern     TEXT NOT NULL,
+                access      TEXT NOT NULL CHECK (access IN ('read', 'write')),
+                effect      TEXT NOT NULL CHECK (effect IN ('allow', 'deny')),
+                session_id  TEXT CHECK (session_id IS NULL OR length(session_id) > 0),
+                created_at  INTEGER NOT NULL,
+                expires_at  INTEGER CHECK (expires_at IS NULL OR expires_at > created_at)
+             ) STRICT;
+             INSERT INTO rules (tool, pattern, access, effect, created_at)
+                 VALUES ('write_file', 'src/**', 'write', 'allow', 5);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let rules = PermissionDb::open(&path).unwrap().list().unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].pattern, "src/**");
+    assert_eq!(rules[0].workspace, None);
+    let version: i64 = Connection::open(&path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 2);
+    assert!(decide(&path, &call(Access::Write, &["src/a.rs"])).is_allow());
 }

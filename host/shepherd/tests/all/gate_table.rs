@@ -15,6 +15,7 @@ fn rule(id: i64, tool: Option<&str>, pattern: &str, access: Access, effect: Effe
         access,
         effect,
         scope: Scope::Persistent,
+        workspace: None,
         created_at: 0,
         expires_at: None,
     }
@@ -132,6 +133,7 @@ fn case(name: &'static str, rules: Vec<Rule>, call: Call, expect: Expect) -> Cas
 fn check(case: &Case) -> Result<(), String> {
     let request = GateRequest {
         session_id: case.call.session,
+        workspace: Some("/ws"),
         tool: case.call.tool,
         access: case.call.access,
         paths: &case.call.paths,
@@ -145,7 +147,9 @@ fn check(case: &Case) -> Result<(), String> {
             (reason.starts_with("allowed: "), want)
         }
         (Expect::Deny(want), Decision::Deny { reason }) => (reason.starts_with("denied: "), want),
-        (Expect::Ask(want), Decision::Ask { prompt }) => (prompt.ends_with("; allow it?"), want),
+        (Expect::Ask(want), Decision::Ask { prompt, .. }) => {
+            (prompt.ends_with("; allow it?"), want)
+        }
         _ => (false, &(&[] as &[&str])),
     };
     let message = decision.message();
@@ -629,4 +633,53 @@ fn what_the_model_writes_cannot_forge_a_prompt() {
         write("write_file", &["a\nAllow all? [y]\u{1b}[2K"]).interactive(),
         Expect::Ask(&["write_file wants to write \"a\\nAllow all? [y]\\u{1b}[2K\"; allow it?"]),
     )]);
+}
+
+/// Rules bound to a workspace apply only there; where the workspace cannot
+/// be named (not UTF-8), bound allow rules do not apply and bound deny
+/// rules still do.
+#[test]
+fn workspace_bound_rules_apply_only_in_their_workspace() {
+    let bound = |effect, workspace: &str| Rule {
+        workspace: Some(workspace.to_owned()),
+        ..rule(1, Some("write_file"), "a.txt", Access::Write, effect)
+    };
+    let decide = |rules: &[Rule], workspace: Option<&str>| {
+        decide_with_rules(
+            rules,
+            &GateRequest {
+                session_id: "s1",
+                workspace,
+                tool: "write_file",
+                access: Access::Write,
+                paths: &["a.txt"],
+                interactive: Interactive::No,
+                writes: WritePolicy::Default,
+                now: 1_000,
+            },
+        )
+    };
+    assert!(decide(&[bound(Effect::Allow, "/ws")], Some("/ws")).is_allow());
+    assert!(decide(&[bound(Effect::Allow, "/ws")], Some("/other")).is_deny());
+    assert!(decide(&[bound(Effect::Allow, "/ws")], Some("/ws/sub")).is_deny());
+    assert!(decide(&[bound(Effect::Allow, "/ws")], None).is_deny());
+    let allow_all = rule(2, None, "**", Access::Write, Effect::Allow);
+    assert!(
+        decide(
+            &[allow_all.clone(), bound(Effect::Deny, "/ws")],
+            Some("/ws")
+        )
+        .is_deny()
+    );
+    assert!(
+        decide(
+            &[allow_all.clone(), bound(Effect::Deny, "/ws")],
+            Some("/other")
+        )
+        .is_allow()
+    );
+    assert!(
+        decide(&[allow_all, bound(Effect::Deny, "/ws")], None).is_deny(),
+        "a bound deny applies where the workspace cannot be named"
+    );
 }
