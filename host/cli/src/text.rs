@@ -14,12 +14,19 @@ const ARG_VALUE_CHARS: usize = 40;
 /// Longest argument summary, in characters.
 const ARGS_CHARS: usize = 160;
 
+/// Whether `c` can change how the terminal shows what follows: control
+/// characters, and the Unicode bidirectional overrides and isolates, which
+/// can make a line read differently from what it is.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Every control character escaped (`\n`, `\u{1b}`), so the text stays on
-/// one line and cannot drive the terminal.
+/// one line and cannot drive the terminal; bidirectional overrides too.
 pub fn escape_controls(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() {
+        if is_unsafe(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -34,7 +41,7 @@ pub fn escape_controls(text: &str) -> String {
 pub fn escape_for_terminal(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
+        if is_unsafe(c) && c != '\n' && c != '\t' {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -186,5 +193,8 @@ mod tests {
         assert_eq!(first_line("\u{1b}[31mred", 20), "\\u{1b}[31mred");
         assert_eq!(snippet("a\n\n b\tc", 20), "a b c");
         assert_eq!(escape_for_terminal("a\tb\nc\rd\u{7}"), "a\tb\nc\\rd\\u{7}");
+        // A right-to-left override would show `exe.txt` as `txt.exe`.
+        assert_eq!(escape_controls("a\u{202E}txt.exe"), "a\\u{202e}txt.exe");
+        assert_eq!(escape_for_terminal("x\u{2066}y\n"), "x\\u{2066}y\n");
     }
 }
