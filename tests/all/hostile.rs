@@ -410,6 +410,40 @@ fn workspace_containing_the_compiled_cache_is_refused() {
     }
 }
 
+/// Sandboxes in one process filling one fresh cache at the same time (the
+/// CI found this: each wrote the entry through the same temporary file and
+/// one rename took the other's away) all load, and one entry remains.
+#[test]
+fn sandboxes_filling_one_cache_at_once_all_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let barrier = std::sync::Barrier::new(6);
+    let loaded: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..6)
+            .map(|_| {
+                let (cache, barrier) = (&cache, &barrier);
+                scope.spawn(move || {
+                    let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+                    barrier.wait();
+                    sandbox
+                        .load("hostile", HOSTILE_WASM)
+                        .map(|t| t.sha256().to_owned())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap_or_else(|e| panic!("{e:#}")))
+            .collect()
+    });
+    assert_eq!(loaded.len(), 6);
+    let entries: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries.len(), 1, "one entry and no leftovers: {entries:?}");
+}
+
 #[test]
 fn compiled_cache_is_reused_and_a_damaged_entry_is_recompiled() {
     let dir = tempfile::tempdir().unwrap();

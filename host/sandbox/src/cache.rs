@@ -148,8 +148,13 @@ fn is_trustworthy(path: &Path) -> bool {
 /// Writes through a temporary file and a rename, so a reader never sees a
 /// half-written entry and concurrent writers of the same key do not clash.
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // Unique per write, not only per process: two threads (two sandboxes,
+    // or two plugins with the same bytes) may cache one entry at once, and
+    // sharing a temporary file would have one rename the other's away.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = dir.join(format!(
-        ".tmp-{}-{}",
+        ".tmp-{}-{n}-{}",
         std::process::id(),
         path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
     ));
