@@ -166,10 +166,10 @@ struct FileLimits {
 }
 
 impl Settings {
-    /// Defaults, then the config file, then the environment.
-    pub fn load() -> anyhow::Result<Self> {
-        let defaults = Limits::default();
-        let mut settings = Self {
+    /// The built-in defaults alone.
+    fn defaults() -> Self {
+        let limits = Limits::default();
+        Self {
             file: None,
             file_found: false,
             engine: Setting::default(None),
@@ -177,10 +177,33 @@ impl Settings {
             api_key_env: Setting::default(None),
             max_rounds: Setting::default(Some(DEFAULT_MAX_ROUNDS)),
             writes: Setting::default(Some(Writes::Ask)),
-            tool_timeout_secs: Setting::default(Some(defaults.timeout.as_secs())),
-            tool_memory_mib: Setting::default(Some(mib(defaults.memory_bytes))),
-            tool_output_kib: Setting::default(Some(kib(defaults.result_bytes))),
-        };
+            tool_timeout_secs: Setting::default(Some(limits.timeout.as_secs())),
+            tool_memory_mib: Setting::default(Some(mib(limits.memory_bytes))),
+            tool_output_kib: Setting::default(Some(kib(limits.result_bytes))),
+        }
+    }
+
+    /// The config file that was read, if one was.
+    pub fn file_in_use(&self) -> Option<&Path> {
+        self.file.as_deref().filter(|_| self.file_found)
+    }
+
+    /// The engine flags every command that talks to an engine takes, on top.
+    pub fn apply_engine_flags(
+        &mut self,
+        engine: Option<&str>,
+        model: Option<&str>,
+        api_key_env: Option<&str>,
+    ) {
+        self.engine.flag(engine.map(str::to_owned), "--engine");
+        self.model.flag(model.map(str::to_owned), "--model");
+        self.api_key_env
+            .flag(api_key_env.map(str::to_owned), "--api-key-env");
+    }
+
+    /// Defaults, then the config file, then the environment.
+    pub fn load() -> anyhow::Result<Self> {
+        let mut settings = Self::defaults();
         let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         let (path, named) = match env("GOAT_CONFIG") {
             Some(path) => (Some(PathBuf::from(path)), true),
@@ -545,18 +568,7 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> anyhow::Result<Settings> {
-        let mut settings = Settings {
-            file: None,
-            file_found: true,
-            engine: Setting::default(None),
-            model: Setting::default(None),
-            api_key_env: Setting::default(None),
-            max_rounds: Setting::default(Some(DEFAULT_MAX_ROUNDS)),
-            writes: Setting::default(Some(Writes::Ask)),
-            tool_timeout_secs: Setting::default(Some(30)),
-            tool_memory_mib: Setting::default(Some(128)),
-            tool_output_kib: Setting::default(Some(1024)),
-        };
+        let mut settings = Settings::defaults();
         settings.apply_file(Path::new("/c/config.toml"), text)?;
         Ok(settings)
     }

@@ -186,7 +186,8 @@ pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
     let engine = EngineClient::new(config)?;
 
     // The replayed model only ever calls Pen tools: plugins stay out.
-    let (sandbox, tool_list) = tools::sandbox_and_tools(tools::Plugins::None)?;
+    let limits = crate::config::Settings::load()?.limits();
+    let (sandbox, tool_list) = tools::sandbox_and_tools(tools::Plugins::None, &limits)?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
     let mut store = Store::open(&store_path)?;

@@ -245,7 +245,7 @@ fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow:
 
     // Everything is checked before the person is asked: a component that
     // cannot be loaded is refused here, and never copied.
-    let (sandbox, _) = tools::sandbox_and_tools(tools::Plugins::None)?;
+    let sandbox = tools::sandbox(&crate::config::Settings::load()?.limits())?;
     let tool = sandbox.load_plugin(&name, &wasm)?;
     let exposed = exposed_name(&name, tool.spec().name.as_str());
     let tool = tool.exposed_as(&exposed).with_context(|| {

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use goat_engine::{CancellationToken, ChatRequest, Delta, Message, ToolSchema};
 use goat_markup::detect;
 
-use crate::run::engine_from;
+use crate::config::Settings;
+use crate::run::engine_with;
 use crate::{Outcome, text, tools};
 
 /// What each probe asks for: one file read, which every coder model
@@ -36,8 +37,10 @@ pub fn probe(
     api_key_env: Option<&str>,
     count: usize,
 ) -> anyhow::Result<Outcome> {
-    let (client, url, model) = engine_from(engine, model, api_key_env)?;
-    let (_, tools) = tools::sandbox_and_tools(tools::Plugins::None)?;
+    let mut settings = Settings::load()?;
+    settings.apply_engine_flags(engine, model, api_key_env);
+    let (client, url, model) = engine_with(&settings, None)?;
+    let (_, tools) = tools::sandbox_and_tools(tools::Plugins::None, &settings.limits())?;
     let schemas: Vec<ToolSchema> = tools
         .iter()
         .map(|t| ToolSchema {

@@ -137,7 +137,7 @@ pub(crate) fn open(
     let permissions_db = paths::permissions_path(opts.permissions.as_deref(), opts.db.as_deref())?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
     let settings = settings(opts)?;
-    if let Some(config) = settings.file.as_deref().filter(|_| settings.file_found) {
+    if let Some(config) = settings.file_in_use() {
         paths::ensure_config_outside(config, &workspace)?;
     }
 
@@ -167,10 +167,13 @@ pub(crate) fn open(
         None => engine_with(&settings, resumed.as_ref())?,
     };
 
-    let (sandbox, tools) = tools::sandbox_and_tools(tools::Plugins::Approved {
-        db: opts.db.as_deref(),
-        workspace: Some(&workspace),
-    })?;
+    let (sandbox, tools) = tools::sandbox_and_tools(
+        tools::Plugins::Approved {
+            db: opts.db.as_deref(),
+            workspace: Some(&workspace),
+        },
+        &settings.limits(),
+    )?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
 
@@ -439,11 +442,11 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
 /// command's flags on top.
 fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
     let mut settings = Settings::load()?;
-    settings.engine.flag(opts.engine.clone(), "--engine");
-    settings.model.flag(opts.model.clone(), "--model");
-    settings
-        .api_key_env
-        .flag(opts.api_key_env.clone(), "--api-key-env");
+    settings.apply_engine_flags(
+        opts.engine.as_deref(),
+        opts.model.as_deref(),
+        opts.api_key_env.as_deref(),
+    );
     settings.max_rounds.flag(opts.max_rounds, "--max-rounds");
     settings
         .writes
@@ -451,26 +454,10 @@ fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
     Ok(settings)
 }
 
-/// The engine client from flags, else the environment, else the config
-/// file; for a command that has no session.
-pub(crate) fn engine_from(
-    engine: Option<&str>,
-    model: Option<&str>,
-    api_key_env: Option<&str>,
-) -> anyhow::Result<(EngineClient, String, String)> {
-    let mut settings = Settings::load()?;
-    settings.engine.flag(engine.map(str::to_owned), "--engine");
-    settings.model.flag(model.map(str::to_owned), "--model");
-    settings
-        .api_key_env
-        .flag(api_key_env.map(str::to_owned), "--api-key-env");
-    engine_with(&settings, None)
-}
-
 /// The engine client, its URL and the model. A flag or environment
 /// variable wins; then, when resuming, what the session used; then the
 /// config file. A missing one is named with every way to set it.
-fn engine_with(
+pub(crate) fn engine_with(
     settings: &Settings,
     resumed: Option<&SessionInfo>,
 ) -> anyhow::Result<(EngineClient, String, String)> {

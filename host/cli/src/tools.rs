@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use goat_engine::ToolCall;
-use goat_sandbox::{Sandbox, SandboxBuilder, Tool};
+use goat_sandbox::{Limits, Sandbox, SandboxBuilder, Tool};
 use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{AppToolRouter, RouterConfig};
 use goat_store::CallStatus;
@@ -98,17 +98,25 @@ pub enum Plugins<'a> {
     },
 }
 
-/// The sandbox with GOAT's compiled-code cache, the Pen file tools and,
-/// when asked, the approved plugins: the one place tools are loaded.
+/// A sandbox with GOAT's compiled-code cache, running calls under `limits`.
+pub fn sandbox(limits: &Limits) -> anyhow::Result<Sandbox> {
+    Ok(SandboxBuilder::new()
+        .cache_dir(paths::cache_dir()?)
+        .limits(limits.clone())
+        .build()?)
+}
+
+/// The [`sandbox`], the Pen file tools and, when asked, the approved
+/// plugins: the one place tools are loaded.
 ///
 /// A plugin that fails its checks (its file changed since it was approved,
 /// it no longer loads) is left out with a note on stderr saying why; the
 /// other tools load as usual.
-pub fn sandbox_and_tools(plugins: Plugins<'_>) -> anyhow::Result<(Sandbox, Vec<Tool>)> {
-    let sandbox = SandboxBuilder::new()
-        .cache_dir(paths::cache_dir()?)
-        .limits(crate::config::Settings::load()?.limits())
-        .build()?;
+pub fn sandbox_and_tools(
+    plugins: Plugins<'_>,
+    limits: &Limits,
+) -> anyhow::Result<(Sandbox, Vec<Tool>)> {
+    let sandbox = sandbox(limits)?;
     let mut tools = sandbox.load_pen_tools()?;
     if let Plugins::Approved { db, workspace } = plugins {
         let dir = paths::plugin_dir(db)?;
@@ -125,10 +133,13 @@ pub fn sandbox_and_tools(plugins: Plugins<'_>) -> anyhow::Result<(Sandbox, Vec<T
 }
 
 fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let (_, tools) = sandbox_and_tools(Plugins::Approved {
-        db,
-        workspace: None,
-    })?;
+    let (_, tools) = sandbox_and_tools(
+        Plugins::Approved {
+            db,
+            workspace: None,
+        },
+        &crate::config::Settings::load()?.limits(),
+    )?;
     let mut out = io::stdout().lock();
     if json {
         let specs: Vec<serde_json::Value> = tools
@@ -203,7 +214,7 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
 
     let workspace = paths::workspace(call.workspace.as_deref())?;
     let settings = crate::config::Settings::load()?;
-    if let Some(config) = settings.file.as_deref().filter(|_| settings.file_found) {
+    if let Some(config) = settings.file_in_use() {
         paths::ensure_config_outside(config, &workspace)?;
     }
     let writes = if call.allow_writes || settings.writes.value == Some(crate::config::Writes::Allow)
@@ -212,10 +223,13 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
     } else {
         WritePolicy::Default
     };
-    let (sandbox, tools) = sandbox_and_tools(Plugins::Approved {
-        db: call.db.as_deref(),
-        workspace: Some(&workspace),
-    })?;
+    let (sandbox, tools) = sandbox_and_tools(
+        Plugins::Approved {
+            db: call.db.as_deref(),
+            workspace: Some(&workspace),
+        },
+        &settings.limits(),
+    )?;
     if !tools.iter().any(|t| t.spec().name == call.name) {
         let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
         bail!(
