@@ -189,16 +189,11 @@ impl Settings {
     }
 
     /// The engine flags every command that talks to an engine takes, on top.
-    pub fn apply_engine_flags(
-        &mut self,
-        engine: Option<&str>,
-        model: Option<&str>,
-        api_key_env: Option<&str>,
-    ) {
-        self.engine.flag(engine.map(str::to_owned), "--engine");
-        self.model.flag(model.map(str::to_owned), "--model");
+    pub fn apply_engine_flags(&mut self, flags: &crate::args::EngineArgs) {
+        self.engine.flag(flags.engine.clone(), "--engine");
+        self.model.flag(flags.model.clone(), "--model");
         self.api_key_env
-            .flag(api_key_env.map(str::to_owned), "--api-key-env");
+            .flag(flags.api_key_env.clone(), "--api-key-env");
     }
 
     /// Defaults, then the config file, then the environment.
@@ -514,53 +509,6 @@ fn key_at(text: &str, line: usize) -> Option<String> {
         Some(table) if plain(table) => format!("{table}.{key}"),
         _ => key.to_owned(),
     })
-}
-
-/// `goat config show`.
-pub fn show(json: bool) -> anyhow::Result<crate::Outcome> {
-    use std::io::Write;
-    let settings = Settings::load()?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        let rows: Vec<serde_json::Value> = settings
-            .rows()
-            .into_iter()
-            .map(|(key, value, source)| {
-                serde_json::json!({"key": key, "value": value, "source": source.to_string()})
-            })
-            .collect();
-        let value = serde_json::json!({
-            "file": settings.file,
-            "file_found": settings.file_found,
-            "settings": rows,
-        });
-        serde_json::to_writer_pretty(&mut out, &value)?;
-        writeln!(out)?;
-    } else {
-        match &settings.file {
-            Some(path) if settings.file_found => writeln!(out, "config file: {}", path.display())?,
-            Some(path) => writeln!(out, "config file: {} (not present)", path.display())?,
-            None => writeln!(
-                out,
-                "config file: none (set HOME, XDG_CONFIG_HOME or GOAT_CONFIG)"
-            )?,
-        }
-        let rows = settings.rows();
-        let width = rows.iter().map(|(k, ..)| k.len()).max().unwrap_or(0);
-        for (key, value, source) in rows {
-            let value = value.map_or_else(
-                || "(not set)".to_owned(),
-                |v| crate::text::escape_controls(&v),
-            );
-            writeln!(out, "{key:width$}  {value}  ({source})")?;
-        }
-        writeln!(
-            out,
-            "flags given to a command override all of these for that command"
-        )?;
-    }
-    out.flush()?;
-    Ok(crate::Outcome::Ok)
 }
 
 #[cfg(test)]
