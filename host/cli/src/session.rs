@@ -222,7 +222,9 @@ pub(crate) fn for_turn(
             Some(Writes::Ask) | None => WritePolicy::Default,
         },
         approver,
-        max_rounds: settings.max_rounds.value.unwrap_or(DEFAULT_MAX_ROUNDS),
+        max_rounds: settings.max_rounds.value.map_or(DEFAULT_MAX_ROUNDS, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }),
     })
 }
 
@@ -252,7 +254,11 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
 fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
     let mut settings = Settings::load()?;
     settings.apply_engine_flags(&opts.engine);
-    settings.max_rounds.flag(opts.max_rounds, "--max-rounds");
+    settings.max_rounds.flag(
+        opts.max_rounds
+            .map(|n| u64::try_from(n).unwrap_or(u64::MAX)),
+        "--max-rounds",
+    );
     settings
         .writes
         .flag(opts.allow_writes.then_some(Writes::Allow), "--allow-writes");
