@@ -16,6 +16,13 @@
 //! Exit status: 0 success; 1 the turn or the tool call failed, was denied
 //! or was cancelled (the error is printed as the model would see it); 2 bad
 //! usage or a host problem before anything ran.
+//!
+//! Layout: `commands/` has one file per subcommand (its arguments, then a
+//! call into the rest); `args` the flags several share; `config` the table
+//! of settings; `session` the one assembly of store, gate, router and
+//! Shepherd; `terminal` stdin and the Ctrl-C policy; `approval` the
+//! question, its preview and diff; `printer` and `style` what a turn shows.
+//! `plugins`, `tools` and `paths` are the catalog and host state.
 
 mod approval;
 mod args;
