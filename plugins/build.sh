@@ -10,6 +10,11 @@
 # every absolute path that could reach a binary (the source, CARGO_HOME, the
 # target directory) is remapped, codegen is single-unit with LTO, and the
 # toolchain and every dependency are pinned (toolchain.sh, Cargo.lock).
+# Every crate built from this repository must be a member of this workspace
+# (goat-workpath, shared with the host, is one through the plugins/workpath
+# symlink): rustc is then given paths relative to plugins/, and cargo hashes
+# a path dependency outside the workspace by its absolute path into every
+# symbol (rust-lang/cargo#13586), which no remap can undo.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -40,8 +40,12 @@
 //! `src/main.rs` is that file, `dir/**` is the directory and everything
 //! under it (not `dir2`), `**/.env` is every `.env`, and `**` or the empty
 //! pattern is the whole workspace. There is no escaping: a `*` in a file
-//! name is a wildcard in a pattern. A trailing `/` is refused with a hint,
-//! since `dir/` would otherwise quietly mean the directory entry alone.
+//! name is a wildcard in a pattern, and `[`, `{` and `\` are literal (the
+//! shared glob dialect's classes and alternatives are not used for rules; see
+//! `gate/path.rs`). Paths are resolved and patterns matched by the
+//! `goat-workpath` crate, the same code the Pen tools run. A trailing `/`
+//! is refused with a hint, since `dir/` would otherwise quietly mean the
+//! directory entry alone.
 //!
 //! # Key decision: pure logic, fail closed around it
 //!
@@ -83,7 +87,8 @@ pub use db::{DEFAULT_BUSY_TIMEOUT, PermissionDb, SCHEMA_VERSION};
 pub use error::GateError;
 pub use path::{MAX_PATH_BYTES, MAX_PATTERN_BYTES};
 
-use path::{Pattern, WorkspacePath, quoted};
+use goat_workpath::{WorkspacePath, resolve};
+use path::{Pattern, explain, quoted};
 
 /// Whether a call reads or writes.
 ///
@@ -381,9 +386,9 @@ impl Decision {
 /// The canonical spelling of a call's path value as the gate reads it
 /// (`.` for the workspace root), or why it is refused.
 pub fn canonical_path(raw: &str) -> Result<String, String> {
-    WorkspacePath::parse(raw)
+    resolve(raw)
         .map(|path| path.as_str().to_owned())
-        .map_err(|problem| problem.explain(&quoted(raw)))
+        .map_err(|problem| explain(problem, &quoted(raw)))
 }
 
 /// The rule pattern that matches this call path and nothing more, for
@@ -462,13 +467,13 @@ pub fn decide_with_rules(rules: &[Rule], request: &GateRequest<'_>) -> Decision 
     // such, never matched, so no allow rule can let it through.
     let mut paths = Vec::with_capacity(request.paths.len());
     for raw in request.paths {
-        match WorkspacePath::parse(raw) {
+        match resolve(raw) {
             Ok(path) => paths.push(path),
             Err(problem) => {
                 return Decision::Deny {
                     reason: format!(
                         "denied: {tool} was not run because {}",
-                        problem.explain(&quoted(raw))
+                        explain(problem, &quoted(raw))
                     ),
                 };
             }
@@ -632,7 +637,7 @@ mod tests {
 
     #[test]
     fn suggestions_name_the_directory() {
-        let path = |raw| WorkspacePath::parse(raw).unwrap();
+        let path = |raw| resolve(raw).unwrap();
         assert_eq!(suggested_pattern(Some(&path("src/main.rs"))), "src/**");
         assert_eq!(suggested_pattern(Some(&path("a/b/c.txt"))), "a/b/**");
         assert_eq!(suggested_pattern(Some(&path("notes.txt"))), "notes.txt");

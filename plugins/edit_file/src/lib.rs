@@ -6,7 +6,7 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::Workspace;
-use goat_pen::path::WorkPath;
+use goat_pen::path;
 use goat_pen::text::plural;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 
@@ -48,7 +48,7 @@ impl Guest for EditFile {
             &arguments,
             &["path", "old_string", "new_string", "replace_all"],
         )?;
-        let path = WorkPath::parse(args.string("path")?)?;
+        let path = path::parse(args.string("path")?)?;
         let old = args.string("old_string")?;
         let new = args.string("new_string")?;
         let replace_all = args.opt_bool("replace_all")?.unwrap_or(false);

@@ -2,8 +2,8 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{Kind, Walk, Workspace};
-use goat_pen::glob::Glob;
-use goat_pen::path::WorkPath;
+use goat_pen::glob::{self, Glob};
+use goat_pen::path::{self, WorkPath};
 use goat_pen::text::Output;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 
@@ -43,8 +43,8 @@ impl Guest for FindFiles {
     fn invoke(arguments: String) -> ToolResult<String> {
         let args = Args::parse(&arguments, &["pattern", "path"])?;
         let pattern = args.string("pattern")?;
-        let glob = Glob::new(pattern)?;
-        let base = WorkPath::parse_or_root(args.opt_string("path")?)?;
+        let glob = glob::compile(pattern)?;
+        let base = path::parse_or_root(args.opt_string("path")?)?;
         let ws = Workspace::open()?;
         if ws.stat(&base)?.type_ != wasip2::filesystem::types::DescriptorType::Directory {
             return Err(ToolError::Conflict(format!(

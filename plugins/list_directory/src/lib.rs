@@ -2,7 +2,7 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{Kind, Walk, Workspace};
-use goat_pen::path::WorkPath;
+use goat_pen::path;
 use goat_pen::text::{Output, plural};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use wasip2::filesystem::types::DescriptorType;
@@ -42,7 +42,7 @@ impl Guest for ListDirectory {
 
     fn invoke(arguments: String) -> ToolResult<String> {
         let args = Args::parse(&arguments, &["path", "depth"])?;
-        let path = WorkPath::parse_or_root(args.opt_string("path")?)?;
+        let path = path::parse_or_root(args.opt_string("path")?)?;
         let depth = args.opt_u64("depth")?.unwrap_or(DEFAULT_DEPTH);
         if !(1..=MAX_DEPTH).contains(&depth) {
             return Err(ToolError::InvalidArguments(format!(

@@ -5,7 +5,7 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{READ_CHUNK_BYTES, Workspace, fs_error, require_file};
-use goat_pen::path::WorkPath;
+use goat_pen::path::{self, WorkPath};
 use goat_pen::text::{Output, cut_line_after, looks_binary};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use wasip2::filesystem::types::Descriptor;
@@ -44,7 +44,7 @@ impl Guest for ReadFile {
 
     fn invoke(arguments: String) -> ToolResult<String> {
         let args = Args::parse(&arguments, &["path", "offset", "limit"])?;
-        let path = WorkPath::parse(args.string("path")?)?;
+        let path = path::parse(args.string("path")?)?;
         let offset = args.opt_u64("offset")?.unwrap_or(1);
         let limit = args.opt_u64("limit")?.unwrap_or(DEFAULT_LIMIT);
         if offset == 0 {

@@ -7,8 +7,8 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{Kind, Walk, Workspace};
-use goat_pen::glob::Glob;
-use goat_pen::path::WorkPath;
+use goat_pen::glob::{self, Glob};
+use goat_pen::path::{self, WorkPath};
 use goat_pen::text::{Output, cut_line, looks_binary, plural};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use regex_lite::{Regex, RegexBuilder};
@@ -67,9 +67,9 @@ impl Guest for SearchFiles {
             .map_err(|e| {
                 ToolError::InvalidArguments(format!("invalid regular expression '{pattern}': {e}"))
             })?;
-        let base = WorkPath::parse_or_root(args.opt_string("path")?)?;
+        let base = path::parse_or_root(args.opt_string("path")?)?;
         let glob_arg = args.opt_string("glob")?;
-        let glob = glob_arg.map(Glob::new).transpose()?;
+        let glob = glob_arg.map(glob::compile).transpose()?;
         let by_name = glob_arg.is_some_and(|g| !Glob::has_separator(g));
         let context = args.opt_u64("context")?.unwrap_or(0);
         if context > MAX_CONTEXT {

@@ -3,7 +3,7 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{Workspace, require_file};
-use goat_pen::path::WorkPath;
+use goat_pen::path;
 use goat_pen::text::plural;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 
@@ -35,7 +35,7 @@ impl Guest for WriteFile {
 
     fn invoke(arguments: String) -> ToolResult<String> {
         let args = Args::parse(&arguments, &["path", "content"])?;
-        let path = WorkPath::parse(args.string("path")?)?;
+        let path = path::parse(args.string("path")?)?;
         let content = args.string("content")?;
         if content.len() > MAX_WRITE_BYTES {
             return Err(ToolError::TooLarge(format!(

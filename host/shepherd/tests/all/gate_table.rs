@@ -439,6 +439,30 @@ fn paths_are_compared_after_resolution() {
             Expect::Allow(&["reads are allowed by default"]),
         ),
         case(
+            "[ ] in a rule are literal, as when the rule was stored",
+            vec![deny_read(1, None, "pages/[id].tsx")],
+            read("read_file", &["pages/[id].tsx"]),
+            Expect::Deny(&["rule #1"]),
+        ),
+        case(
+            "[ ] in a rule are not a character class",
+            vec![deny_read(1, None, "pages/[id].tsx")],
+            read("read_file", &["pages/i.tsx"]),
+            Expect::Allow(&["reads are allowed by default"]),
+        ),
+        case(
+            "{ } in a rule are not alternatives",
+            vec![deny_read(1, None, "*.{rs,toml}")],
+            read("read_file", &["Cargo.toml"]),
+            Expect::Allow(&["reads are allowed by default"]),
+        ),
+        case(
+            "a backslash in a rule is a literal character, not an escape",
+            vec![deny_read(1, None, "a\\*")],
+            read("read_file", &["a\\b"]),
+            Expect::Deny(&["rule #1"]),
+        ),
+        case(
             "a pattern of a file does not cover the directory of the same name's contents",
             vec![deny_read(1, None, "secrets")],
             read("read_file", &["secrets/key"]),

@@ -10,8 +10,8 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{Kind, READ_CHUNK_BYTES, Walk, Workspace, fs_error};
-use goat_pen::glob::Glob;
-use goat_pen::path::WorkPath;
+use goat_pen::glob;
+use goat_pen::path::{self, WorkPath};
 use goat_pen::text::Output;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use wasip2::filesystem::types::DescriptorType;
@@ -127,7 +127,7 @@ impl Guest for Wc {
 
     fn invoke(arguments: String) -> ToolResult<String> {
         let args = Args::parse(&arguments, &["path", "glob"])?;
-        let base = WorkPath::parse_or_root(args.opt_string("path")?)?;
+        let base = path::parse_or_root(args.opt_string("path")?)?;
         let pattern = args.opt_string("glob")?;
         let ws = Workspace::open()?;
 
@@ -144,7 +144,7 @@ impl Guest for Wc {
                 files.push(base.clone());
             }
             DescriptorType::Directory => {
-                let glob = Glob::new(pattern.unwrap_or("**"))?;
+                let glob = glob::compile(pattern.unwrap_or("**"))?;
                 let depth = glob
                     .max_depth()
                     .unwrap_or(MAX_WALK_DEPTH)
