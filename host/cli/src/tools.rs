@@ -18,7 +18,9 @@ use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{AppToolRouter, RouterConfig};
 use goat_store::CallStatus;
 
-use crate::{Outcome, note, paths, plugins, text};
+use goat_catalog::{Loaded, PluginSource};
+
+use crate::{Outcome, note, paths, text};
 
 /// The session id direct calls are judged under: rules scoped to a real
 /// session never apply to them.
@@ -117,17 +119,23 @@ pub fn sandbox_and_tools(
     limits: &Limits,
 ) -> anyhow::Result<(Sandbox, Vec<Tool>)> {
     let sandbox = sandbox(limits)?;
-    let mut tools = sandbox.load_pen_tools()?;
-    if let Plugins::Approved { db, workspace } = plugins {
-        let dir = paths::plugin_dir(db)?;
-        if let Some(workspace) = workspace {
-            paths::ensure_plugins_outside(&dir, workspace)?;
+    let dir = match plugins {
+        Plugins::None => None,
+        Plugins::Approved { db, workspace } => {
+            let dir = paths::plugin_dir(db)?;
+            if let Some(workspace) = workspace {
+                paths::ensure_plugins_outside(&dir, workspace)?;
+            }
+            Some(dir)
         }
-        let (loaded, problems) = plugins::approved_tools(&sandbox, &dir);
-        for problem in problems {
-            note(problem);
-        }
-        tools.extend(loaded);
+    };
+    let source = match &dir {
+        Some(dir) => PluginSource::Approved(dir),
+        None => PluginSource::None,
+    };
+    let Loaded { tools, problems } = goat_catalog::load_tools(&sandbox, source)?;
+    for problem in problems {
+        note(problem);
     }
     Ok((sandbox, tools))
 }
