@@ -16,28 +16,32 @@
 //! Exit status: 0 success; 1 the turn or the tool call failed, was denied
 //! or was cancelled (the error is printed as the model would see it); 2 bad
 //! usage or a host problem before anything ran.
+//!
+//! Layout: `commands/` has one file per subcommand (its arguments, then a
+//! call into the rest); `args` the flags several share; `config` the table
+//! of settings; `session` the one assembly of store, gate, router and
+//! Shepherd; `terminal` stdin and the Ctrl-C policy; `approval` the
+//! question, its preview and diff; `printer` and `style` what a turn shows.
+//! `plugins`, `tools` and `paths` are the catalog and host state.
 
-mod chat;
+mod approval;
+mod args;
+mod commands;
 mod config;
-mod console;
-mod demo;
-mod detect;
 mod paths;
-mod permissions;
 mod plugins;
-mod probe;
-mod run;
-mod sessions;
-mod stats;
+mod printer;
+mod session;
+mod style;
+mod terminal;
 mod text;
 mod tools;
 
 use std::fmt::Display;
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
 #[derive(Parser)]
 #[command(
@@ -47,101 +51,7 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run a real turn with no model at hand: a replayed Qwen3-Coder session
-    /// (including a tool call written as text) drives the real Shepherd,
-    /// recovery, router, gate, sandbox and store in a throwaway workspace.
-    Demo {
-        /// The store to record the session in (else GOAT_DB, else the default).
-        #[arg(long, value_name = "FILE")]
-        db: Option<PathBuf>,
-    },
-    /// A conversation with the model in one session: each line typed is a
-    /// turn. Ctrl-C cancels a turn; Ctrl-D, or Ctrl-C at the prompt, leaves.
-    Chat(chat::ChatArgs),
-    /// Send PROMPT to the model and let it work in the workspace: one turn,
-    /// its answer streamed to stdout, tool activity to stderr.
-    Run(run::RunArgs),
-    /// Show the sessions in the store and what happened in them.
-    Sessions {
-        #[command(subcommand)]
-        command: sessions::SessionsCommand,
-    },
-    /// Check that the engine returns this model's tool calls as structured
-    /// calls: a few requests offering the Pen tools, each classified, then a
-    /// verdict. Never runs a tool.
-    Probe {
-        /// The engine's base URL (else GOAT_ENGINE_URL).
-        #[arg(long, value_name = "URL")]
-        engine: Option<String>,
-        /// The model name (else GOAT_MODEL).
-        #[arg(long, value_name = "NAME")]
-        model: Option<String>,
-        /// The variable holding a bearer key, if the engine needs one.
-        #[arg(long, value_name = "VAR")]
-        api_key_env: Option<String>,
-        /// How many requests to send.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
-        count: u16,
-    },
-    /// Per model and engine: turns, rounds, tool calls, and how often the
-    /// model wrote tool calls as text, was recovered, or failed twice.
-    Stats {
-        /// The store (else GOAT_DB, else the default).
-        #[arg(long, value_name = "FILE")]
-        db: Option<PathBuf>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// The settings in effect (config file, environment, defaults) and
-    /// where each comes from.
-    Config {
-        #[command(subcommand)]
-        command: ConfigCommand,
-    },
-    /// Manage the permission rules the gate applies to tool calls.
-    Permissions {
-        #[command(subcommand)]
-        command: permissions::PermissionsCommand,
-    },
-    /// Add, list, inspect and remove plugin tools: third-party components
-    /// run in the same sandbox, behind the same gate, named PLUGIN__TOOL.
-    Plugins {
-        #[command(subcommand)]
-        command: plugins::PluginsCommand,
-    },
-    /// Inspect and run tools directly, without a model.
-    Tools {
-        #[command(subcommand)]
-        command: tools::ToolsCommand,
-    },
-    /// Check an assistant message for tool-call markup written as text
-    /// instead of a call, and print the verdict as one line of JSON.
-    ///
-    /// Exits 0 whether or not markup is found; read the "unexecuted" field.
-    Detect {
-        /// The tools offered with the request, comma-separated
-        /// (e.g. read_file,write_file). Only these names count.
-        #[arg(long, value_name = "NAMES", value_delimiter = ',', required = true)]
-        tools: Vec<String>,
-        /// The message's content; standard input when absent.
-        file: Option<PathBuf>,
-    },
-}
-
-#[derive(Subcommand)]
-enum ConfigCommand {
-    /// Print each setting's effective value and where it came from.
-    Show {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    command: commands::Command,
 }
 
 /// How a command ended, beyond plain success.
@@ -153,7 +63,7 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match dispatch(cli) {
+    match commands::dispatch(cli.command) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -177,40 +87,12 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn dispatch(cli: Cli) -> anyhow::Result<Outcome> {
-    match cli.command {
-        Command::Demo { db } => demo::demo(db.as_deref()),
-        Command::Stats { db, json } => stats::stats(db.as_deref(), json),
-        Command::Probe {
-            engine,
-            model,
-            api_key_env,
-            count,
-        } => probe::probe(
-            engine.as_deref(),
-            model.as_deref(),
-            api_key_env.as_deref(),
-            usize::from(count),
-        ),
-        Command::Run(args) => run::run(args),
-        Command::Chat(args) => chat::chat(args),
-        Command::Config {
-            command: ConfigCommand::Show { json },
-        } => config::show(json),
-        Command::Sessions { command } => sessions::sessions(command),
-        Command::Permissions { command } => permissions::permissions(command),
-        Command::Plugins { command } => plugins::plugins(command),
-        Command::Tools { command } => tools::tools(command),
-        Command::Detect { tools, file } => detect::detect(&tools, file.as_deref()),
-    }
-}
-
 /// One line from GOAT itself on stderr, `goat: ...`.
 ///
 /// A closed stderr is ignored rather than a panic (as `eprintln!` would
 /// be): losing a status line must not abort a turn that is changing files.
 fn note(line: impl Display) {
     let mut err = io::stderr().lock();
-    console::clear_spinner_line(&mut err);
+    style::clear_spinner_line(&mut err);
     let _ = writeln!(err, "goat: {line}");
 }

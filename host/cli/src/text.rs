@@ -152,6 +152,15 @@ pub fn utc(unix_seconds: i64) -> String {
     )
 }
 
+/// `1 line`, `3 lines`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

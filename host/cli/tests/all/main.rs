@@ -62,6 +62,13 @@ impl Env {
 
     /// Points `cmd` at this test's state and nothing of the person's.
     pub(crate) fn isolate(&self, cmd: &mut Command) {
+        // Every setting's variable starts with GOAT_ (the settings table's
+        // tests check), so clearing them all keeps a new setting out too.
+        for (name, _) in
+            std::env::vars_os().filter(|(n, _)| n.to_string_lossy().starts_with("GOAT_"))
+        {
+            cmd.env_remove(name);
+        }
         cmd.env(
             "GOAT_CACHE_DIR",
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cli-cache"),
@@ -69,15 +76,6 @@ impl Env {
         .env("GOAT_DB", &self.db)
         .env("XDG_DATA_HOME", self.root.join("xdg-data"))
         .env("XDG_CONFIG_HOME", self.config_home())
-        .env_remove("GOAT_CONFIG")
-        .env_remove("GOAT_ENGINE_URL")
-        .env_remove("GOAT_MODEL")
-        .env_remove("GOAT_API_KEY_ENV")
-        .env_remove("GOAT_MAX_ROUNDS")
-        .env_remove("GOAT_WRITES")
-        .env_remove("GOAT_TOOL_TIMEOUT_SECS")
-        .env_remove("GOAT_TOOL_MEMORY_MIB")
-        .env_remove("GOAT_TOOL_OUTPUT_KIB")
         .env_remove("NO_COLOR")
         .current_dir(&self.ws)
         .stdin(Stdio::null());

@@ -21,8 +21,12 @@ use std::io::{self, IsTerminal, Write};
 use anyhow::Context;
 use goat_shepherd::TurnError;
 
-use crate::console::{AtRest, Console, ConsoleAnswers, Input, Style, TerminalApprover};
-use crate::run::{self, Printer, TurnOptions};
+use crate::approval::TerminalApprover;
+use crate::args::TurnOptions;
+use crate::printer::Printer;
+use crate::session;
+use crate::style::Style;
+use crate::terminal::{AtRest, Console, ConsoleAnswers, Input, run_turn};
 use crate::{Outcome, note};
 
 /// Typed at the prompt to leave, as well as Ctrl-D.
@@ -51,7 +55,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         } else {
             None
         };
-    let opened = run::open(&args.turn, approver)?;
+    let opened = session::for_turn(&args.turn, approver)?;
     note(format_args!(
         "chatting with {} at {} in {}; Ctrl-C cancels a turn, Ctrl-D or Ctrl-C at the prompt \
          leaves",
@@ -84,8 +88,13 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         }
 
         let mut printer = Printer::new(true);
-        let result =
-            run::turn_at_console(&console, &runtime, &opened.shepherd, prompt, &mut printer);
+        let result = run_turn(
+            Some(&console),
+            &runtime,
+            &opened.shepherd,
+            prompt,
+            &mut printer,
+        );
         printer.finish(result.is_ok());
         match result {
             Ok(_) => {}

@@ -6,13 +6,14 @@
 //! useful if it is the whole record.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use goat_store::{CallRecord, RoundRecord, SessionInfo, Store, TurnRecord};
 use serde_json::{Value, json};
 
+use crate::args::DbArg;
 use crate::{Outcome, note, paths, text};
 
 /// Longest prompt or answer excerpt in `sessions show`, in characters.
@@ -25,10 +26,8 @@ const REASON_CHARS: usize = 200;
 pub enum SessionsCommand {
     /// List the sessions, newest first: id, created, turns, model, workspace.
     List {
-        /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
-        /// ~/.local/share/goat/goat.db).
-        #[arg(long, value_name = "FILE")]
-        db: Option<PathBuf>,
+        #[command(flatten)]
+        store: DbArg,
         /// Print them as a JSON array.
         #[arg(long)]
         json: bool,
@@ -37,10 +36,8 @@ pub enum SessionsCommand {
     Show {
         /// The session's id, as `goat sessions list` shows it.
         id: String,
-        /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
-        /// ~/.local/share/goat/goat.db).
-        #[arg(long, value_name = "FILE")]
-        db: Option<PathBuf>,
+        #[command(flatten)]
+        store: DbArg,
         /// Print everything as JSON, full texts included.
         #[arg(long)]
         json: bool,
@@ -49,8 +46,8 @@ pub enum SessionsCommand {
 
 pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
     match command {
-        SessionsCommand::List { db, json } => list(db.as_deref(), json),
-        SessionsCommand::Show { id, db, json } => show(&id, db.as_deref(), json),
+        SessionsCommand::List { store, json } => list(store.db.as_deref(), json),
+        SessionsCommand::Show { id, store, json } => show(&id, store.db.as_deref(), json),
     }
 }
 

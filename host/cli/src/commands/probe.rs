@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use goat_engine::{CancellationToken, ChatRequest, Delta, Message, ToolSchema};
 use goat_markup::detect;
 
+use crate::args::EngineArgs;
 use crate::config::Settings;
-use crate::run::engine_with;
+use crate::session::engine_with;
 use crate::{Outcome, text, tools};
 
 /// What each probe asks for: one file read, which every coder model
@@ -30,15 +31,27 @@ enum Finding {
     Failed(String),
 }
 
-/// Runs `count` probes against the engine.
-pub fn probe(
-    engine: Option<&str>,
-    model: Option<&str>,
-    api_key_env: Option<&str>,
-    count: usize,
-) -> anyhow::Result<Outcome> {
+#[derive(clap::Args)]
+#[command(
+    mut_arg("engine", |a| a.help("The engine's base URL (else GOAT_ENGINE_URL)")),
+    mut_arg("model", |a| a.help("The model name (else GOAT_MODEL)")),
+    mut_arg("api_key_env", |a| a.help(
+        "The variable holding a bearer key, if the engine needs one"
+    )),
+)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// How many requests to send.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
+    count: u16,
+}
+
+/// Runs `--count` probes against the engine.
+pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
+    let count = usize::from(args.count);
     let mut settings = Settings::load()?;
-    settings.apply_engine_flags(engine, model, api_key_env);
+    settings.apply_engine_flags(&args.engine);
     let (client, url, model) = engine_with(&settings, None)?;
     let (_, tools) = tools::sandbox_and_tools(tools::Plugins::None, &settings.limits())?;
     let schemas: Vec<ToolSchema> = tools

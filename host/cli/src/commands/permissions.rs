@@ -14,6 +14,7 @@ use goat_shepherd::gate::{self, Access, Effect, NewRule, PermissionDb, Rule, Sco
 use goat_store::Store;
 use serde_json::{Value, json};
 
+use crate::args::{DbArg, PermissionsArg};
 use crate::{Outcome, note, paths, plugins, text};
 
 #[derive(Subcommand)]
@@ -43,15 +44,16 @@ pub enum PermissionsCommand {
 
 /// Where the permission database is.
 #[derive(Args)]
+#[command(mut_arg("db", |a| a.help(
+    "The store, whose directory holds the default permission database and whose sessions \
+     --session names (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or \
+     ~/.local/share/goat/goat.db)"
+)))]
 pub struct Location {
-    /// The permission database (default: permissions.db beside the store).
-    #[arg(long, value_name = "FILE")]
-    permissions: Option<PathBuf>,
-    /// The store, whose directory holds the default permission database
-    /// and whose sessions --session names (default: $GOAT_DB, else
-    /// $XDG_DATA_HOME/goat/goat.db or ~/.local/share/goat/goat.db).
-    #[arg(long, value_name = "FILE")]
-    db: Option<PathBuf>,
+    #[command(flatten)]
+    permissions: PermissionsArg,
+    #[command(flatten)]
+    store: DbArg,
 }
 
 #[derive(Args)]
@@ -88,7 +90,10 @@ pub fn permissions(command: PermissionsCommand) -> anyhow::Result<Outcome> {
 
 impl Location {
     fn path(&self) -> anyhow::Result<PathBuf> {
-        paths::permissions_path(self.permissions.as_deref(), self.db.as_deref())
+        paths::permissions_path(
+            self.permissions.permissions.as_deref(),
+            self.store.db.as_deref(),
+        )
     }
 
     /// The database, created if absent.
@@ -139,7 +144,7 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
         name => {
             // A deny rule for a misspelt tool would protect nothing, silently.
             // Plugin tools go by their exposed names, as the gate sees them.
-            let plugin_tools = plugins::approved_names(args.location.db.as_deref())?;
+            let plugin_tools = plugins::approved_names(args.location.store.db.as_deref())?;
             let known: Vec<&str> = goat_sandbox::builtin::PEN_TOOLS
                 .iter()
                 .map(|b| b.name)
@@ -158,7 +163,7 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
     let scope = match args.session {
         Some(id) => {
             // A rule for a session that does not exist would never apply.
-            session_exists(args.location.db.as_deref(), &id)?;
+            session_exists(args.location.store.db.as_deref(), &id)?;
             Scope::Session(id)
         }
         None => Scope::Persistent,

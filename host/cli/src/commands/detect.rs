@@ -3,15 +3,26 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use goat_markup::{Detector, Verdict};
 
 use crate::Outcome;
 
+#[derive(clap::Args)]
+pub struct DetectArgs {
+    /// The tools offered with the request, comma-separated
+    /// (e.g. read_file,write_file). Only these names count.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', required = true)]
+    tools: Vec<String>,
+    /// The message's content; standard input when absent.
+    file: Option<PathBuf>,
+}
+
 /// Feeds the message to the detector in pieces, as a stream would arrive.
-pub fn detect(tools: &[String], file: Option<&Path>) -> anyhow::Result<Outcome> {
+pub fn detect(args: DetectArgs) -> anyhow::Result<Outcome> {
+    let (tools, file) = (&args.tools, args.file.as_deref());
     let tools: Vec<&str> = tools.iter().map(|t| t.trim()).collect();
     if tools.is_empty() || tools.iter().any(|t| t.is_empty()) {
         bail!(

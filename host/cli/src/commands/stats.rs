@@ -3,17 +3,28 @@
 //! mismatch shows up as a number rather than a feeling.
 
 use std::io::{self, Write};
-use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::sessions::open_existing;
+use super::sessions::open_existing;
+use crate::args::DbArg;
 use crate::{Outcome, note, text};
 
-/// Prints the statistics of the store at `db` (as everywhere: `--db`,
+#[derive(clap::Args)]
+#[command(mut_arg("db", |a| a.help("The store (else GOAT_DB, else the default)")))]
+pub struct StatsArgs {
+    #[command(flatten)]
+    store: DbArg,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the statistics of the store at `--db` (as everywhere: `--db`,
 /// `GOAT_DB`, the default).
-pub fn stats(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
-    let rows = match open_existing(db)? {
+pub fn stats(args: StatsArgs) -> anyhow::Result<Outcome> {
+    let json = args.json;
+    let rows = match open_existing(args.store.db.as_deref())? {
         Some(store) => store.stats()?,
         None => Vec::new(),
     };
@@ -45,9 +56,7 @@ pub fn stats(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     for s in &rows {
-        let n = |count: i64, noun: &str| {
-            crate::console::count(usize::try_from(count).unwrap_or(0), noun)
-        };
+        let n = |count: i64, noun: &str| text::count(usize::try_from(count).unwrap_or(0), noun);
         writeln!(
             out,
             "{} on {}\n  {}, {}, {}, {}\n  tool calls written as text: {}; one recovery used in \

@@ -9,19 +9,21 @@
 //! Only the model's side is a replay, and the demo says so.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
 use goat_engine::{EngineClient, EngineConfig};
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd};
+use goat_shepherd::gate::WritePolicy;
 use goat_store::Store;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::run::{Printer, drive, system_prompt};
+use crate::args::DbArg;
+use crate::printer::Printer;
+use crate::session::{self, Parts, Start};
+use crate::terminal::run_turn;
 use crate::{Outcome, note, paths, tools};
 
 /// The engine a demo session is recorded with.
@@ -164,9 +166,18 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<()> {
     }
 }
 
-/// Runs the demo. `db` as everywhere else (`--db`, `GOAT_DB`, default).
-pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let store_path = paths::store_path(db)?;
+#[derive(clap::Args)]
+#[command(mut_arg("db", |a| a.help(
+    "The store to record the session in (else GOAT_DB, else the default)"
+)))]
+pub struct DemoArgs {
+    #[command(flatten)]
+    store: DbArg,
+}
+
+/// Runs the demo. `--db` as everywhere else (`--db`, `GOAT_DB`, default).
+pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
+    let store_path = paths::store_path(args.store.db.as_deref())?;
     let root: PathBuf = std::env::temp_dir().join(format!("goat-demo-{}", std::process::id()));
     let workspace = root.join("workspace");
     std::fs::create_dir_all(workspace.join("src"))
@@ -185,38 +196,30 @@ pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
     config.retries = 0;
     let engine = EngineClient::new(config)?;
 
-    // The replayed model only ever calls Pen tools: plugins stay out.
     let limits = crate::config::Settings::load()?.limits();
-    let (sandbox, tool_list) = tools::sandbox_and_tools(tools::Plugins::None, &limits)?;
-    paths::ensure_cache_outside(&sandbox, &workspace)?;
-    paths::prepare_permissions(&permissions_db)?;
-    let mut store = Store::open(&store_path)?;
-    // Recorded under a fixed engine name, not the throwaway port: stats
-    // group demo runs together, and resuming one says plainly there is no
-    // engine to talk to.
-    let session_id = store.create_session(&workspace, DEMO_ENGINE, "qwen3-coder (replay)")?;
-    let store = Arc::new(Mutex::new(store));
-    // The workspace is a throwaway copy made for the demo, so its writes
-    // are allowed up front; nothing outside it can be touched either way.
-    let router = AppToolRouter::new(
-        Arc::new(sandbox),
-        tool_list,
-        RouterConfig {
-            workspace: workspace.clone(),
-            permissions_db,
-            session_id: session_id.clone(),
-            interactive: Interactive::No,
-            writes: WritePolicy::AllowAll,
-        },
-    );
-    let shepherd = Shepherd::new(
+    let opened = session::open(Parts {
+        workspace: workspace.clone(),
+        store: Store::open(&store_path)?,
+        store_path: store_path.clone(),
+        permissions_db,
         engine,
-        router,
-        store,
-        session_id.clone(),
-        system_prompt(&workspace),
-        8,
-    );
+        // Recorded under a fixed engine name, not the throwaway port: stats
+        // group demo runs together, and resuming one says plainly there is
+        // no engine to talk to.
+        engine_url: DEMO_ENGINE.to_owned(),
+        model: "qwen3-coder (replay)".to_owned(),
+        start: Start::New { announce: false },
+        // The replayed model only ever calls Pen tools: plugins stay out.
+        plugins: tools::Plugins::None,
+        limits,
+        // The workspace is a throwaway copy made for the demo, so its
+        // writes are allowed up front; nothing outside it can be touched
+        // either way.
+        writes: WritePolicy::AllowAll,
+        approver: None,
+        max_rounds: 8,
+    })?;
+    let session_id = opened.session_id.clone();
 
     note(
         "demo: the model's side of this session is a REPLAY of a recorded Qwen3-Coder session on a loopback port;",
@@ -227,7 +230,7 @@ pub fn demo(db: Option<&Path>) -> anyhow::Result<Outcome> {
     note(format_args!("demo: workspace {}", workspace.display()));
     note(format_args!("demo: prompt: {PROMPT}"));
     let mut printer = Printer::new(true);
-    let result = runtime.block_on(drive(&shepherd, PROMPT, &mut printer));
+    let result = run_turn(None, &runtime, &opened.shepherd, PROMPT, &mut printer);
     printer.finish(result.is_ok());
     let fixed = std::fs::read_to_string(workspace.join("src/greet.py")).unwrap_or_default();
     let mut err = io::stderr().lock();

@@ -1,0 +1,216 @@
+//! The approval question at the terminal: the call, what it would change,
+//! and the four answers.
+//!
+//! Nothing here decides anything. The gate decides whether to ask; this
+//! module asks, shows what the write would do ([`preview`]), and hands the
+//! answer back to the router, which saves "session" and "always" answers
+//! as rules.
+//!
+//! Everything shown that came from the model or the workspace is escaped:
+//! a diff line cannot move the cursor or forge a prompt.
+
+mod diff;
+mod preview;
+
+use std::io::Write;
+
+use goat_shepherd::{Approval, ApprovalRequest, Approver};
+
+use preview::preview;
+
+use crate::style::{Style, clear_spinner_line};
+use crate::terminal::Input;
+use crate::text::escape_controls;
+
+/// Wrong answers to one approval question before it counts as "deny".
+const ANSWER_ATTEMPTS: usize = 3;
+
+/// Where answers come from.
+pub trait Answers: Send {
+    /// The next line, end of input, or an interrupt.
+    fn next(&mut self) -> Input;
+
+    /// Drops anything typed before the question was shown, so a stray `y`
+    /// typed while the model was working cannot answer it.
+    fn discard_typeahead(&mut self) {}
+}
+
+/// Asks about writes at the terminal: the tool, the resolved paths, what
+/// would change, and the four answers.
+pub struct TerminalApprover<A, W> {
+    pub answers: A,
+    pub output: W,
+    pub style: Style,
+}
+
+impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
+    fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
+        self.answers.discard_typeahead();
+        let question = question(request, self.style);
+        let menu = if request.can_remember {
+            "allow? [o]nce, for this [s]ession, [a]lways in this workspace, [d]eny (default deny): "
+        } else {
+            "allow? [o]nce, [d]eny (default deny); this path cannot be saved as an exact rule: "
+        };
+        clear_spinner_line(&mut self.output);
+        if write!(self.output, "{question}goat: {menu}")
+            .and_then(|()| self.output.flush())
+            .is_err()
+        {
+            return Approval::Deny;
+        }
+        for attempt in 1..=ANSWER_ATTEMPTS {
+            let line = match self.answers.next() {
+                Input::Line(line) => line,
+                Input::Eof | Input::Interrupt => {
+                    let _ = writeln!(self.output);
+                    return Approval::Deny;
+                }
+            };
+            match parse_answer(&line, request.can_remember) {
+                Some(answer) => return answer,
+                None if attempt < ANSWER_ATTEMPTS => {
+                    let hint = if request.can_remember {
+                        "please answer o, s, a or d: "
+                    } else {
+                        "please answer o or d: "
+                    };
+                    if write!(self.output, "goat: {hint}")
+                        .and_then(|()| self.output.flush())
+                        .is_err()
+                    {
+                        return Approval::Deny;
+                    }
+                }
+                None => {}
+            }
+        }
+        let _ = writeln!(self.output, "goat: no clear answer; denied");
+        Approval::Deny
+    }
+}
+
+/// The answer typed, or `None` for something that is not one. An empty
+/// line is the default, deny.
+fn parse_answer(line: &str, can_remember: bool) -> Option<Approval> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "o" | "once" | "y" | "yes" => Some(Approval::Once),
+        "s" | "session" if can_remember => Some(Approval::Session),
+        "a" | "always" if can_remember => Some(Approval::Always),
+        "" | "d" | "deny" | "n" | "no" => Some(Approval::Deny),
+        _ => None,
+    }
+}
+
+/// The question's lines, each ending in a newline: the gate's prompt, the
+/// workspace, then what would change.
+pub fn question(request: &ApprovalRequest<'_>, style: Style) -> String {
+    let mut out = format!(
+        "goat: {}\n       workspace: {}\n",
+        escape_controls(request.prompt),
+        escape_controls(&request.workspace.display().to_string())
+    );
+    for line in preview(request) {
+        let painted = match line.as_bytes().first() {
+            Some(b'+') => style.green(&line),
+            Some(b'-') => style.red(&line),
+            _ => line,
+        };
+        out.push_str("       ");
+        out.push_str(&painted);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Typed(Vec<Input>);
+
+    impl Answers for Typed {
+        fn next(&mut self) -> Input {
+            if self.0.is_empty() {
+                Input::Eof
+            } else {
+                self.0.remove(0)
+            }
+        }
+    }
+
+    fn ask(typed: &[&str], can_remember: bool) -> (Approval, String) {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let paths = ["a.txt".to_owned()];
+        let arguments = json!({"path": "a.txt", "content": "hi\n"});
+        let mut out = Vec::new();
+        let mut approver = TerminalApprover {
+            answers: Typed(typed.iter().map(|t| Input::Line((*t).to_owned())).collect()),
+            output: &mut out,
+            style: Style::new(false),
+        };
+        let answer = approver.approve(&ApprovalRequest {
+            tool: "write_file",
+            prompt: "write_file wants to write 'a.txt'; allow it?",
+            paths: &paths,
+            arguments: &arguments,
+            workspace: ws.path(),
+            can_remember,
+        });
+        (answer, String::from_utf8(out).unwrap_or_default())
+    }
+
+    #[test]
+    fn each_answer_and_the_default() {
+        for (typed, want) in [
+            ("o", Approval::Once),
+            ("yes", Approval::Once),
+            ("s", Approval::Session),
+            ("ALWAYS", Approval::Always),
+            ("a", Approval::Always),
+            ("d", Approval::Deny),
+            ("", Approval::Deny),
+            ("n", Approval::Deny),
+        ] {
+            assert_eq!(ask(&[typed], true).0, want, "{typed:?}");
+        }
+    }
+
+    #[test]
+    fn unclear_answers_are_asked_again_then_denied() {
+        let (answer, shown) = ask(&["maybe", "s"], true);
+        assert_eq!(answer, Approval::Session);
+        assert!(shown.contains("please answer o, s, a or d"), "{shown}");
+        let (answer, shown) = ask(&["x", "y?", "z"], true);
+        assert_eq!(answer, Approval::Deny);
+        assert!(
+            shown.ends_with("goat: no clear answer; denied\n"),
+            "{shown}"
+        );
+        // End of input is a no.
+        assert_eq!(ask(&[], true).0, Approval::Deny);
+    }
+
+    #[test]
+    fn session_and_always_are_not_offered_when_they_cannot_be_saved() {
+        let (answer, shown) = ask(&["s", "a", "always"], false);
+        assert_eq!(answer, Approval::Deny);
+        assert!(shown.contains("[o]nce, [d]eny"), "{shown}");
+        assert_eq!(ask(&["o"], false).0, Approval::Once);
+    }
+
+    #[test]
+    fn the_question_shows_the_tool_path_workspace_and_new_content() {
+        let (_, shown) = ask(&["d"], true);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(
+            lines[0],
+            "goat: write_file wants to write 'a.txt'; allow it?"
+        );
+        assert!(lines[1].starts_with("       workspace: "), "{shown}");
+        assert_eq!(lines[2], "       creates 'a.txt': 1 line, 3 bytes");
+        assert_eq!(lines[3], "       + hi");
+        assert!(!shown.contains('\x1b'), "no escape codes without colour");
+    }
+}

@@ -1,0 +1,296 @@
+//! What a call would change, as lines for the approval question: a diff
+//! against the file as it is now for `write_file` and `edit_file`, the
+//! arguments for any other tool.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use goat_shepherd::ApprovalRequest;
+use serde_json::Value;
+
+use super::diff::{PREVIEW_LINE_CHARS, diff, side};
+use crate::text::{count, escape_controls, truncate};
+
+/// Largest file read to show what a write would change; past this the
+/// approval says how large it is instead.
+const PREVIEW_FILE_BYTES: u64 = 1024 * 1024;
+
+/// What the call would change, as lines to show (already escaped):
+/// for `write_file` and `edit_file` a diff against the file as it is now,
+/// for any other tool its arguments.
+pub fn preview(request: &ApprovalRequest<'_>) -> Vec<String> {
+    let args = request.arguments;
+    let text = |key: &str| args.get(key).and_then(Value::as_str);
+    let path = request.paths.first().map(String::as_str);
+    match (request.tool, path) {
+        ("write_file", Some(path)) => match text("content") {
+            Some(content) => write_preview(request.workspace, path, content),
+            None => arguments_preview(args),
+        },
+        ("edit_file", Some(path)) => match (text("old_string"), text("new_string")) {
+            (Some(old), Some(new)) => {
+                let all = args.get("replace_all").and_then(Value::as_bool) == Some(true);
+                edit_preview(request.workspace, path, old, new, all)
+            }
+            _ => arguments_preview(args),
+        },
+        _ => arguments_preview(args),
+    }
+}
+
+fn arguments_preview(args: &Value) -> Vec<String> {
+    vec![format!(
+        "arguments: {}",
+        truncate(&escape_controls(&args.to_string()), PREVIEW_LINE_CHARS * 2)
+    )]
+}
+
+/// The file at `path` as it is now, for a preview.
+enum Existing {
+    Missing,
+    Text(String),
+    /// Cannot be shown; says why.
+    Unshown(String),
+}
+
+fn existing(workspace: &Path, path: &str) -> Existing {
+    let full = workspace.join(path);
+    let meta = match fs::symlink_metadata(&full) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Existing::Missing,
+        Err(e) => return Existing::Unshown(format!("cannot read it to compare ({e})")),
+    };
+    // Only a preview, never the boundary (the sandbox is): still, a link
+    // out of the workspace is not followed here either.
+    match full.canonicalize() {
+        Ok(real) if real.starts_with(workspace) => {}
+        Ok(_) => {
+            return Existing::Unshown(
+                "it is a link leading outside the workspace; the tool will refuse it".to_owned(),
+            );
+        }
+        Err(_) if meta.file_type().is_symlink() => {
+            return Existing::Unshown("it is a dangling link".to_owned());
+        }
+        Err(e) => return Existing::Unshown(format!("cannot resolve it ({e})")),
+    }
+    let meta = match fs::metadata(&full) {
+        Ok(meta) => meta,
+        Err(e) => return Existing::Unshown(format!("cannot read it to compare ({e})")),
+    };
+    if !meta.is_file() {
+        return Existing::Unshown("it is not a regular file".to_owned());
+    }
+    if meta.len() > PREVIEW_FILE_BYTES {
+        return Existing::Unshown(format!(
+            "it is {} bytes, too large to compare here",
+            meta.len()
+        ));
+    }
+    match fs::read(&full) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Existing::Text(text),
+            Err(_) => Existing::Unshown("it is not UTF-8 text".to_owned()),
+        },
+        Err(e) => Existing::Unshown(format!("cannot read it to compare ({e})")),
+    }
+}
+
+fn write_preview(workspace: &Path, path: &str, content: &str) -> Vec<String> {
+    let shown = escape_controls(path);
+    match existing(workspace, path) {
+        Existing::Missing => {
+            let mut lines = vec![format!(
+                "creates '{shown}': {}, {}",
+                count(content.lines().count(), "line"),
+                count(content.len(), "byte")
+            )];
+            let added: Vec<&str> = content.lines().collect();
+            lines.extend(side('+', &added));
+            lines
+        }
+        Existing::Text(old) if old == content => {
+            vec![format!("'{shown}' already has exactly this content")]
+        }
+        Existing::Text(old) => {
+            let mut lines = vec![format!(
+                "replaces '{shown}' ({} now, {} after):",
+                count(old.lines().count(), "line"),
+                count(content.lines().count(), "line")
+            )];
+            lines.extend(diff(&old, content));
+            lines
+        }
+        Existing::Unshown(why) => vec![format!(
+            "writes '{shown}' ({}, {}); the current file is not shown: {why}",
+            count(content.lines().count(), "line"),
+            count(content.len(), "byte")
+        )],
+    }
+}
+
+fn edit_preview(workspace: &Path, path: &str, old: &str, new: &str, all: bool) -> Vec<String> {
+    let shown = escape_controls(path);
+    let current = match existing(workspace, path) {
+        Existing::Text(text) => text,
+        Existing::Missing => {
+            return vec![format!(
+                "'{shown}' does not exist; the edit will fail and change nothing"
+            )];
+        }
+        Existing::Unshown(why) => {
+            let mut lines = vec![format!("edits '{shown}'; the file is not shown: {why}")];
+            lines.extend(side('-', &old.lines().collect::<Vec<_>>()));
+            lines.extend(side('+', &new.lines().collect::<Vec<_>>()));
+            return lines;
+        }
+    };
+    let found = if old.is_empty() {
+        0
+    } else {
+        current.matches(old).count()
+    };
+    match found {
+        0 => vec![format!(
+            "the text to replace is not in '{shown}'; the edit will fail and change nothing"
+        )],
+        n if n > 1 && !all => vec![format!(
+            "the text to replace is in '{shown}' {n} times; without replace_all the edit will \
+             fail and change nothing"
+        )],
+        n => {
+            let after = current.replace(old, new);
+            let mut lines = vec![format!(
+                "edits '{shown}' ({} replaced):",
+                count(n, "occurrence")
+            )];
+            lines.extend(diff(&current, &after));
+            lines
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::diff::PREVIEW_LINES;
+    use super::*;
+    use serde_json::json;
+
+    fn preview_in(files: &[(&str, &str)], tool: &str, arguments: Value) -> Vec<String> {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for (name, content) in files {
+            fs::write(ws.path().join(name), content).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let paths = [arguments["path"].as_str().unwrap_or_default().to_owned()];
+        preview(&ApprovalRequest {
+            tool,
+            prompt: "",
+            paths: &paths,
+            arguments: &arguments,
+            workspace: &root,
+            can_remember: true,
+        })
+    }
+
+    #[test]
+    fn an_edit_shows_the_changed_lines_of_the_file() {
+        let lines = preview_in(
+            &[("a.rs", "fn a() {}\nfn b() {\n    1\n}\n")],
+            "edit_file",
+            json!({"path": "a.rs", "old_string": "    1\n", "new_string": "    2\n    3\n"}),
+        );
+        assert_eq!(
+            lines,
+            [
+                "edits 'a.rs' (1 occurrence replaced):",
+                "at line 3: -1 line +2 lines",
+                "-     1",
+                "+     2",
+                "+     3",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_edit_that_will_fail_says_so() {
+        let none = preview_in(
+            &[("a.rs", "x\n")],
+            "edit_file",
+            json!({"path": "a.rs", "old_string": "y", "new_string": "z"}),
+        );
+        assert!(none[0].contains("not in 'a.rs'"), "{none:?}");
+        let twice = preview_in(
+            &[("a.rs", "x\nx\n")],
+            "edit_file",
+            json!({"path": "a.rs", "old_string": "x", "new_string": "z"}),
+        );
+        assert!(twice[0].contains("2 times"), "{twice:?}");
+        let missing = preview_in(
+            &[],
+            "edit_file",
+            json!({"path": "b.rs", "old_string": "x", "new_string": "z"}),
+        );
+        assert!(missing[0].contains("does not exist"), "{missing:?}");
+    }
+
+    #[test]
+    fn an_overwrite_shows_the_diff_and_escapes_control_characters() {
+        let lines = preview_in(
+            &[("a.txt", "one\ntwo\nthree\n")],
+            "write_file",
+            json!({"path": "a.txt", "content": "one\n\u{1b}[2Jtwo\nthree\n"}),
+        );
+        assert_eq!(
+            lines,
+            [
+                "replaces 'a.txt' (3 lines now, 3 lines after):",
+                "at line 2: -1 line +1 line",
+                "- two",
+                "+ \\u{1b}[2Jtwo",
+            ]
+        );
+        let same = preview_in(
+            &[("a.txt", "x\n")],
+            "write_file",
+            json!({"path": "a.txt", "content": "x\n"}),
+        );
+        assert_eq!(same, ["'a.txt' already has exactly this content"]);
+    }
+
+    #[test]
+    fn a_long_change_is_cut() {
+        let content: String = (0..20).map(|i| format!("line {i}\n")).collect();
+        let lines = preview_in(
+            &[],
+            "write_file",
+            json!({"path": "new.txt", "content": content}),
+        );
+        assert_eq!(lines[0], "creates 'new.txt': 20 lines, 150 bytes");
+        assert_eq!(lines.len(), 1 + PREVIEW_LINES + 1);
+        assert_eq!(lines[PREVIEW_LINES + 1], "+ … 12 lines more");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_out_of_the_workspace_is_not_read_for_the_preview() {
+        let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        fs::write(outside.path().join("secret"), "top secret\n").unwrap_or_else(|e| panic!("{e}"));
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(outside.path().join("secret"), ws.path().join("s"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let arguments = json!({"path": "s", "content": "x"});
+        let lines = preview(&ApprovalRequest {
+            tool: "write_file",
+            prompt: "",
+            paths: &["s".to_owned()],
+            arguments: &arguments,
+            workspace: &root,
+            can_remember: true,
+        });
+        assert!(lines[0].contains("outside the workspace"), "{lines:?}");
+        assert!(!lines.concat().contains("top secret"), "{lines:?}");
+    }
+}

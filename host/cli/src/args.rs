@@ -1,0 +1,77 @@
+//! Argument groups more than one command takes, declared once and
+//! flattened in (`#[command(flatten)]`). A command whose wording of a flag
+//! differs keeps the one declaration and rewords its help with
+//! `mut_arg`, so `--help` reads as before.
+
+use std::path::PathBuf;
+
+/// `--db`: which store.
+#[derive(clap::Args)]
+pub struct DbArg {
+    /// The store (default: $GOAT_DB, else $XDG_DATA_HOME/goat/goat.db or
+    /// ~/.local/share/goat/goat.db).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+/// `--permissions`: which permission database.
+#[derive(clap::Args)]
+pub struct PermissionsArg {
+    /// The permission database (default: permissions.db beside the store).
+    #[arg(long, value_name = "FILE")]
+    pub permissions: Option<PathBuf>,
+}
+
+/// The engine flags: which engine, which model, which key.
+#[derive(clap::Args)]
+pub struct EngineArgs {
+    /// The engine's OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1
+    /// (default: $GOAT_ENGINE_URL; when resuming, the session's engine;
+    /// else `engine` in the config file).
+    #[arg(long, value_name = "URL")]
+    pub engine: Option<String>,
+    /// The model name sent to the engine (default: $GOAT_MODEL; when
+    /// resuming, the session's model; else `model` in the config file).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Read the engine's bearer key from this environment variable.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+}
+
+/// What `goat run` and `goat chat` share: where, with which engine and
+/// model, under which permissions, in which session.
+#[derive(clap::Args)]
+pub struct TurnOptions {
+    /// The directory the tools may see (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub store: DbArg,
+    #[command(flatten)]
+    pub permissions: PermissionsArg,
+    /// Let writing tools change files in the workspace where no deny rule
+    /// forbids it (also GOAT_WRITES=allow, or writes = "allow" in the
+    /// config file). Without it, a write is asked about at a terminal and
+    /// otherwise needs an allow rule.
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// Most rounds (requests to the engine) a turn may take (default:
+    /// $GOAT_MAX_ROUNDS, else the config file, else 24).
+    #[arg(long, value_name = "N", value_parser = parse_max_rounds)]
+    pub max_rounds: Option<usize>,
+    /// Continue this session (its workspace must be this one) instead of
+    /// starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+fn parse_max_rounds(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a turn needs at least 1 round".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}

@@ -1,0 +1,89 @@
+//! One file per subcommand, as cargo lays out its commands: each declares
+//! its arguments and calls into the rest of the crate, which does the
+//! work. [`Command`] is the list; [`dispatch`] runs one.
+
+mod chat;
+mod config;
+mod demo;
+mod detect;
+mod permissions;
+mod plugins;
+mod probe;
+mod run;
+pub(crate) mod sessions;
+mod stats;
+mod tools;
+
+use clap::Subcommand;
+
+use crate::Outcome;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a real turn with no model at hand: a replayed Qwen3-Coder session
+    /// (including a tool call written as text) drives the real Shepherd,
+    /// recovery, router, gate, sandbox and store in a throwaway workspace.
+    Demo(demo::DemoArgs),
+    /// A conversation with the model in one session: each line typed is a
+    /// turn. Ctrl-C cancels a turn; Ctrl-D, or Ctrl-C at the prompt, leaves.
+    Chat(chat::ChatArgs),
+    /// Send PROMPT to the model and let it work in the workspace: one turn,
+    /// its answer streamed to stdout, tool activity to stderr.
+    Run(run::RunArgs),
+    /// Show the sessions in the store and what happened in them.
+    Sessions {
+        #[command(subcommand)]
+        command: sessions::SessionsCommand,
+    },
+    /// Check that the engine returns this model's tool calls as structured
+    /// calls: a few requests offering the Pen tools, each classified, then a
+    /// verdict. Never runs a tool.
+    Probe(probe::ProbeArgs),
+    /// Per model and engine: turns, rounds, tool calls, and how often the
+    /// model wrote tool calls as text, was recovered, or failed twice.
+    Stats(stats::StatsArgs),
+    /// The settings in effect (config file, environment, defaults) and
+    /// where each comes from.
+    Config {
+        #[command(subcommand)]
+        command: config::ConfigCommand,
+    },
+    /// Manage the permission rules the gate applies to tool calls.
+    Permissions {
+        #[command(subcommand)]
+        command: permissions::PermissionsCommand,
+    },
+    /// Add, list, inspect and remove plugin tools: third-party components
+    /// run in the same sandbox, behind the same gate, named PLUGIN__TOOL.
+    Plugins {
+        #[command(subcommand)]
+        command: plugins::PluginsCommand,
+    },
+    /// Inspect and run tools directly, without a model.
+    Tools {
+        #[command(subcommand)]
+        command: tools::ToolsCommand,
+    },
+    /// Check an assistant message for tool-call markup written as text
+    /// instead of a call, and print the verdict as one line of JSON.
+    ///
+    /// Exits 0 whether or not markup is found; read the "unexecuted" field.
+    Detect(detect::DetectArgs),
+}
+
+/// Runs one command.
+pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
+    match command {
+        Command::Demo(args) => demo::demo(args),
+        Command::Stats(args) => stats::stats(args),
+        Command::Probe(args) => probe::probe(args),
+        Command::Run(args) => run::run(args),
+        Command::Chat(args) => chat::chat(args),
+        Command::Config { command } => config::config(command),
+        Command::Sessions { command } => sessions::sessions(command),
+        Command::Permissions { command } => permissions::permissions(command),
+        Command::Plugins { command } => plugins::plugins(command),
+        Command::Tools { command } => tools::tools(command),
+        Command::Detect(args) => detect::detect(args),
+    }
+}

@@ -1,0 +1,238 @@
+//! GOAT's settings: built-in defaults, then the config file, then
+//! environment variables, then flags, each overriding the one before.
+//!
+//! The file is TOML, at `$GOAT_CONFIG`, else
+//! `$XDG_CONFIG_HOME/goat/config.toml`, else `~/.config/goat/config.toml`.
+//! Every setting is one entry of [`SETTINGS`](table::SETTINGS): its key,
+//! variable, flag, default, docs and parsing; the README's sample of the
+//! file is made from it (a test checks).
+//!
+//! Only the person's own config directory (or the file they name) is read;
+//! nothing in a workspace is ever taken as configuration. A mistake in the
+//! file stops the command with the file, the line and the key, and the
+//! file is never rewritten.
+
+mod file;
+mod table;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use goat_sandbox::Limits;
+
+use table::SETTINGS;
+
+/// Where a setting's value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File { path: PathBuf, line: usize },
+    Env(&'static str),
+    Flag(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Self::Env(var) => write!(f, "env {var}"),
+            Self::Flag(flag) => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// One setting: its value (`None`: not set anywhere, no default) and where
+/// it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting<T> {
+    pub value: Option<T>,
+    pub source: Source,
+}
+
+impl<T> Default for Setting<T> {
+    fn default() -> Self {
+        Self::by_default(None)
+    }
+}
+
+impl<T> Setting<T> {
+    fn new(value: T, source: Source) -> Self {
+        Self {
+            value: Some(value),
+            source,
+        }
+    }
+
+    fn by_default(value: Option<T>) -> Self {
+        Self {
+            value,
+            source: Source::Default,
+        }
+    }
+
+    /// The flag's value, when given, overrides everything.
+    pub fn flag(&mut self, value: Option<T>, flag: &'static str) {
+        if let Some(value) = value {
+            *self = Self::new(value, Source::Flag(flag));
+        }
+    }
+
+    /// Set by a flag or the environment: said for this command, so it
+    /// overrides what a resumed session used.
+    pub fn is_explicit(&self) -> bool {
+        matches!(self.source, Source::Flag(_) | Source::Env(_))
+    }
+}
+
+/// What writes no rule decides get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writes {
+    /// Asked at a terminal, denied without one.
+    Ask,
+    /// Allowed (`--allow-writes`); deny rules still win.
+    Allow,
+}
+
+impl Writes {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "ask" => Ok(Self::Ask),
+            "allow" => Ok(Self::Allow),
+            other => Err(format!(
+                "'{other}' is not a write mode; use \"ask\" or \"allow\""
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Allow => "allow",
+        }
+    }
+}
+
+/// Every setting, as the file and the environment leave it; commands
+/// apply their flags on top. Each field is an entry of the table.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// The file read, and whether it existed.
+    pub file: Option<PathBuf>,
+    pub file_found: bool,
+    pub engine: Setting<String>,
+    pub model: Setting<String>,
+    pub api_key_env: Setting<String>,
+    pub max_rounds: Setting<u64>,
+    pub writes: Setting<Writes>,
+    pub tool_timeout_secs: Setting<u64>,
+    pub tool_memory_mib: Setting<u64>,
+    pub tool_output_kib: Setting<u64>,
+}
+
+impl Settings {
+    /// The built-in defaults alone.
+    fn defaults() -> Self {
+        let mut settings = Self::default();
+        for def in SETTINGS {
+            def.set_default(&mut settings);
+        }
+        settings
+    }
+
+    /// The config file that was read, if one was.
+    pub fn file_in_use(&self) -> Option<&Path> {
+        self.file.as_deref().filter(|_| self.file_found)
+    }
+
+    /// The engine flags every command that talks to an engine takes, on top.
+    pub fn apply_engine_flags(&mut self, flags: &crate::args::EngineArgs) {
+        self.engine.flag(flags.engine.clone(), "--engine");
+        self.model.flag(flags.model.clone(), "--model");
+        self.api_key_env
+            .flag(flags.api_key_env.clone(), "--api-key-env");
+    }
+
+    /// Defaults, then the config file, then the environment.
+    pub fn load() -> anyhow::Result<Self> {
+        let mut settings = Self::defaults();
+        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let (path, named) = match env("GOAT_CONFIG") {
+            Some(path) => (Some(PathBuf::from(path)), true),
+            None => (default_path(), false),
+        };
+        if let Some(path) = path {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    settings.apply_file(&path, &text)?;
+                    settings.file_found = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => {}
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("cannot read the config file {}", path.display())
+                    });
+                }
+            }
+            settings.file = Some(path);
+        }
+        settings.apply_env()?;
+        Ok(settings)
+    }
+
+    fn apply_env(&mut self) -> anyhow::Result<()> {
+        for def in SETTINGS {
+            let text = match std::env::var(def.env) {
+                Ok(v) if v.is_empty() => continue,
+                Ok(v) => v,
+                Err(std::env::VarError::NotPresent) => continue,
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    bail!("{} is not valid UTF-8; fix or unset it", def.env)
+                }
+            };
+            def.set_from_env(self, text)?;
+        }
+        Ok(())
+    }
+
+    /// The sandbox limits these settings give; the rest are the host's own.
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        if let Some(secs) = self.tool_timeout_secs.value {
+            limits.timeout = Duration::from_secs(secs);
+        }
+        if let Some(mib) = self.tool_memory_mib.value {
+            limits.memory_bytes = usize::try_from(mib * 1024 * 1024).unwrap_or(usize::MAX);
+        }
+        if let Some(kib) = self.tool_output_kib.value {
+            limits.result_bytes = usize::try_from(kib * 1024).unwrap_or(usize::MAX);
+        }
+        limits
+    }
+
+    /// Each setting as (key, value, source), in the table's order.
+    pub fn rows(&self) -> Vec<(&'static str, Option<String>, &Source)> {
+        SETTINGS
+            .iter()
+            .map(|def| {
+                let (value, source) = def.shown(self);
+                (def.key, value, source)
+            })
+            .collect()
+    }
+}
+
+/// `$XDG_CONFIG_HOME/goat/config.toml`, else `~/.config/goat/config.toml`.
+pub fn default_path() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    var("XDG_CONFIG_HOME")
+        .or_else(|| var("HOME").map(|home| home.join(".config")))
+        .map(|dir| dir.join("goat").join("config.toml"))
+}

@@ -1,0 +1,346 @@
+//! The table of settings: each setting's key, variable, flag, default,
+//! docs and parsing in one entry. It drives the config file, the
+//! environment, `goat config show`, the README's sample and the test
+//! isolation list; adding a setting is an entry here and its field in
+//! [`Settings`].
+
+use std::ops::Range;
+
+use anyhow::anyhow;
+use goat_sandbox::Limits;
+use goat_shepherd::DEFAULT_MAX_ROUNDS;
+
+use super::{Setting, Settings, Source, Writes};
+
+/// One setting.
+pub struct SettingDef {
+    /// Its key in the config file and in `goat config show`; `limits.x`
+    /// is `x` under `[limits]`.
+    pub key: &'static str,
+    /// The environment variable that overrides the file. Every one starts
+    /// with `GOAT_`, which is how the CLI tests keep the person's own
+    /// settings out.
+    pub env: &'static str,
+    /// The flag that overrides both, where there is one.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the docs: read by the test that keeps the README in step"
+        )
+    )]
+    pub flag: Option<&'static str>,
+    /// What it is, for the README's sample.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the docs: read by the test that keeps the README in step"
+        )
+    )]
+    pub doc: &'static str,
+    /// An example value, as TOML, for the README's sample.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the docs: read by the test that keeps the README in step"
+        )
+    )]
+    pub example: &'static str,
+    /// Its type, bounds, default and field.
+    pub(super) kind: Kind,
+}
+
+/// Where a setting lives in [`Settings`].
+pub(super) struct Field<T> {
+    get: fn(&Settings) -> &Setting<T>,
+    set: fn(&mut Settings) -> &mut Setting<T>,
+}
+
+macro_rules! field {
+    ($name:ident) => {
+        Field {
+            get: |s| &s.$name,
+            set: |s| &mut s.$name,
+        }
+    };
+}
+
+/// What values a setting takes.
+pub(super) enum Kind {
+    /// Text; no default.
+    Text(Field<String>),
+    /// A whole number in `range`, counted in `unit`.
+    Number {
+        field: Field<u64>,
+        range: Range<u64>,
+        unit: &'static str,
+        default: fn() -> u64,
+    },
+    /// `"ask"` or `"allow"`, default ask.
+    Writes(Field<Writes>),
+}
+
+/// Every setting, in the order the file documents and `config show`
+/// prints them.
+pub static SETTINGS: &[SettingDef] = &[
+    SettingDef {
+        key: "engine",
+        env: "GOAT_ENGINE_URL",
+        flag: Some("--engine"),
+        doc: "The engine's OpenAI-compatible base URL",
+        example: "\"http://127.0.0.1:8080/v1\"",
+        kind: Kind::Text(field!(engine)),
+    },
+    SettingDef {
+        key: "model",
+        env: "GOAT_MODEL",
+        flag: Some("--model"),
+        doc: "The model name sent to the engine",
+        example: "\"qwen3-coder\"",
+        kind: Kind::Text(field!(model)),
+    },
+    SettingDef {
+        key: "api_key_env",
+        env: "GOAT_API_KEY_ENV",
+        flag: Some("--api-key-env"),
+        doc: "The variable holding the engine's bearer key, never the key itself",
+        example: "\"LLAMA_API_KEY\"",
+        kind: Kind::Text(field!(api_key_env)),
+    },
+    SettingDef {
+        key: "max_rounds",
+        env: "GOAT_MAX_ROUNDS",
+        flag: Some("--max-rounds"),
+        doc: "Most rounds (requests to the engine) a turn may take",
+        example: "24",
+        kind: Kind::Number {
+            field: field!(max_rounds),
+            range: 1..10_001,
+            unit: "rounds",
+            default: || u64::try_from(DEFAULT_MAX_ROUNDS).unwrap_or(u64::MAX),
+        },
+    },
+    SettingDef {
+        key: "writes",
+        env: "GOAT_WRITES",
+        flag: Some("--allow-writes"),
+        doc: "What writes no rule decides get: \"ask\" at a terminal, or \"allow\"",
+        example: "\"ask\"",
+        kind: Kind::Writes(field!(writes)),
+    },
+    SettingDef {
+        key: "limits.tool_timeout_secs",
+        env: "GOAT_TOOL_TIMEOUT_SECS",
+        flag: None,
+        doc: "Longest a tool call may run",
+        example: "30",
+        kind: Kind::Number {
+            field: field!(tool_timeout_secs),
+            range: 1..3601,
+            unit: "seconds",
+            default: || Limits::default().timeout.as_secs(),
+        },
+    },
+    SettingDef {
+        key: "limits.tool_memory_mib",
+        env: "GOAT_TOOL_MEMORY_MIB",
+        flag: None,
+        doc: "Most memory a tool call may use",
+        example: "128",
+        kind: Kind::Number {
+            field: field!(tool_memory_mib),
+            range: 1..4097,
+            unit: "MiB",
+            default: || {
+                u64::try_from(Limits::default().memory_bytes / (1024 * 1024)).unwrap_or(u64::MAX)
+            },
+        },
+    },
+    SettingDef {
+        key: "limits.tool_output_kib",
+        env: "GOAT_TOOL_OUTPUT_KIB",
+        flag: None,
+        doc: "Largest result a tool call may return",
+        example: "1024",
+        kind: Kind::Number {
+            field: field!(tool_output_kib),
+            range: 1..65537,
+            unit: "KiB",
+            default: || u64::try_from(Limits::default().result_bytes / 1024).unwrap_or(u64::MAX),
+        },
+    },
+];
+
+/// A value as the file gives it, its TOML type checked.
+pub(super) enum Raw {
+    Text(String),
+    Number(u64),
+}
+
+impl SettingDef {
+    /// Whether the file must give text (else a whole number).
+    pub(super) fn takes_text(&self) -> bool {
+        matches!(self.kind, Kind::Text(_) | Kind::Writes(_))
+    }
+
+    /// Sets the built-in default.
+    pub(super) fn set_default(&self, s: &mut Settings) {
+        match &self.kind {
+            Kind::Text(field) => *(field.set)(s) = Setting::by_default(None),
+            Kind::Number { field, default, .. } => {
+                *(field.set)(s) = Setting::by_default(Some(default()));
+            }
+            Kind::Writes(field) => *(field.set)(s) = Setting::by_default(Some(Writes::Ask)),
+        }
+    }
+
+    /// Checks `raw` and sets it, from `source`; the error says why, for
+    /// the caller to place.
+    pub(super) fn set(&self, s: &mut Settings, raw: Raw, source: Source) -> Result<(), String> {
+        match (&self.kind, raw) {
+            (Kind::Text(field), Raw::Text(text)) => *(field.set)(s) = Setting::new(text, source),
+            (
+                Kind::Number {
+                    field, range, unit, ..
+                },
+                Raw::Number(n),
+            ) => *(field.set)(s) = Setting::new(bounded(n, range, unit)?, source),
+            (Kind::Writes(field), Raw::Text(text)) => {
+                *(field.set)(s) = Setting::new(Writes::parse(&text)?, source);
+            }
+            (Kind::Text(_) | Kind::Writes(_), Raw::Number(_))
+            | (Kind::Number { .. }, Raw::Text(_)) => {
+                return Err(format!("{} takes a different type", self.key));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the value of its variable, `text`.
+    pub(super) fn set_from_env(&self, s: &mut Settings, text: String) -> anyhow::Result<()> {
+        let var = self.env;
+        let source = Source::Env(var);
+        match &self.kind {
+            Kind::Text(_) => self.set(s, Raw::Text(text), source),
+            Kind::Number { range, unit, .. } => number(&text, range, unit)
+                .and_then(|n| self.set(s, Raw::Number(n), source))
+                .map_err(|why| format!("{var}={text}: {why}")),
+            Kind::Writes(_) => self
+                .set(s, Raw::Text(text), source)
+                .map_err(|why| format!("{var}: {why}")),
+        }
+        .map_err(|why| anyhow!(why))
+    }
+
+    /// The value as `goat config show` prints it, and where it came from.
+    pub(super) fn shown<'s>(&self, s: &'s Settings) -> (Option<String>, &'s Source) {
+        match &self.kind {
+            Kind::Text(field) => {
+                let setting = (field.get)(s);
+                (setting.value.clone(), &setting.source)
+            }
+            Kind::Number { field, .. } => {
+                let setting = (field.get)(s);
+                (setting.value.map(|v| v.to_string()), &setting.source)
+            }
+            Kind::Writes(field) => {
+                let setting = (field.get)(s);
+                (
+                    setting.value.map(|w| w.as_str().to_owned()),
+                    &setting.source,
+                )
+            }
+        }
+    }
+
+    /// The README's lines for it: what it is, then the key and an example.
+    #[cfg(test)]
+    fn sample(&self) -> String {
+        let mut how = vec![self.env.to_owned()];
+        how.extend(self.flag.map(str::to_owned));
+        let bounds = match &self.kind {
+            Kind::Number { range, unit, .. } => {
+                format!("; {} to {} {unit}", range.start, range.end - 1)
+            }
+            Kind::Text(_) | Kind::Writes(_) => String::new(),
+        };
+        let leaf = self.key.rsplit('.').next().unwrap_or(self.key);
+        format!(
+            "# {} ({}{bounds})\n{leaf} = {}\n",
+            self.doc,
+            how.join(", "),
+            self.example
+        )
+    }
+}
+
+/// The config file's sample in the README, made from the table.
+#[cfg(test)]
+fn sample() -> String {
+    let mut out = String::new();
+    let mut section = "";
+    for def in SETTINGS {
+        let here = def.key.rsplit_once('.').map_or("", |(table, _)| table);
+        if here != section {
+            out.push_str(&format!("\n[{here}]\n"));
+            section = here;
+        }
+        out.push_str(&def.sample());
+    }
+    out
+}
+
+fn bounded(n: u64, range: &Range<u64>, unit: &str) -> Result<u64, String> {
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{n} is out of range; use {} to {} {unit}",
+            range.start,
+            range.end - 1
+        ))
+    }
+}
+
+fn number(text: &str, range: &Range<u64>, unit: &str) -> Result<u64, String> {
+    let n = text
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| format!("'{text}' is not a whole number of {unit}"))?;
+    bounded(n, range, unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variable_is_one_the_cli_tests_clear() {
+        // tests/all/main.rs clears every GOAT_ variable of the person's.
+        for def in SETTINGS {
+            assert!(def.env.starts_with("GOAT_"), "{}", def.env);
+        }
+    }
+
+    #[test]
+    fn keys_and_variables_are_unique() {
+        for (i, a) in SETTINGS.iter().enumerate() {
+            for b in &SETTINGS[i + 1..] {
+                assert_ne!(a.key, b.key);
+                assert_ne!(a.env, b.env);
+            }
+        }
+    }
+
+    #[test]
+    fn the_readme_sample_is_the_table() {
+        let readme = include_str!("../../../../README.md");
+        let sample = format!("```toml\n{}```\n", sample().trim_start());
+        assert!(
+            readme.contains(&sample),
+            "README.md's config sample differs from the table; it should read:\n{sample}"
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! Shows a turn as it happens: the answer streamed to stdout, one line per
+//! tool call (and the recovery) on stderr, the spinner while the model is
+//! silent.
+//!
+//! When stdout is not a terminal the answer is held per round and written
+//! only once the round turns out to be an answer, so `goat run ... >
+//! answer.md` never keeps tool-call markup that did not run.
+
+use std::io::{self, IsTerminal, Write};
+
+use goat_shepherd::{Routed, TurnEvent};
+use goat_store::CallStatus;
+use serde_json::Value;
+
+use crate::style::{Spinner, Style};
+use crate::{note, text};
+
+/// What GOAT says when ADR-0065's one recovery starts.
+const RECOVERY_LINE: &str =
+    "the model wrote a tool call as text; asking it once to use the structured format";
+
+/// Longest tool result line shown on stderr, in characters: enough for a
+/// denial's reason and its hint, short of a wall of text.
+const RESULT_LINE_CHARS: usize = 300;
+
+/// Shows a turn as it happens.
+pub(crate) struct Printer {
+    /// Whether the answer goes to stdout (not with `--json`).
+    stream_answer: bool,
+    stdout_open: bool,
+    stdout_tty: bool,
+    /// Something of the answer was written, and whether it ended a line.
+    wrote: bool,
+    at_line_start: bool,
+    /// A round began and has not written yet.
+    new_round: bool,
+    /// The arguments of the call in progress (calls run one at a time).
+    arguments: Option<String>,
+    /// Colour for GOAT's own lines on stderr; also whether a spinner may
+    /// rewrite its line there.
+    style: Style,
+    /// Shown from the start of a round until the model's first text.
+    spinner: Option<Spinner>,
+    /// When stdout is not a terminal, the round's text so far: written
+    /// once the round turns out to be an answer or comes with calls, and
+    /// dropped when it was a tool call written as text, so a redirected
+    /// answer never holds markup that did not run.
+    pending: String,
+}
+
+impl Printer {
+    pub(crate) fn new(stream_answer: bool) -> Self {
+        Self {
+            stream_answer,
+            stdout_open: true,
+            stdout_tty: io::stdout().is_terminal(),
+            wrote: false,
+            at_line_start: true,
+            new_round: false,
+            arguments: None,
+            style: Style::stderr(),
+            spinner: None,
+            pending: String::new(),
+        }
+    }
+
+    pub(crate) fn event(&mut self, event: TurnEvent) {
+        match event {
+            TurnEvent::RoundStarted { .. } => {
+                self.flush_pending();
+                self.new_round = true;
+                self.stop_spinner();
+                // Model load and prompt processing can take minutes; say
+                // that GOAT is waiting, not stuck.
+                if self.style.is_color() {
+                    self.spinner = Some(Spinner::start("waiting for the model"));
+                }
+            }
+            TurnEvent::Content(text) => {
+                if !text.is_empty() {
+                    self.stop_spinner();
+                }
+                self.answer(&text);
+            }
+            // Reasoning is the model's scratch work, not the answer; the
+            // store keeps it.
+            TurnEvent::Reasoning(_) => {
+                if let Some(spinner) = &self.spinner {
+                    spinner.relabel("the model is thinking");
+                }
+            }
+            TurnEvent::CallStarted { arguments, .. } => {
+                self.stop_spinner();
+                self.flush_pending();
+                self.arguments = Some(arguments);
+            }
+            TurnEvent::CallFinished { tool, routed } => {
+                let arguments = self.arguments.take().unwrap_or_default();
+                let line = call_line(&tool, &arguments, &routed);
+                let line = match routed.status {
+                    CallStatus::Ok | CallStatus::Pending => line,
+                    CallStatus::Denied | CallStatus::Interrupted => self.style.yellow(&line),
+                    CallStatus::Error => self.style.red(&line),
+                };
+                self.status(&line);
+            }
+            TurnEvent::Recovery { .. } => {
+                self.stop_spinner();
+                // On a terminal it was shown as it came; the recovery line
+                // says what it was.
+                self.pending.clear();
+                let line = self.style.yellow(RECOVERY_LINE);
+                self.status(&line);
+            }
+        }
+    }
+
+    fn stop_spinner(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.stop();
+        }
+    }
+
+    fn answer(&mut self, text: &str) {
+        if !self.stream_answer || !self.stdout_open || text.is_empty() {
+            return;
+        }
+        if self.stdout_tty {
+            self.emit(text);
+        } else {
+            self.pending.push_str(text);
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        if !self.pending.is_empty() {
+            let text = std::mem::take(&mut self.pending);
+            self.emit(&text);
+        }
+    }
+
+    fn emit(&mut self, text: &str) {
+        let mut out = String::new();
+        // Each round is a separate message; do not run them together.
+        if self.new_round && self.wrote && !self.at_line_start {
+            out.push('\n');
+        }
+        self.new_round = false;
+        if self.stdout_tty {
+            out.push_str(&text::escape_for_terminal(text));
+        } else {
+            // Redirected: the answer exactly as the model wrote it.
+            out.push_str(text);
+        }
+        self.write_stdout(&out);
+        self.wrote = true;
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn write_stdout(&mut self, text: &str) {
+        let mut out = io::stdout().lock();
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            // No one reads the answer any more. The turn goes on: stopping
+            // halfway through the model's edits would be worse, and the
+            // store keeps the answer.
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                note(format_args!(
+                    "cannot write the answer to stdout ({e}); the turn goes on and the store \
+                     keeps it"
+                ));
+            }
+            self.stdout_open = false;
+        }
+    }
+
+    /// One line on stderr, starting on a fresh line when the answer shares
+    /// the terminal.
+    fn status(&mut self, line: &str) {
+        if self.stdout_tty && self.stdout_open && self.wrote && !self.at_line_start {
+            self.write_stdout("\n");
+            self.at_line_start = true;
+        }
+        note(line);
+    }
+
+    /// Ends the answer with a newline. The last round's text is written
+    /// only if the turn `completed`: a turn that failed (a second tool call
+    /// written as text, a broken stream) or was cancelled has no answer to
+    /// redirect; the store keeps what it said.
+    pub(crate) fn finish(&mut self, completed: bool) {
+        self.stop_spinner();
+        if completed {
+            self.flush_pending();
+        } else {
+            self.pending.clear();
+        }
+        if self.stdout_open && self.wrote && !self.at_line_start {
+            self.write_stdout("\n");
+            self.at_line_start = true;
+        }
+    }
+}
+
+/// `write_file(path="a.txt", content="hi") -> ok: Created 'a.txt' (2 bytes)`
+fn call_line(tool: &str, arguments: &str, routed: &Routed) -> String {
+    let result = match routed.status {
+        // The result already says "denied: ...".
+        CallStatus::Denied => routed
+            .result
+            .strip_prefix("denied: ")
+            .unwrap_or(&routed.result),
+        CallStatus::Ok | CallStatus::Error | CallStatus::Pending | CallStatus::Interrupted => {
+            &routed.result
+        }
+    };
+    let first = text::first_line(result, RESULT_LINE_CHARS);
+    let status = routed.status.as_str();
+    let summary = text::call_summary(tool, arguments);
+    let mut line = if first.is_empty() {
+        format!("{summary} -> {status}")
+    } else {
+        format!("{summary} -> {status}: {first}")
+    };
+    if routed.status == CallStatus::Ok
+        && let Some(change) = change_summary(tool, arguments)
+    {
+        line.push_str(&format!(" [{change}]"));
+    }
+    line
+}
+
+/// What a successful write changed, in lines: `-2 +3 lines` for an edit,
+/// `5 lines` for a whole file written.
+fn change_summary(tool: &str, arguments: &str) -> Option<String> {
+    let args: Value = serde_json::from_str(arguments).ok()?;
+    let lines = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .map(|t| t.lines().count())
+    };
+    match tool {
+        "edit_file" => Some(format!(
+            "-{} +{} lines",
+            lines("old_string")?,
+            lines("new_string")?
+        )),
+        "write_file" => Some(text::count(lines("content")?, "line")),
+        _ => None,
+    }
+}

@@ -1,0 +1,330 @@
+//! One session, ready for turns: the store, the permission gate, the
+//! router and the Shepherd, assembled by [`open`] for `goat run`, `goat
+//! chat` and `goat demo` alike.
+//!
+//! [`for_turn`] is how `run` and `chat` get there: everything that can be
+//! checked before the model is asked is checked first, and is exit 2 (the
+//! workspace, where the store, the permission database and the config file
+//! live, never inside the workspace; the engine settings; the session to
+//! resume). The demo decides its own parts (a throwaway workspace, a
+//! replayed engine) and hands them to [`open`] too.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Context, bail};
+use goat_engine::{EngineClient, EngineConfig};
+use goat_sandbox::Limits;
+use goat_shepherd::gate::{Interactive, WritePolicy};
+use goat_shepherd::{AppToolRouter, Approver, DEFAULT_MAX_ROUNDS, RouterConfig, Shepherd};
+use goat_store::{SessionInfo, Store};
+
+use crate::args::TurnOptions;
+use crate::config::{Setting, Settings, Source, Writes};
+use crate::{note, paths, text, tools};
+
+/// A session ready for turns: its Shepherd, the store it records in.
+pub(crate) struct Opened {
+    pub shepherd: Shepherd,
+    pub store: Arc<Mutex<Store>>,
+    pub session_id: String,
+    pub store_path: PathBuf,
+    pub workspace: PathBuf,
+    pub engine_url: String,
+    pub model: String,
+}
+
+impl Opened {
+    /// How many turns the session has recorded.
+    pub(crate) fn turn_count(&self) -> anyhow::Result<i64> {
+        let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(store.session(&self.session_id)?.turns)
+    }
+}
+
+/// Whether the session is new or carried on.
+pub(crate) enum Start {
+    /// A new session; `announce` says its id and how to continue it.
+    New { announce: bool },
+    /// An existing one, checked by the caller to work in this workspace.
+    Resume(SessionInfo),
+}
+
+/// What a session is assembled from. Each command decides these; [`open`]
+/// puts them together the one way.
+pub(crate) struct Parts<'a> {
+    pub workspace: PathBuf,
+    pub store_path: PathBuf,
+    pub store: Store,
+    pub permissions_db: PathBuf,
+    pub engine: EngineClient,
+    /// The engine as the session records it, and the model.
+    pub engine_url: String,
+    pub model: String,
+    pub start: Start,
+    /// Which plugin tools join the Pen's.
+    pub plugins: tools::Plugins<'a>,
+    pub limits: Limits,
+    pub writes: WritePolicy,
+    /// With an approver, writes no rule decides are asked of it; without
+    /// one they are denied.
+    pub approver: Option<Box<dyn Approver>>,
+    pub max_rounds: usize,
+}
+
+/// Builds the sandbox and tools, creates or resumes the session in the
+/// store, and puts the router (with its gate) and the Shepherd together.
+pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
+    let Parts {
+        workspace,
+        store_path,
+        mut store,
+        permissions_db,
+        engine,
+        engine_url,
+        model,
+        start,
+        plugins,
+        limits,
+        writes,
+        approver,
+        max_rounds,
+    } = parts;
+    let (sandbox, tools) = tools::sandbox_and_tools(plugins, &limits)?;
+    paths::ensure_cache_outside(&sandbox, &workspace)?;
+    paths::prepare_permissions(&permissions_db)?;
+
+    let session_id = match start {
+        Start::Resume(info) => {
+            let interrupted = store.interrupt_pending(&info.id)?;
+            note(format_args!(
+                "resuming session {}; {interrupted} tool call(s) left pending by an earlier run \
+                 marked interrupted",
+                info.id
+            ));
+            info.id
+        }
+        Start::New { announce } => {
+            let id = store.create_session(&workspace, &engine_url, &model)?;
+            if announce {
+                note(format_args!(
+                    "session {id} (continue it with --session {id})"
+                ));
+            }
+            id
+        }
+    };
+    let store = Arc::new(Mutex::new(store));
+
+    // With a person at the terminal, a write no rule decides is asked of
+    // them (once per call); without one it is denied. It never runs unasked.
+    let router = AppToolRouter::new(
+        Arc::new(sandbox),
+        tools,
+        RouterConfig {
+            workspace: workspace.clone(),
+            permissions_db,
+            session_id: session_id.clone(),
+            interactive: if approver.is_some() {
+                Interactive::Yes
+            } else {
+                Interactive::No
+            },
+            writes,
+        },
+    );
+    let router = match approver {
+        Some(approver) => router.with_approver(approver),
+        None => router,
+    };
+    let shepherd = Shepherd::new(
+        engine,
+        router,
+        store.clone(),
+        session_id.clone(),
+        system_prompt(&workspace),
+        max_rounds,
+    );
+    Ok(Opened {
+        shepherd,
+        store,
+        session_id,
+        store_path,
+        workspace,
+        engine_url,
+        model,
+    })
+}
+
+/// For `goat run` and `goat chat`: checks everything that can be checked
+/// before the model is asked (exit 2 when something is wrong), then
+/// creates or resumes the session. With an approver, writes no rule
+/// decides are asked of it; without one they are denied.
+pub(crate) fn for_turn(
+    opts: &TurnOptions,
+    approver: Option<Box<dyn Approver>>,
+) -> anyhow::Result<Opened> {
+    let db = opts.store.db.as_deref();
+    let workspace = paths::workspace(opts.workspace.as_deref())?;
+    let store_path = paths::store_path(db)?;
+    paths::ensure_store_outside(&store_path, &workspace)?;
+    let permissions_db = paths::permissions_path(opts.permissions.permissions.as_deref(), db)?;
+    paths::ensure_permissions_outside(&permissions_db, &workspace)?;
+    let settings = settings(opts)?;
+    if let Some(config) = settings.file_in_use() {
+        paths::ensure_config_outside(config, &workspace)?;
+    }
+
+    // A new session needs a usable engine now; say what is missing before
+    // creating any file. A resumed one may take its settings from the
+    // session, so that waits for the store.
+    let fresh = match opts.session {
+        None => Some(engine_with(&settings, None)?),
+        Some(_) => None,
+    };
+    if let Some(id) = &opts.session
+        && !store_path.exists()
+    {
+        bail!(
+            "no session '{}': there is no store at {} yet",
+            text::escape_controls(id),
+            store_path.display()
+        );
+    }
+    let store = Store::open(&store_path)?;
+    let resumed = match &opts.session {
+        Some(id) => Some(resumable(&store, id, &workspace)?),
+        None => None,
+    };
+    let (engine, engine_url, model) = match fresh {
+        Some(fresh) => fresh,
+        None => engine_with(&settings, resumed.as_ref())?,
+    };
+    open(Parts {
+        plugins: tools::Plugins::Approved {
+            db,
+            workspace: Some(&workspace),
+        },
+        workspace: workspace.clone(),
+        store_path,
+        store,
+        permissions_db,
+        engine,
+        engine_url,
+        model,
+        start: match resumed {
+            Some(info) => Start::Resume(info),
+            None => Start::New { announce: true },
+        },
+        limits: settings.limits(),
+        writes: match settings.writes.value {
+            Some(Writes::Allow) => WritePolicy::AllowAll,
+            Some(Writes::Ask) | None => WritePolicy::Default,
+        },
+        approver,
+        max_rounds: settings.max_rounds.value.map_or(DEFAULT_MAX_ROUNDS, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }),
+    })
+}
+
+/// The session to resume, if it exists and works in this workspace.
+fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<SessionInfo> {
+    let info = store.session(id).with_context(|| {
+        format!(
+            "cannot resume; `goat sessions list --db {}` shows the sessions",
+            store.path().display()
+        )
+    })?;
+    let stored = Path::new(&info.workspace);
+    let same = stored == workspace || stored.canonicalize().is_ok_and(|c| c == workspace);
+    if !same {
+        bail!(
+            "session {id} works in {}, not {}; run it there, or pass --workspace {}",
+            text::escape_controls(&info.workspace),
+            workspace.display(),
+            text::escape_controls(&info.workspace)
+        );
+    }
+    Ok(info)
+}
+
+/// The settings for a turn: the config file and environment, with this
+/// command's flags on top.
+fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
+    let mut settings = Settings::load()?;
+    settings.apply_engine_flags(&opts.engine);
+    settings.max_rounds.flag(
+        opts.max_rounds
+            .map(|n| u64::try_from(n).unwrap_or(u64::MAX)),
+        "--max-rounds",
+    );
+    settings
+        .writes
+        .flag(opts.allow_writes.then_some(Writes::Allow), "--allow-writes");
+    Ok(settings)
+}
+
+/// The engine client, its URL and the model. A flag or environment
+/// variable wins; then, when resuming, what the session used; then the
+/// config file. A missing one is named with every way to set it.
+pub(crate) fn engine_with(
+    settings: &Settings,
+    resumed: Option<&SessionInfo>,
+) -> anyhow::Result<(EngineClient, String, String)> {
+    let pick = |setting: &Setting<String>, session: Option<&String>| {
+        if setting.is_explicit() {
+            setting.value.clone()
+        } else {
+            session.cloned().or_else(|| setting.value.clone())
+        }
+    };
+    let url = pick(&settings.engine, resumed.map(|s| &s.engine_url)).context(
+        "no engine URL: pass --engine URL, set GOAT_ENGINE_URL, or put engine = \"...\" in \
+         the config file (e.g. http://127.0.0.1:8080/v1; `goat config show` says where it is)",
+    )?;
+    let model = pick(&settings.model, resumed.map(|s| &s.model)).context(
+        "no model name: pass --model NAME, set GOAT_MODEL, or put model = \"...\" in the \
+         config file",
+    )?;
+    let mut config = EngineConfig::new(url.clone(), model.clone());
+    config.api_key = api_key(&settings.api_key_env)?;
+    Ok((EngineClient::new(config)?, url, model))
+}
+
+/// The bearer key from the variable `api_key_env` names. The key itself
+/// is never a flag or a config value: flags show up in `ps` and shell
+/// history, and config files get shared.
+fn api_key(var: &Setting<String>) -> anyhow::Result<Option<String>> {
+    let Some(name) = var.value.as_deref() else {
+        return Ok(None);
+    };
+    let from = match &var.source {
+        Source::Flag(flag) => (*flag).to_owned(),
+        other => format!("api_key_env ({other})"),
+    };
+    match std::env::var(name) {
+        Ok(key) if !key.is_empty() => Ok(Some(key)),
+        Ok(_) => bail!("{from} names {name}, but {name} is empty"),
+        Err(std::env::VarError::NotPresent) => {
+            bail!("{from} names {name}, but {name} is not set")
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            bail!("{from} names {name}, but {name} is not valid UTF-8")
+        }
+    }
+}
+
+/// Short and true: where the model is, how paths work, and that denials
+/// and failures are real.
+pub(crate) fn system_prompt(workspace: &Path) -> String {
+    format!(
+        "You are a coding assistant working in the workspace {}. Use the tools offered to read, \
+         search and change files there. Every tool path is relative to the workspace root (for \
+         example 'src/main.rs'); nothing outside the workspace can be reached. A call may be \
+         denied by the user's permission settings or fail; its result says so, and then \
+         nothing happened. Report what you did accurately, and never claim a change you did \
+         not make.",
+        workspace.display()
+    )
+}
