@@ -29,13 +29,11 @@ mod args;
 mod commands;
 mod config;
 mod paths;
-mod plugins;
 mod printer;
 mod session;
 mod style;
 mod terminal;
 mod text;
-mod tools;
 
 use std::fmt::Display;
 use std::io::{self, Write};

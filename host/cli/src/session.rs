@@ -13,15 +13,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, bail};
+use goat_catalog::{Loaded, PluginSource};
 use goat_engine::{EngineClient, EngineConfig};
-use goat_sandbox::Limits;
+use goat_sandbox::{Limits, Sandbox, SandboxBuilder, Tool};
 use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{AppToolRouter, Approver, DEFAULT_MAX_ROUNDS, RouterConfig, Shepherd};
 use goat_store::{SessionInfo, Store};
 
 use crate::args::TurnOptions;
 use crate::config::{Setting, Settings, Source, Writes};
-use crate::{note, paths, text, tools};
+use crate::{note, paths, text};
 
 /// A session ready for turns: its Shepherd, the store it records in.
 pub(crate) struct Opened {
@@ -63,7 +64,7 @@ pub(crate) struct Parts<'a> {
     pub model: String,
     pub start: Start,
     /// Which plugin tools join the Pen's.
-    pub plugins: tools::Plugins<'a>,
+    pub plugins: Plugins<'a>,
     pub limits: Limits,
     pub writes: WritePolicy,
     /// With an approver, writes no rule decides are asked of it; without
@@ -90,7 +91,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         approver,
         max_rounds,
     } = parts;
-    let (sandbox, tools) = tools::sandbox_and_tools(plugins, &limits)?;
+    let (sandbox, tools) = sandbox_and_tools(plugins, &limits)?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
 
@@ -201,7 +202,7 @@ pub(crate) fn for_turn(
         None => engine_with(&settings, resumed.as_ref())?,
     };
     open(Parts {
-        plugins: tools::Plugins::Approved {
+        plugins: Plugins::Approved {
             db,
             workspace: Some(&workspace),
         },
@@ -327,4 +328,59 @@ pub(crate) fn system_prompt(workspace: &Path) -> String {
          not make.",
         workspace.display()
     )
+}
+
+/// Which tools besides the built-in Pen tools [`sandbox_and_tools`] loads.
+#[derive(Clone, Copy, Debug)]
+pub enum Plugins<'a> {
+    /// The Pen tools alone (`goat probe`, and `goat plugins add` checking
+    /// a new component).
+    None,
+    /// Also the approved plugins in the plugin directory beside the store
+    /// (`db` as `--db` gives it). With a `workspace`, a plugin directory
+    /// inside it is refused.
+    Approved {
+        db: Option<&'a Path>,
+        workspace: Option<&'a Path>,
+    },
+}
+
+/// A sandbox with GOAT's compiled-code cache, running calls under `limits`.
+pub fn sandbox(limits: &Limits) -> anyhow::Result<Sandbox> {
+    Ok(SandboxBuilder::new()
+        .cache_dir(paths::cache_dir()?)
+        .limits(limits.clone())
+        .build()?)
+}
+
+/// The [`sandbox`], the Pen file tools and, when asked, the approved
+/// plugins: the one place tools are loaded.
+///
+/// A plugin that fails its checks (its file changed since it was approved,
+/// it no longer loads) is left out with a note on stderr saying why; the
+/// other tools load as usual.
+pub fn sandbox_and_tools(
+    plugins: Plugins<'_>,
+    limits: &Limits,
+) -> anyhow::Result<(Sandbox, Vec<Tool>)> {
+    let sandbox = sandbox(limits)?;
+    let dir = match plugins {
+        Plugins::None => None,
+        Plugins::Approved { db, workspace } => {
+            let dir = paths::plugin_dir(db)?;
+            if let Some(workspace) = workspace {
+                paths::ensure_plugins_outside(&dir, workspace)?;
+            }
+            Some(dir)
+        }
+    };
+    let source = match &dir {
+        Some(dir) => PluginSource::Approved(dir),
+        None => PluginSource::None,
+    };
+    let Loaded { tools, problems } = goat_catalog::load_tools(&sandbox, source)?;
+    for problem in problems {
+        note(problem);
+    }
+    Ok((sandbox, tools))
 }

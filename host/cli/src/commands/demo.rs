@@ -24,7 +24,7 @@ use crate::args::DbArg;
 use crate::printer::Printer;
 use crate::session::{self, Parts, Start};
 use crate::terminal::run_turn;
-use crate::{Outcome, note, paths, tools};
+use crate::{Outcome, note, paths};
 
 /// The engine a demo session is recorded with.
 const DEMO_ENGINE: &str = "replay://goat-demo";
@@ -210,7 +210,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         model: "qwen3-coder (replay)".to_owned(),
         start: Start::New { announce: false },
         // The replayed model only ever calls Pen tools: plugins stay out.
-        plugins: tools::Plugins::None,
+        plugins: session::Plugins::None,
         limits,
         // The workspace is a throwaway copy made for the demo, so its
         // writes are allowed up front; nothing outside it can be touched

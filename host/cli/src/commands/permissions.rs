@@ -15,7 +15,7 @@ use goat_store::Store;
 use serde_json::{Value, json};
 
 use crate::args::{DbArg, PermissionsArg};
-use crate::{Outcome, note, paths, plugins, text};
+use crate::{Outcome, note, paths, text};
 
 #[derive(Subcommand)]
 pub enum PermissionsCommand {
@@ -144,7 +144,7 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
         name => {
             // A deny rule for a misspelt tool would protect nothing, silently.
             // Plugin tools go by their exposed names, as the gate sees them.
-            let plugin_tools = plugins::approved_names(args.location.store.db.as_deref())?;
+            let plugin_tools = super::plugins::approved_names(args.location.store.db.as_deref())?;
             let known: Vec<&str> = goat_sandbox::builtin::PEN_TOOLS
                 .iter()
                 .map(|b| b.name)

@@ -16,7 +16,7 @@ use goat_markup::detect;
 use crate::args::EngineArgs;
 use crate::config::Settings;
 use crate::session::engine_with;
-use crate::{Outcome, text, tools};
+use crate::{Outcome, session, text};
 
 /// What each probe asks for: one file read, which every coder model
 /// should answer with a `read_file` call.
@@ -53,7 +53,7 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
     let mut settings = Settings::load()?;
     settings.apply_engine_flags(&args.engine);
     let (client, url, model) = engine_with(&settings, None)?;
-    let (_, tools) = tools::sandbox_and_tools(tools::Plugins::None, &settings.limits())?;
+    let (_, tools) = session::sandbox_and_tools(session::Plugins::None, &settings.limits())?;
     let schemas: Vec<ToolSchema> = tools
         .iter()
         .map(|t| ToolSchema {
