@@ -112,3 +112,22 @@ impl Limits {
             .max(1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_rounds_up_to_whole_ticks() {
+        let limits = Limits {
+            timeout: EPOCH_TICK * 3 + std::time::Duration::from_nanos(1),
+            ..Limits::default()
+        };
+        assert_eq!(limits.timeout_ticks(), 4);
+        let zero = Limits {
+            timeout: std::time::Duration::ZERO,
+            ..Limits::default()
+        };
+        assert_eq!(zero.timeout_ticks(), 1);
+    }
+}

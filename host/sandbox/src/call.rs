@@ -1,0 +1,188 @@
+//! One call: the [`Pen`] it may see, a fresh [`Store`] with a fresh WASI
+//! context and every limit armed (the epoch deadline among them), invoking
+//! the tool, and what comes back.
+//!
+//! Nothing outlives a call: the store, its WASI context and its resource
+//! table are built here and dropped when the call returns.
+
+use std::path::{Path, PathBuf};
+
+use wasmtime::Store;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::bindings::exports::goat::tool::tool as wit;
+use crate::limiter::Limiter;
+use crate::linker::FrozenClock;
+use crate::output::CappedOutput;
+use crate::{Access, Sandbox, SandboxError, Tool, ToolError, ToolFailure, ToolKind};
+
+/// Per-call host state.
+pub(crate) struct Host {
+    wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: Limiter,
+}
+
+impl WasiView for Host {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// The workspace a call may see, and how.
+///
+/// # Security
+///
+/// `root` and `access` come from the host, never from the model. The tool
+/// gets the lesser of `access` and the access its spec declares.
+#[derive(Clone, Debug)]
+pub struct Pen {
+    root: PathBuf,
+    access: Access,
+}
+
+impl Pen {
+    /// The workspace at `root` (an existing directory), granted `access`.
+    pub fn new(root: impl AsRef<Path>, access: Access) -> Result<Self, SandboxError> {
+        let given = root.as_ref();
+        let root = given.canonicalize().map_err(|e| SandboxError::Workspace {
+            path: given.to_owned(),
+            reason: format!("{e}"),
+        })?;
+        if !root.is_dir() {
+            return Err(SandboxError::Workspace {
+                path: given.to_owned(),
+                reason: "not a directory".to_owned(),
+            });
+        }
+        Ok(Self { root, access })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The access the caller grants.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+}
+
+/// A successful call's result text, or the failure to report to the model.
+pub type CallResult = Result<String, ToolFailure>;
+
+impl Sandbox {
+    /// Runs `tool` with `arguments` (a JSON object as text) in a fresh store
+    /// that sees `pen`.
+    ///
+    /// The outer `Err` is a host problem (the workspace cannot be opened, or
+    /// it contains the compiled-code cache); the inner one is the call's
+    /// failure, for the model.
+    ///
+    /// # Security
+    ///
+    /// The preopen is read-write only when the tool declares `read-write`
+    /// and `pen` grants it. A workspace containing the compiled-code cache
+    /// is refused: a writing tool could otherwise plant native code.
+    pub fn call(
+        &self,
+        tool: &Tool,
+        arguments: &str,
+        pen: &Pen,
+    ) -> Result<CallResult, SandboxError> {
+        if let Some(dir) = self.cache_dir()
+            && dir.starts_with(&pen.root)
+        {
+            return Err(SandboxError::Workspace {
+                path: pen.root.clone(),
+                reason: format!(
+                    "it contains GOAT's compiled-code cache ({}); choose a workspace that does \
+                     not hold host state",
+                    dir.display()
+                ),
+            });
+        }
+        let granted = tool.spec.access.min(pen.access);
+        let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)), tool.kind)?;
+
+        let outcome = tool
+            .pre
+            .instantiate(&mut store)
+            .and_then(|instance| instance.goat_tool_tool().call_invoke(&mut store, arguments));
+        let limits = &self.limits;
+        Ok(match outcome {
+            Ok(Ok(text)) if text.len() > limits.result_bytes => Err(ToolFailure::OutputExceeded {
+                stream: "result",
+                limit_bytes: limits.result_bytes,
+            }),
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(e)) => Err(ToolFailure::Tool(tool_error(e))),
+            Err(e) => Err(self.classify(&e, &store, &stdout, &stderr)),
+        })
+    }
+
+    /// A fresh store: new WASI context, new resource table, limits armed.
+    pub(crate) fn store(
+        &self,
+        preopen: Option<(&Path, Access)>,
+        kind: ToolKind,
+    ) -> Result<(Store<Host>, CappedOutput, CappedOutput), SandboxError> {
+        let limits = &self.limits;
+        let stdout = CappedOutput::new("stdout", limits.stdio_bytes);
+        let stderr = CappedOutput::new("stderr", limits.stdio_bytes);
+        let mut wasi = WasiCtxBuilder::new();
+        // Must come before `preopened_dir`: it is copied into each preopen.
+        wasi.allow_blocking_current_thread(true);
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if kind == ToolKind::Plugin {
+            wasi.wall_clock(FrozenClock);
+        }
+        if let Some((root, access)) = preopen {
+            let perms = match access {
+                Access::None => None,
+                Access::Read => Some(FsPerms::ReadOnly),
+                Access::ReadWrite => Some(FsPerms::ReadWrite),
+            };
+            if let Some(perms) = perms {
+                wasi.preopened_dir(root, ".", perms)
+                    .map_err(|e| SandboxError::Workspace {
+                        path: root.to_owned(),
+                        reason: format!("{e:#}"),
+                    })?;
+            }
+        }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(limits.resources);
+        let host = Host {
+            wasi: wasi.build(),
+            table,
+            limiter: Limiter::new(limits.clone()),
+        };
+        let mut store = Store::new(&self.engine, host);
+        store.limiter(|h| &mut h.limiter);
+        store.set_epoch_deadline(limits.timeout_ticks());
+        store.epoch_deadline_trap();
+        store.set_hostcall_fuel(limits.hostcall_bytes);
+        store.set_max_component_handles(limits.resources);
+        Ok((store, stdout, stderr))
+    }
+}
+
+fn tool_error(e: wit::ToolError) -> ToolError {
+    match e {
+        wit::ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m),
+        wit::ToolError::NotFound(m) => ToolError::NotFound(m),
+        wit::ToolError::Conflict(m) => ToolError::Conflict(m),
+        wit::ToolError::PermissionDenied(m) => ToolError::PermissionDenied(m),
+        wit::ToolError::TooLarge(m) => ToolError::TooLarge(m),
+        wit::ToolError::Io(m) => ToolError::Io(m),
+    }
+}

@@ -1,0 +1,169 @@
+//! The process's one [`Sandbox`]: how its engine is configured (component
+//! model, epoch interruption, a pool of instance slots), its two linkers,
+//! the compiled-code cache, and the thread that advances the epoch.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use wasmtime::component::Linker;
+use wasmtime::{Config, Engine};
+
+use crate::call::Host;
+use crate::linker::restricted_linker;
+use crate::{EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, SandboxError, ToolKind, cache};
+
+/// Builds a [`Sandbox`].
+#[derive(Debug, Default)]
+pub struct SandboxBuilder {
+    cache_dir: Option<PathBuf>,
+    limits: Limits,
+}
+
+impl SandboxBuilder {
+    /// A builder with the default [`Limits`] and no compiled-code cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keeps compiled components in `dir` (created private to the user).
+    ///
+    /// # Security
+    ///
+    /// Compiled code is trusted as native code. `dir` must be host state
+    /// that no tool can write: [`Sandbox::call`] refuses any workspace that
+    /// contains it.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Replaces the limits every call runs under.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Creates the engine, the linker and the epoch ticker.
+    pub fn build(self) -> Result<Sandbox, SandboxError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        config.allocation_strategy(pooling(&self.limits));
+        // The pool reserves address space up front; where that is refused
+        // (a `ulimit -v`, a tool like valgrind) fall back to mapping each
+        // call's memory on demand: slower, equally isolated.
+        let engine = match Engine::new(&config) {
+            Ok(engine) => engine,
+            Err(_) => {
+                config.allocation_strategy(wasmtime::InstanceAllocationStrategy::OnDemand);
+                Engine::new(&config).map_err(SandboxError::Engine)?
+            }
+        };
+        let linker = restricted_linker(&engine, ToolKind::Builtin).map_err(SandboxError::Engine)?;
+        let plugin_linker =
+            restricted_linker(&engine, ToolKind::Plugin).map_err(SandboxError::Engine)?;
+        let cache = self
+            .cache_dir
+            .map(|dir| cache::Cache::open(dir, &engine))
+            .transpose()?;
+        let ticker = Ticker::start(engine.clone())?;
+        Ok(Sandbox {
+            engine,
+            linker,
+            plugin_linker,
+            cache,
+            limits: self.limits,
+            _ticker: ticker,
+        })
+    }
+}
+
+/// Instance slots kept ready for reuse: a fresh call takes a slot whose
+/// memory was already mapped (and reset) instead of mapping new memory, which
+/// is most of what instantiation costs.
+fn pooling(limits: &Limits) -> wasmtime::InstanceAllocationStrategy {
+    let calls = MAX_CONCURRENT_CALLS;
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    pool.total_component_instances(calls)
+        .total_core_instances(calls * u32::try_from(limits.instances).unwrap_or(u32::MAX))
+        .total_memories(calls * u32::try_from(limits.memories).unwrap_or(u32::MAX))
+        .total_tables(calls * u32::try_from(limits.tables).unwrap_or(u32::MAX))
+        .max_core_instances_per_component(u32::try_from(limits.instances).unwrap_or(u32::MAX))
+        .max_memories_per_component(u32::try_from(limits.memories).unwrap_or(u32::MAX))
+        .max_tables_per_component(u32::try_from(limits.tables).unwrap_or(u32::MAX))
+        .max_memory_size(limits.memory_bytes)
+        .table_elements(limits.table_elements)
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(KEEP_RESIDENT_BYTES);
+    wasmtime::InstanceAllocationStrategy::Pooling(pool)
+}
+
+/// Bytes of each pooled memory (and table) kept mapped between calls and
+/// reset with a memset instead of being unmapped and faulted in again. The
+/// Pen tools link with a 128 KiB stack at the bottom of memory, and a call
+/// dirties the top of the stack, the data segment and a little heap above
+/// it; 256 KiB covers that. Measured in the read_file bench: 0 and 128 KiB
+/// were ~30% slower, 384-512 KiB no faster (memset grows with it).
+const KEEP_RESIDENT_BYTES: usize = 256 * 1024;
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] so that deadlines fire.
+/// Stopped and joined when the sandbox is dropped.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(engine: Engine) -> Result<Self, SandboxError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("goat-epoch".to_owned())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .map_err(|e| SandboxError::Host(wasmtime::Error::new(e)))?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One wasmtime engine and linker for the process, and the limits calls run
+/// under. Cheap to share: calls take `&self` and may run on many threads.
+pub struct Sandbox {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<Host>,
+    pub(crate) plugin_linker: Linker<Host>,
+    pub(crate) cache: Option<cache::Cache>,
+    pub(crate) limits: Limits,
+    _ticker: Ticker,
+}
+
+impl Sandbox {
+    /// The limits calls run under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The compiled-code cache directory, if any.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache.as_ref().map(cache::Cache::dir)
+    }
+}
