@@ -6,57 +6,41 @@
 //! database there could grant the model whatever it likes; a compiled-code
 //! cache there would run native code a tool planted. So every host path is
 //! resolved to where it really is (symlinks included) before it is compared
-//! with the workspace, and before anything is created.
+//! with the workspace, and before anything is created. Where each file is
+//! comes from `goat_state::paths`; the checks, which know what to say about
+//! each file, are here.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use goat_sandbox::{Access, Pen, Sandbox};
 use goat_shepherd::gate::PermissionDb;
+use goat_state::paths as state;
 use goat_store::{Store, StoreError};
 
-/// The store's file, from `--db`, else `$GOAT_DB`, else the store's default
-/// location, resolved.
+/// The store's file: see [`goat_state::paths::store_path`].
 pub fn store_path(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let given = match flag {
-        Some(path) => path.to_owned(),
-        None => match std::env::var_os("GOAT_DB").filter(|v| !v.is_empty()) {
-            Some(path) => PathBuf::from(path),
-            None => Store::default_path().context(
-                "cannot find where to keep GOAT's store: pass --db FILE, or set GOAT_DB or HOME",
-            )?,
-        },
-    };
-    let path = resolve(&given)?;
-    if path.file_name().is_none() {
-        bail!("the store path {} does not name a file", given.display());
-    }
-    Ok(path)
+    Ok(state::store_path(flag)?)
 }
 
-/// The permission database, from `--permissions`, else `permissions.db`
-/// beside the store, resolved.
+/// The permission database: see [`goat_state::paths::permissions_path`].
 pub fn permissions_path(flag: Option<&Path>, db_flag: Option<&Path>) -> anyhow::Result<PathBuf> {
-    match flag {
-        Some(given) => {
-            let path = resolve(given)?;
-            if path.file_name().is_none() {
-                bail!(
-                    "the permission database path {} does not name a file",
-                    given.display()
-                );
-            }
-            Ok(path)
-        }
-        None => Ok(store_path(db_flag)?.with_file_name("permissions.db")),
-    }
+    Ok(state::permissions_path(flag, db_flag)?)
 }
 
-/// The plugin directory: `plugins/` beside the store (`--db`, else
-/// `$GOAT_DB`, else the default), resolved. Holds the approved components,
-/// named by sha256, and the registry of approvals.
+/// The plugin directory: see [`goat_state::paths::plugin_dir`].
 pub fn plugin_dir(db_flag: Option<&Path>) -> anyhow::Result<PathBuf> {
-    Ok(store_path(db_flag)?.with_file_name("plugins"))
+    Ok(state::plugin_dir(db_flag)?)
+}
+
+/// The compiled-code cache: see [`goat_state::paths::cache_dir`].
+pub fn cache_dir() -> anyhow::Result<PathBuf> {
+    Ok(state::cache_dir()?)
+}
+
+/// Where `path` really is: see [`goat_state::paths::resolve`].
+pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
+    Ok(state::resolve(path)?)
 }
 
 /// Refuses a workspace that holds the plugin directory: a writing tool
@@ -145,64 +129,10 @@ pub fn ensure_cache_outside(sandbox: &Sandbox, workspace: &Path) -> anyhow::Resu
 /// front).
 pub fn prepare_permissions(path: &Path) -> anyhow::Result<PermissionDb> {
     if let Some(dir) = path.parent() {
-        goat_store::create_private_dir(dir)
+        goat_state::fs::create_private_dir(dir)
             .with_context(|| format!("creating {}", dir.display()))?;
     }
     Ok(PermissionDb::open(path)?)
-}
-
-/// GOAT's compiled-code cache: `$GOAT_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/goat/compiled`, else `~/.cache/goat/compiled`, resolved
-/// (the sandbox compares it with canonical workspace roots).
-pub fn cache_dir() -> anyhow::Result<PathBuf> {
-    let given = if let Some(dir) = std::env::var_os("GOAT_CACHE_DIR").filter(|d| !d.is_empty()) {
-        PathBuf::from(dir)
-    } else if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(dir).join("goat").join("compiled")
-    } else {
-        match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-            Some(home) => PathBuf::from(home)
-                .join(".cache")
-                .join("goat")
-                .join("compiled"),
-            None => bail!("cannot find a cache directory: set GOAT_CACHE_DIR or HOME"),
-        }
-    };
-    resolve(&given)
-}
-
-/// Where `path` really is: its longest existing prefix canonicalized, then
-/// the components that do not exist yet.
-///
-/// # Security
-///
-/// A path that does not exist yet cannot be canonicalized, and comparing it
-/// lexically would let `../ws/x` or a symlinked parent slip past the
-/// workspace check. The missing tail cannot contain symlinks (none of it
-/// exists), so appending it to the canonical prefix is exact; `..` in the
-/// tail is refused rather than guessed at.
-pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
-    let absolute = std::path::absolute(path)
-        .with_context(|| format!("cannot make {} absolute", path.display()))?;
-    let components: Vec<Component<'_>> = absolute.components().collect();
-    for split in (1..=components.len()).rev() {
-        let prefix: PathBuf = components[..split].iter().collect();
-        let Ok(mut resolved) = prefix.canonicalize() else {
-            continue;
-        };
-        for component in &components[split..] {
-            match component {
-                Component::Normal(name) => resolved.push(name),
-                Component::CurDir => {}
-                Component::ParentDir | Component::RootDir | Component::Prefix(_) => bail!(
-                    "{} has '..' below a directory that does not exist yet; give a plain path",
-                    path.display()
-                ),
-            }
-        }
-        return Ok(resolved);
-    }
-    bail!("cannot resolve {}", path.display())
 }
 
 #[cfg(test)]
@@ -210,25 +140,9 @@ pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn missing_tails_are_appended_to_the_canonical_prefix() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().canonicalize().unwrap();
-        assert_eq!(
-            resolve(&dir.path().join("a/./b/goat.db")).unwrap(),
-            real.join("a/b/goat.db")
-        );
-        std::fs::create_dir(real.join("ws")).unwrap();
-        assert_eq!(
-            resolve(&dir.path().join("ws/../ws/x.db")).unwrap(),
-            real.join("ws/x.db")
-        );
-        assert!(resolve(&dir.path().join("new/../ws/x.db")).is_err());
-    }
-
     #[cfg(unix)]
     #[test]
-    fn a_symlinked_parent_resolves_to_its_target() {
+    fn a_store_behind_a_symlinked_parent_is_inside_the_workspace() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().canonicalize().unwrap();
         std::fs::create_dir(real.join("ws")).unwrap();

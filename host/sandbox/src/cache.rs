@@ -9,9 +9,9 @@
 //! plugin's or a workspace's `.cwasm` is never loaded.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use goat_state::fs::{create_private_dir, write_private_atomic};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -63,7 +63,10 @@ impl Cache {
     pub(crate) fn put(&self, sha256: &str, component: &Component) -> Result<(), SandboxError> {
         let path = self.path(sha256);
         let bytes = component.serialize().map_err(SandboxError::Host)?;
-        write_atomically(&self.dir, &path, &bytes).map_err(|source| SandboxError::Cache {
+        // Through a temporary file and a rename, unique per write: a reader
+        // never sees half an entry, and two sandboxes caching one component
+        // at once do not clash.
+        write_private_atomic(&path, &bytes).map_err(|source| SandboxError::Cache {
             path: path.clone(),
             source,
         })
@@ -113,20 +116,6 @@ fn engine_key(engine: &Engine) -> String {
     hex(&h.0.finalize()[..8])
 }
 
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    fs::create_dir_all(dir)
-}
-
 /// A regular file (not a symlink) that no one but its owner can write.
 fn is_trustworthy(path: &Path) -> bool {
     let Ok(meta) = fs::symlink_metadata(path) else {
@@ -143,31 +132,4 @@ fn is_trustworthy(path: &Path) -> bool {
         }
     }
     true
-}
-
-/// Writes through a temporary file and a rename, so a reader never sees a
-/// half-written entry and concurrent writers of the same key do not clash.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    // Unique per write, not only per process: two threads (two sandboxes,
-    // or two plugins with the same bytes) may cache one entry at once, and
-    // sharing a temporary file would have one rename the other's away.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(
-        ".tmp-{}-{n}-{}",
-        std::process::id(),
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry")
-    ));
-    let mut file = fs::File::create(&tmp)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
 }

@@ -1,23 +1,25 @@
 //! The permission database: one SQLite file of rules, apart from the store.
 //!
-//! The schema is versioned with `PRAGMA user_version` and each migration runs
-//! in its own `BEGIN IMMEDIATE` transaction, which also re-reads the version
-//! so two GOATs opening a new file at once migrate it once. The file is in
-//! WAL mode, so deciding (a read) never waits for the CLI editing rules.
+//! The file is opened, identified and migrated by `goat_state::sqlite`, as
+//! every GOAT database is: `PRAGMA application_id` marks it as ours, the
+//! schema is versioned with `PRAGMA user_version`, and each migration runs in
+//! its own `BEGIN IMMEDIATE` transaction. The file is in WAL mode, so
+//! deciding (a read) never waits for the CLI editing rules.
 //!
 //! # Key decision: identify the file before touching it
 //!
-//! Opening reads the header first: `PRAGMA application_id` marks a file as
-//! ours, and only a file that is ours, or an empty new one, is switched to WAL
-//! or migrated. Garbage, another application's database, or one from a newer
+//! Only a file that is ours, or an empty new one, is switched to WAL or
+//! migrated. Garbage, another application's database, or one from a newer
 //! GOAT is reported as an error and left byte-for-byte as it was, so a
 //! mistaken path or a downgrade cannot cost the user their rules or someone
-//! else their data.
+//! else their data. Permission databases always carried their id, so there
+//! is no id-less legacy file to adopt: one is refused.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior, params};
+use goat_state::sqlite::{self, DbError, DbSpec, Journal, Migration};
+use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
 
 use super::path::Pattern;
 use super::{Access, Effect, GateError, NewRule, Rule, Scope};
@@ -32,16 +34,20 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `PRAGMA application_id` of a GOAT permission database (ASCII `GPRM`), so
 /// the gate refuses, rather than adds tables to, another SQLite file.
-const APPLICATION_ID: i32 = 0x4750_524D;
+const APPLICATION_ID: i32 = sqlite::ids::PERMISSIONS;
+
+/// What the permission database is called in messages.
+const NAME: &str = "permission database";
 
 /// Migration `i` takes the schema from version `i` to `i + 1`. Append only:
 /// a shipped migration is never edited.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[Migration] = &[
     // AUTOINCREMENT so a revoked id is never reused: revoking #3 from an old
     // listing, or twice, cannot remove a newer rule. The CHECKs keep the
     // values the gate reads inside its vocabulary even if the file is edited
     // with another tool; a row that still slips through fails the decision.
-    "CREATE TABLE rules (
+    Migration::sql(
+        "CREATE TABLE rules (
         id          INTEGER PRIMARY KEY AUTOINCREMENT,
         tool        TEXT CHECK (tool IS NULL OR length(tool) > 0),
         pattern     TEXT NOT NULL,
@@ -51,14 +57,29 @@ const MIGRATIONS: &[&str] = &[
         created_at  INTEGER NOT NULL,
         expires_at  INTEGER CHECK (expires_at IS NULL OR expires_at > created_at)
     ) STRICT;",
+    ),
     // Rules bound to one workspace (a person's "always" at an approval
     // question); NULL applies in every workspace, as before.
-    "ALTER TABLE rules ADD COLUMN workspace TEXT
+    Migration::sql(
+        "ALTER TABLE rules ADD COLUMN workspace TEXT
         CHECK (workspace IS NULL OR length(workspace) > 0);",
+    ),
 ];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The permission database, for `goat_state::sqlite::open`.
+fn spec(busy_timeout: Duration) -> DbSpec {
+    DbSpec {
+        name: NAME,
+        application_id: APPLICATION_ID,
+        migrations: MIGRATIONS,
+        busy_timeout,
+        journal: Journal::Wal,
+        legacy: None,
+    }
+}
 
 const SELECT_RULES: &str = "SELECT id, tool, pattern, access, effect, session_id, created_at, \
                             expires_at, workspace FROM rules ORDER BY id";
@@ -89,25 +110,8 @@ impl PermissionDb {
     /// The parent directory must exist. A file that is not a permission
     /// database of this or an older schema is refused and not modified.
     pub fn open_with_timeout(path: &Path, busy_timeout: Duration) -> Result<Self, GateError> {
-        // No SQLITE_OPEN_URI: the path is a file name, never a `file:` URI
-        // whose query string could change how it is opened.
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let fail = |err: rusqlite::Error| classify(path, busy_timeout, &err);
-        let mut conn = Connection::open_with_flags(path, flags).map_err(fail)?;
-        conn.busy_timeout(busy_timeout).map_err(fail)?;
-        conn.pragma_update(None, "foreign_keys", true)
-            .map_err(fail)?;
-
-        let version = check_identity(path, &identify(&conn).map_err(fail)?)?;
-        // The journal mode is stored in the file: only change it on a file
-        // known to be ours (or empty).
-        conn.pragma_update_and_check(None, "journal_mode", "wal", |_| Ok(()))
-            .map_err(fail)?;
-        if version < SCHEMA_VERSION {
-            migrate(&mut conn, path, busy_timeout)?;
-        }
+        let conn = sqlite::open(path, &spec(busy_timeout)).map_err(|err| gate_error(path, err))?;
         // A file can claim our id and version and still lack the table (made
         // by hand, or by another program reusing the id).
         if let Err(err) = conn.prepare(SELECT_RULES) {
@@ -298,98 +302,30 @@ impl StoredRule {
     }
 }
 
-/// What the file says about itself.
-struct Identity {
-    user_version: i64,
-    application_id: i32,
-    /// Tables, indexes, views and triggers already in it.
-    objects: i64,
-}
-
-fn identify(conn: &Connection) -> rusqlite::Result<Identity> {
-    Ok(Identity {
-        user_version: conn.pragma_query_value(None, "user_version", |row| row.get(0))?,
-        application_id: conn.pragma_query_value(None, "application_id", |row| row.get(0))?,
-        objects: conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?,
-    })
-}
-
-/// Accepts our own file of a version this build knows, or an empty one;
-/// returns its schema version.
-fn check_identity(path: &Path, id: &Identity) -> Result<i64, GateError> {
-    let foreign = |reason: String| GateError::Foreign {
-        path: path.to_path_buf(),
-        reason,
-    };
-    if id.application_id == APPLICATION_ID {
-        if id.user_version > SCHEMA_VERSION {
-            return Err(GateError::NewerSchema {
-                path: path.to_path_buf(),
-                found: id.user_version,
-                known: SCHEMA_VERSION,
-            });
-        }
-        return Ok(id.user_version);
-    }
-    if id.application_id != 0 {
-        return Err(foreign(format!(
-            "its application id is {:#010x}, not GOAT's {APPLICATION_ID:#010x}",
-            id.application_id
-        )));
-    }
-    if id.user_version != 0 {
-        return Err(foreign(format!(
-            "it has schema version {} but no GOAT application id",
-            id.user_version
-        )));
-    }
-    if id.objects != 0 {
-        return Err(foreign(format!(
-            "it already holds {} tables, indexes or other objects of another application",
-            id.objects
-        )));
-    }
-    Ok(0)
-}
-
-fn migrate(conn: &mut Connection, path: &Path, busy_timeout: Duration) -> Result<(), GateError> {
-    let fail = |err: rusqlite::Error| classify(path, busy_timeout, &err);
-    for (from, sql) in (0_i64..).zip(MIGRATIONS) {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        // Another process may have migrated (or replaced the file) between
-        // the first look and taking the write lock.
-        let version = check_identity(path, &identify(&tx).map_err(fail)?)?;
-        if version > from {
-            continue;
-        }
-        tx.execute_batch(sql).map_err(fail)?;
-        tx.pragma_update(None, "user_version", from + 1)
-            .map_err(fail)?;
-        tx.pragma_update(None, "application_id", APPLICATION_ID)
-            .map_err(fail)?;
-        tx.commit().map_err(fail)?;
-    }
-    Ok(())
-}
-
 /// Sorts a SQLite failure into what the caller and the model need to know.
 fn classify(path: &Path, busy_timeout: Duration, err: &rusqlite::Error) -> GateError {
-    let path = path.to_path_buf();
-    let reason = err.to_string();
-    match err.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => GateError::Locked {
+    gate_error(path, DbError::from_sqlite(NAME, path, busy_timeout, err))
+}
+
+/// The gate's words for why its database could not be used.
+fn gate_error(path: &Path, err: DbError) -> GateError {
+    match err {
+        DbError::Unreadable { path, reason, .. } => GateError::Unreadable { path, reason },
+        DbError::Corrupt { path, reason, .. } => GateError::Corrupt { path, reason },
+        DbError::Foreign { path, reason, .. } => GateError::Foreign { path, reason },
+        DbError::NewerSchema {
+            path, found, known, ..
+        } => GateError::NewerSchema { path, found, known },
+        DbError::Locked { path, waited, .. } => GateError::Locked { path, waited },
+        DbError::Journal { path, mode, .. } => GateError::Sqlite {
             path,
-            waited: busy_timeout,
+            reason: format!("cannot use a write-ahead log (journal mode is {mode})"),
         },
-        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
-            GateError::Corrupt { path, reason }
-        }
-        Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::SystemIoFailure) => {
-            GateError::Unreadable { path, reason }
-        }
-        _ => GateError::Sqlite { path, reason },
+        DbError::Sqlite { path, reason, .. } => GateError::Sqlite { path, reason },
+        other => GateError::Sqlite {
+            path: path.to_path_buf(),
+            reason: other.to_string(),
+        },
     }
 }
 
@@ -403,9 +339,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("perm.db");
         let db = PermissionDb::open(&path).unwrap();
-        let id = identify(&db.conn).unwrap();
-        assert_eq!(id.user_version, SCHEMA_VERSION);
-        assert_eq!(id.application_id, APPLICATION_ID);
+        let version: i64 = db
+            .conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        let application_id: i32 = db
+            .conn
+            .pragma_query_value(None, "application_id", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(application_id, 0x4750_524D, "GPRM, as every release wrote");
         let mode: String = db
             .conn
             .pragma_query_value(None, "journal_mode", |row| row.get(0))

@@ -114,6 +114,65 @@ fn a_file_that_is_not_a_database_is_refused_and_left_alone() {
     );
 }
 
+/// `GSTO`: what every store now carries in `PRAGMA application_id`.
+const STORE_ID: i32 = 0x4753_544F;
+
+fn application_id(db: &Path) -> i32 {
+    Connection::open(db)
+        .unwrap()
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn a_new_store_carries_goats_application_id() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    assert_eq!(application_id(&dir.path().join("state/goat.db")), STORE_ID);
+}
+
+/// Every store made before stores had an application id is adopted, its
+/// sessions kept.
+#[test]
+fn a_store_made_before_application_ids_is_adopted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state/goat.db");
+    let id = open(dir.path())
+        .create_session(dir.path(), "http://e/v1", "m")
+        .unwrap();
+    // As every earlier GOAT left it: schema version 1, no id.
+    Connection::open(&db)
+        .unwrap()
+        .pragma_update(None, "application_id", 0)
+        .unwrap();
+    assert_eq!(application_id(&db), 0);
+    assert_eq!(open(dir.path()).session(&id).unwrap().model, "m");
+    assert_eq!(application_id(&db), STORE_ID);
+}
+
+#[test]
+fn another_applications_database_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, setup) in [
+        (
+            "other.db",
+            "CREATE TABLE notes (body TEXT); PRAGMA user_version = 1;",
+        ),
+        ("perm.db", "PRAGMA application_id = 1196446285;"),
+    ] {
+        let db = dir.path().join(name);
+        Connection::open(&db).unwrap().execute_batch(setup).unwrap();
+        let before = std::fs::read(&db).unwrap();
+        match Store::open(&db) {
+            Err(err @ StoreError::Open { .. }) => {
+                assert!(err.to_string().contains("not a GOAT store"), "{err}");
+            }
+            other => panic!("{name}: {:?}", other.err()),
+        }
+        assert_eq!(std::fs::read(&db).unwrap(), before, "{name}");
+    }
+}
+
 #[test]
 fn a_store_inside_the_workspace_is_refused() {
     let dir = tempfile::tempdir().unwrap();

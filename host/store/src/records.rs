@@ -1,0 +1,468 @@
+//! The record of what happened: sessions, turns, rounds, tool calls and
+//! recovery events, written one logical step per transaction, and read back
+//! whole for showing a session.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{OptionalExtension, params};
+
+use crate::store::now;
+use crate::{
+    CallStatus, INTERRUPTED_RESULT, MARKUP_FAILURE_PREFIX, RoundStatus, Store, StoreError,
+    TurnStatus,
+};
+
+/// A session as listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// Its id.
+    pub id: String,
+    /// The workspace it works in.
+    pub workspace: String,
+    /// The engine it talks to.
+    pub engine_url: String,
+    /// The model.
+    pub model: String,
+    /// When it began (unix seconds).
+    pub created_at: i64,
+    /// How many turns it has.
+    pub turns: i64,
+}
+
+/// A structured call in a finished round, as the model made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewCall {
+    /// The engine's (or GOAT's) call id.
+    pub call_id: String,
+    /// The tool name as the model wrote it.
+    pub tool: String,
+    /// The raw arguments text.
+    pub arguments: String,
+}
+
+/// A finished, usable response.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoundOk {
+    /// What the model said.
+    pub content: String,
+    /// Its separate reasoning.
+    pub reasoning: String,
+    /// Why it stopped.
+    pub finish_reason: Option<String>,
+    /// Token counts.
+    pub prompt_tokens: Option<u64>,
+    /// Token counts.
+    pub completion_tokens: Option<u64>,
+    /// Its structured calls, stored as pending.
+    pub calls: Vec<NewCall>,
+}
+
+/// How a call ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallOutcome {
+    /// Ok, Error, Denied.
+    pub status: CallStatus,
+    /// What the model is shown.
+    pub result: String,
+    /// A machine-readable kind for errors (`not-found`, `timeout`, ...).
+    pub error_kind: Option<String>,
+    /// The gate's decision (`allow`, `deny`, `ask-allowed`, ...), if it got that far.
+    pub decision: Option<String>,
+    /// Why the gate decided so.
+    pub decision_reason: Option<String>,
+    /// How long it ran.
+    pub duration: Duration,
+}
+
+/// What ADR-0065 recovery recorded about a malformed response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// The offered tool the markup named.
+    pub tool: String,
+    /// The envelope markers seen, e.g. `</tool_call>`.
+    pub markers: Vec<String>,
+    /// Where in the content, byte offsets.
+    pub span: Option<(usize, usize)>,
+}
+
+/// One stored tool call, for showing a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallRecord {
+    /// Row id.
+    pub id: i64,
+    /// The call as made.
+    pub call: NewCall,
+    /// Where it stands.
+    pub status: CallStatus,
+    /// The gate's decision.
+    pub decision: Option<String>,
+    /// Why.
+    pub decision_reason: Option<String>,
+    /// What the model was shown.
+    pub result: Option<String>,
+    /// Error kind.
+    pub error_kind: Option<String>,
+    /// How long it ran.
+    pub duration_ms: Option<i64>,
+}
+
+/// One stored round, failed ones included.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoundRecord {
+    /// Row id.
+    pub id: i64,
+    /// How it ended.
+    pub status: RoundStatus,
+    /// What the model said.
+    pub content: String,
+    /// Why it stopped.
+    pub finish_reason: Option<String>,
+    /// Why it failed.
+    pub failure: Option<String>,
+    /// Its calls.
+    pub calls: Vec<CallRecord>,
+}
+
+/// One stored turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnRecord {
+    /// Row id.
+    pub id: i64,
+    /// The request.
+    pub prompt: String,
+    /// How it ended.
+    pub status: TurnStatus,
+    /// The error that ended it.
+    pub error: Option<String>,
+    /// Whether ADR-0065 recovery was used.
+    pub recovery_used: bool,
+    /// Its rounds.
+    pub rounds: Vec<RoundRecord>,
+}
+
+/// A new session id: 16 hex digits from the clock and process, unique
+/// enough for one user's sessions and readable on a command line.
+fn new_session_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    format!("{:016x}", h.finish())
+}
+
+impl Store {
+    /// Starts a session; returns its id.
+    pub fn create_session(
+        &mut self,
+        workspace: &Path,
+        engine_url: &str,
+        model: &str,
+    ) -> Result<String, StoreError> {
+        let id = new_session_id();
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO sessions (id, workspace, engine_url, model, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, workspace.to_string_lossy(), engine_url, model, now()],
+        )?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// A session by id.
+    pub fn session(&self, id: &str) -> Result<SessionInfo, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT s.id, s.workspace, s.engine_url, s.model, s.created_at,
+                        (SELECT count(*) FROM turns t WHERE t.session_id = s.id)
+                 FROM sessions s WHERE s.id = ?1",
+                [id],
+                session_row,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoSession(id.to_owned()))
+    }
+
+    /// All sessions, newest first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.id, s.workspace, s.engine_url, s.model, s.created_at,
+                    (SELECT count(*) FROM turns t WHERE t.session_id = s.id)
+             FROM sessions s ORDER BY s.created_at DESC, s.rowid DESC",
+        )?;
+        let rows = stmt
+            .query_map([], session_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Starts a turn for `prompt`.
+    pub fn start_turn(&mut self, session_id: &str, prompt: &str) -> Result<i64, StoreError> {
+        self.session(session_id)?;
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO turns (session_id, prompt, status, started_at) VALUES (?1, ?2, 'running', ?3)",
+            params![session_id, prompt, now()],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Ends a turn.
+    pub fn finish_turn(
+        &mut self,
+        turn_id: i64,
+        status: TurnStatus,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "UPDATE turns SET status = ?2, error = ?3, ended_at = ?4 WHERE id = ?1",
+            params![turn_id, status.as_str(), error, now()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Starts a round (its response streaming).
+    pub fn start_round(&mut self, turn_id: i64) -> Result<i64, StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO rounds (turn_id, status, started_at) VALUES (?1, 'streaming', ?2)",
+            params![turn_id, now()],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Records a usable response and its calls, as pending, in one
+    /// transaction. Returns the calls' row ids in order.
+    pub fn finish_round_ok(&mut self, round_id: i64, ok: &RoundOk) -> Result<Vec<i64>, StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "UPDATE rounds SET status = 'ok', content = ?2, reasoning = ?3, finish_reason = ?4,
+                    prompt_tokens = ?5, completion_tokens = ?6, ended_at = ?7 WHERE id = ?1",
+            params![
+                round_id,
+                ok.content,
+                ok.reasoning,
+                ok.finish_reason,
+                ok.prompt_tokens.and_then(|n| i64::try_from(n).ok()),
+                ok.completion_tokens.and_then(|n| i64::try_from(n).ok()),
+                now()
+            ],
+        )?;
+        let mut ids = Vec::with_capacity(ok.calls.len());
+        for call in &ok.calls {
+            tx.execute(
+                "INSERT INTO tool_calls (round_id, call_id, tool, arguments, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
+                params![round_id, call.call_id, call.tool, call.arguments],
+            )?;
+            ids.push(tx.last_insert_rowid());
+        }
+        tx.commit()?;
+        Ok(ids)
+    }
+
+    /// Records a round that failed (engine error, cancelled, truncated):
+    /// kept for the record, never sent in a prompt again.
+    pub fn finish_round_failed(
+        &mut self,
+        round_id: i64,
+        status: RoundStatus,
+        content: &str,
+        failure: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "UPDATE rounds SET status = ?2, content = ?3, failure = ?4, ended_at = ?5 WHERE id = ?1",
+            params![round_id, status.as_str(), content, failure, now()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// ADR-0065: records a malformed response as failed, with what the
+    /// detector saw, and marks the turn's one recovery as used, all in one
+    /// transaction. If this fails, recovery must stop.
+    pub fn record_recovery(
+        &mut self,
+        round_id: i64,
+        content: &str,
+        recovery: &Recovery,
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        let turn_id: i64 = tx.query_row(
+            "SELECT turn_id FROM rounds WHERE id = ?1",
+            [round_id],
+            |r| r.get(0),
+        )?;
+        tx.execute(
+            "UPDATE rounds SET status = 'failed', content = ?2,
+                    failure = ?4, ended_at = ?3
+             WHERE id = ?1",
+            params![
+                round_id,
+                content,
+                now(),
+                format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one")
+            ],
+        )?;
+        tx.execute(
+            "INSERT INTO recovery_events (turn_id, round_id, tool, markers, span_start, span_end, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                turn_id,
+                round_id,
+                recovery.tool,
+                recovery.markers.join(" "),
+                recovery.span.and_then(|s| i64::try_from(s.0).ok()),
+                recovery.span.and_then(|s| i64::try_from(s.1).ok()),
+                now()
+            ],
+        )?;
+        tx.execute(
+            "UPDATE turns SET recovery_used = 1 WHERE id = ?1",
+            [turn_id],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Marks a pending call as started (the gate's decision made).
+    pub fn start_call(&mut self, call_row: i64) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "UPDATE tool_calls SET started_at = ?2 WHERE id = ?1",
+            params![call_row, now()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records how a call ended.
+    pub fn finish_call(&mut self, call_row: i64, outcome: &CallOutcome) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "UPDATE tool_calls SET status = ?2, result = ?3, error_kind = ?4, decision = ?5,
+                    decision_reason = ?6, duration_ms = ?7, ended_at = ?8 WHERE id = ?1",
+            params![
+                call_row,
+                outcome.status.as_str(),
+                outcome.result,
+                outcome.error_kind,
+                outcome.decision,
+                outcome.decision_reason,
+                i64::try_from(outcome.duration.as_millis()).unwrap_or(i64::MAX),
+                now()
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// For a session resumed after a crash: every pending call gets a
+    /// result saying it was interrupted; rounds left streaming and turns
+    /// left running are marked failed. One transaction. Returns how many
+    /// calls were interrupted.
+    pub fn interrupt_pending(&mut self, session_id: &str) -> Result<usize, StoreError> {
+        let tx = self.write()?;
+        let calls = tx.execute(
+            "UPDATE tool_calls SET status = 'interrupted', result = ?2, error_kind = 'interrupted', ended_at = ?3
+             WHERE status = 'pending' AND round_id IN
+               (SELECT r.id FROM rounds r JOIN turns t ON r.turn_id = t.id WHERE t.session_id = ?1)",
+            params![session_id, INTERRUPTED_RESULT, now()],
+        )?;
+        tx.execute(
+            "UPDATE rounds SET status = 'failed', failure = 'interrupted: GOAT stopped while it was streaming', ended_at = ?2
+             WHERE status = 'streaming' AND turn_id IN (SELECT id FROM turns WHERE session_id = ?1)",
+            params![session_id, now()],
+        )?;
+        tx.execute(
+            "UPDATE turns SET status = 'failed', error = 'interrupted: GOAT stopped during this turn', ended_at = ?2
+             WHERE status = 'running' AND session_id = ?1",
+            params![session_id, now()],
+        )?;
+        tx.commit()?;
+        Ok(calls)
+    }
+
+    /// Everything stored about a session's turns, failed rounds included.
+    pub fn turns(&self, session_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
+        self.session(session_id)?;
+        let mut turns = self.conn.prepare(
+            "SELECT id, prompt, status, error, recovery_used FROM turns WHERE session_id = ?1 ORDER BY id",
+        )?;
+        let mut rounds = self.conn.prepare(
+            "SELECT id, status, content, finish_reason, failure FROM rounds WHERE turn_id = ?1 ORDER BY id",
+        )?;
+        let mut calls = self.conn.prepare(
+            "SELECT id, call_id, tool, arguments, status, decision, decision_reason, result, error_kind, duration_ms
+             FROM tool_calls WHERE round_id = ?1 ORDER BY id",
+        )?;
+        let mut out = turns
+            .query_map([session_id], |r| {
+                Ok(TurnRecord {
+                    id: r.get(0)?,
+                    prompt: r.get(1)?,
+                    status: TurnStatus::parse(&r.get::<_, String>(2)?)?,
+                    error: r.get(3)?,
+                    recovery_used: r.get::<_, i64>(4)? != 0,
+                    rounds: Vec::new(),
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        for turn in &mut out {
+            turn.rounds = rounds
+                .query_map([turn.id], |r| {
+                    Ok(RoundRecord {
+                        id: r.get(0)?,
+                        status: RoundStatus::parse(&r.get::<_, String>(1)?)?,
+                        content: r.get(2)?,
+                        finish_reason: r.get(3)?,
+                        failure: r.get(4)?,
+                        calls: Vec::new(),
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            for round in &mut turn.rounds {
+                round.calls = calls
+                    .query_map([round.id], |r| {
+                        Ok(CallRecord {
+                            id: r.get(0)?,
+                            call: NewCall {
+                                call_id: r.get(1)?,
+                                tool: r.get(2)?,
+                                arguments: r.get(3)?,
+                            },
+                            status: CallStatus::parse(&r.get::<_, String>(4)?)?,
+                            decision: r.get(5)?,
+                            decision_reason: r.get(6)?,
+                            result: r.get(7)?,
+                            error_kind: r.get(8)?,
+                            duration_ms: r.get(9)?,
+                        })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: r.get(0)?,
+        workspace: r.get(1)?,
+        engine_url: r.get(2)?,
+        model: r.get(3)?,
+        created_at: r.get(4)?,
+        turns: r.get(5)?,
+    })
+}

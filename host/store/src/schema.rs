@@ -1,0 +1,153 @@
+//! The store's schema, its migrations, and how the file is opened.
+//!
+//! The file is opened, identified and migrated by `goat_state::sqlite`, as
+//! every GOAT database is: its `PRAGMA application_id` marks it as a GOAT
+//! store, its schema is versioned with `PRAGMA user_version`, and each
+//! migration applies in one `BEGIN IMMEDIATE` transaction.
+
+use std::path::Path;
+use std::time::Duration;
+
+use goat_state::sqlite::{self, DbError, DbSpec, Journal, Migration};
+use rusqlite::Connection;
+
+use crate::StoreError;
+
+/// How long a write waits for another GOAT process holding the database
+/// before failing: long enough to ride out a concurrent commit, short
+/// enough that a stuck peer is reported rather than hanging a turn.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The schema this GOAT writes. A database with a higher version was made
+/// by a newer GOAT and is refused rather than misread.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`. Append only:
+/// a shipped migration is never edited.
+const MIGRATIONS: &[Migration] = &[
+    // 1: the first schema.
+    Migration::sql(
+        "CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        engine_url TEXT NOT NULL,
+        model TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        prompt TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+        error TEXT,
+        recovery_used INTEGER NOT NULL DEFAULT 0,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER
+    );
+    CREATE TABLE rounds (
+        id INTEGER PRIMARY KEY,
+        turn_id INTEGER NOT NULL REFERENCES turns(id),
+        status TEXT NOT NULL CHECK (status IN ('streaming', 'ok', 'failed', 'cancelled')),
+        content TEXT NOT NULL DEFAULT '',
+        reasoning TEXT NOT NULL DEFAULT '',
+        finish_reason TEXT,
+        failure TEXT,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER
+    );
+    CREATE TABLE tool_calls (
+        id INTEGER PRIMARY KEY,
+        round_id INTEGER NOT NULL REFERENCES rounds(id),
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'ok', 'error', 'denied', 'interrupted')),
+        decision TEXT,
+        decision_reason TEXT,
+        result TEXT,
+        error_kind TEXT,
+        started_at INTEGER,
+        ended_at INTEGER,
+        duration_ms INTEGER
+    );
+    CREATE TABLE recovery_events (
+        id INTEGER PRIMARY KEY,
+        turn_id INTEGER NOT NULL REFERENCES turns(id),
+        round_id INTEGER NOT NULL REFERENCES rounds(id),
+        tool TEXT NOT NULL,
+        markers TEXT NOT NULL,
+        span_start INTEGER,
+        span_end INTEGER,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX turns_by_session ON turns(session_id, id);
+    CREATE INDEX rounds_by_turn ON rounds(turn_id, id);
+    CREATE INDEX calls_by_round ON tool_calls(round_id, id);",
+    ),
+];
+
+/// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat
+/// sessions`) never waits for a turn being written; `synchronous = NORMAL`
+/// because a commit lost to a power cut costs the end of a session's
+/// record, never its consistency.
+const SPEC: DbSpec = DbSpec {
+    name: "GOAT store",
+    application_id: sqlite::ids::STORE,
+    migrations: MIGRATIONS,
+    busy_timeout: BUSY_TIMEOUT,
+    journal: Journal::WalSyncNormal,
+    legacy: Some(is_legacy_store),
+};
+
+/// Every store made before stores carried an application id (all of them,
+/// up to schema version 1) is adopted: the id is written the first time
+/// this GOAT opens it. Such a file is recognised by its tables; the shared
+/// check has already required a schema version from 1 up to ours (GOAT
+/// always wrote the first schema and its version in one transaction).
+fn is_legacy_store(conn: &Connection) -> rusqlite::Result<bool> {
+    sqlite::has_tables(
+        conn,
+        &[
+            "sessions",
+            "turns",
+            "rounds",
+            "tool_calls",
+            "recovery_events",
+        ],
+    )
+}
+
+/// Opens the store's database at `path` (its directory exists) and brings
+/// its schema up to date.
+pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+    sqlite::open(path, &SPEC).map_err(|err| store_error(path, err))
+}
+
+/// The store's words for why its file could not be opened.
+fn store_error(path: &Path, err: DbError) -> StoreError {
+    let open = |reason: String| StoreError::Open {
+        path: path.to_owned(),
+        reason,
+    };
+    match err {
+        DbError::NewerSchema { found, known, .. } => StoreError::TooNew {
+            path: path.to_owned(),
+            found,
+            supported: known,
+        },
+        DbError::Unreadable { reason, .. } | DbError::Sqlite { reason, .. } => open(reason),
+        DbError::Corrupt { reason, .. } => open(format!("not a usable SQLite database ({reason})")),
+        DbError::Foreign { reason, .. } => open(format!(
+            "it is not a GOAT store ({reason}); it was left as it was, so use another --db"
+        )),
+        DbError::Locked { waited, .. } => open(format!(
+            "another process held it locked for {waited:?}; try again when it is done"
+        )),
+        DbError::Journal { mode, .. } => {
+            open(format!("cannot enable WAL (journal mode is {mode})"))
+        }
+        other => open(other.to_string()),
+    }
+}

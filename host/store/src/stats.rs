@@ -1,0 +1,83 @@
+//! Counts per model and engine, to make persistent engine or template
+//! mismatches visible.
+
+use crate::{Store, StoreError};
+
+/// How every round that failed because the model wrote a tool call as
+/// text begins its failure text, recovered or not; `stats` counts them by
+/// it.
+pub const MARKUP_FAILURE_PREFIX: &str = "unexecuted tool-call markup";
+
+/// Counts for one model on one engine, to make persistent engine or
+/// template mismatches visible.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// The model name.
+    pub model: String,
+    /// The engine URL.
+    pub engine_url: String,
+    /// Sessions.
+    pub sessions: i64,
+    /// Turns.
+    pub turns: i64,
+    /// Rounds, failed ones included.
+    pub rounds: i64,
+    /// Structured tool calls.
+    pub tool_calls: i64,
+    /// Responses that wrote a tool call as text (recovered or not).
+    pub markup_responses: i64,
+    /// Turns that used their one recovery.
+    pub recoveries: i64,
+    /// Of those, turns that then completed: one recovery fixed it.
+    pub recovered: i64,
+    /// Turns where the model wrote a tool call as text twice.
+    pub failed_twice: i64,
+}
+
+impl Store {
+    /// Counts per model and engine, most used first.
+    pub fn stats(&self) -> Result<Vec<Stats>, StoreError> {
+        let like = format!("{MARKUP_FAILURE_PREFIX}%");
+        let mut stmt = self.conn.prepare(
+            "WITH markup AS (
+                 SELECT r.turn_id, count(*) AS n FROM rounds r
+                 WHERE r.status = 'failed' AND r.failure LIKE ?1 GROUP BY r.turn_id
+             )
+             SELECT s.model, s.engine_url,
+                    count(DISTINCT s.id),
+                    count(DISTINCT t.id),
+                    (SELECT count(*) FROM rounds r JOIN turns t2 ON r.turn_id = t2.id
+                       JOIN sessions s2 ON t2.session_id = s2.id
+                       WHERE s2.model = s.model AND s2.engine_url = s.engine_url),
+                    (SELECT count(*) FROM tool_calls c JOIN rounds r ON c.round_id = r.id
+                       JOIN turns t2 ON r.turn_id = t2.id JOIN sessions s2 ON t2.session_id = s2.id
+                       WHERE s2.model = s.model AND s2.engine_url = s.engine_url),
+                    coalesce(sum(m.n), 0),
+                    count(DISTINCT CASE WHEN t.recovery_used = 1 THEN t.id END),
+                    count(DISTINCT CASE WHEN t.recovery_used = 1 AND t.status = 'completed' THEN t.id END),
+                    count(DISTINCT CASE WHEN m.n >= 2 THEN t.id END)
+             FROM sessions s
+             LEFT JOIN turns t ON t.session_id = s.id
+             LEFT JOIN markup m ON m.turn_id = t.id
+             GROUP BY s.model, s.engine_url
+             ORDER BY count(DISTINCT t.id) DESC, s.model",
+        )?;
+        let rows = stmt
+            .query_map([like], |r| {
+                Ok(Stats {
+                    model: r.get(0)?,
+                    engine_url: r.get(1)?,
+                    sessions: r.get(2)?,
+                    turns: r.get(3)?,
+                    rounds: r.get(4)?,
+                    tool_calls: r.get(5)?,
+                    markup_responses: r.get(6)?,
+                    recoveries: r.get(7)?,
+                    recovered: r.get(8)?,
+                    failed_twice: r.get(9)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+}
