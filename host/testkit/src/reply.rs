@@ -252,7 +252,7 @@ mod tests {
     async fn the_server_answers_with_the_built_body_and_records_the_request() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-        let server = crate::ScriptedServer::start([Reply::text("hello")]).await;
+        let server = crate::ScriptedServer::start(vec![Reply::text("hello")]).await;
         let mut socket = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         let body = r#"{"model":"m"}"#;
         let request = format!(

@@ -114,12 +114,12 @@ impl Drop for ScriptedServer {
 impl ScriptedServer {
     /// Listens on a free local port and answers connections with
     /// `replies` in order; connections beyond the script are dropped.
-    pub async fn start(replies: impl IntoIterator<Item = Reply>) -> Self {
+    pub async fn start(replies: Vec<Reply>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let closed_early = Arc::new(Mutex::new(0));
-        let script = Arc::new(Mutex::new(replies.into_iter().collect::<VecDeque<_>>()));
+        let script = Arc::new(Mutex::new(VecDeque::from(replies)));
         let (reqs, closed) = (requests.clone(), closed_early.clone());
         let task = tokio::spawn(async move {
             loop {
