@@ -23,7 +23,7 @@ mod tools;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use goat_testkit::{Reply, ev_content, ev_done, ev_finish, ev_tool_call};
+use goat_testkit::{Recorded, Reply, ScriptedServer, qwen_markup};
 use serde_json::Value;
 
 /// One test's world: a workspace, and host state beside it.
@@ -139,27 +139,165 @@ pub(crate) fn json_out(out: &Output) -> Value {
 
 /// The engine answers with text and stops.
 pub(crate) fn content_reply(content: &str) -> Reply {
-    Reply::sse([ev_content(content), ev_finish("stop"), ev_done()].concat())
+    Reply::text(content)
 }
 
 /// The engine makes one structured call; `args` is the JSON text as the
 /// model writes it (key order kept).
 pub(crate) fn call_reply(id: &str, name: &str, args: &str) -> Reply {
-    Reply::sse(
-        [
-            ev_tool_call(0, Some(id), Some(name), Some(args)),
-            ev_finish("tool_calls"),
-            ev_done(),
-        ]
-        .concat(),
-    )
+    Reply::builder().tool_call_with_id(id, name, args).build()
 }
 
 /// ADR-0065's case: Qwen3-Coder markup as plain text, with a closing
 /// envelope and no opening one, naming an offered tool.
 pub(crate) fn malformed_write() -> Reply {
-    content_reply(
-        "I'll create the file.\n<function=write_file>\n<parameter=path>\nhello.txt\n</parameter>\n\
-         <parameter=content>\nhello\n</parameter>\n</function>\n</tool_call>",
-    )
+    Reply::text(&format!(
+        "I'll create the file.\n{}",
+        qwen_markup("write_file", &[("path", "hello.txt"), ("content", "hello")])
+    ))
+}
+
+/// One `goat run` against a scripted engine, set up in one expression: a
+/// fresh [`Env`] (so the same isolation as every other test), the engine's
+/// answers, and the flags between the engine settings and the prompt.
+///
+/// ```ignore
+/// let run = GoatRun::builder()
+///     .replies([Reply::tool_call("read_file", json!({"path": "a.txt"})), Reply::text("Done.")])
+///     .json()
+///     .run("Read a.txt")
+///     .await;
+/// assert_eq!(run.summary()["rounds"], 2);
+/// ```
+pub(crate) struct GoatRunBuilder {
+    env: Env,
+    replies: Vec<Reply>,
+    model: String,
+    args: Vec<String>,
+    vars: Vec<(String, String)>,
+}
+
+impl GoatRunBuilder {
+    /// The engine's answers, one per request, in order.
+    pub(crate) fn replies(mut self, replies: impl IntoIterator<Item = Reply>) -> Self {
+        self.replies.extend(replies);
+        self
+    }
+
+    /// The model named with `--model` (`qwen` unless changed).
+    pub(crate) fn model(mut self, model: &str) -> Self {
+        model.clone_into(&mut self.model);
+        self
+    }
+
+    /// A flag after `--engine URL --model M`, before the prompt.
+    pub(crate) fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// `--allow-writes`.
+    pub(crate) fn allow_writes(self) -> Self {
+        self.arg("--allow-writes")
+    }
+
+    /// `--json`: a summary on stdout, read with [`GoatRun::summary`].
+    pub(crate) fn json(self) -> Self {
+        self.arg("--json")
+    }
+
+    /// An environment variable for this run only, on top of the isolation.
+    pub(crate) fn var(mut self, name: &str, value: &str) -> Self {
+        self.vars.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Starts the scripted engine and runs `goat run ... prompt` to the
+    /// end, off the async threads so the engine can answer it.
+    pub(crate) async fn run(self, prompt: &str) -> GoatRun {
+        let server = ScriptedServer::start(self.replies).await;
+        let mut cmd = self.env.cmd();
+        cmd.envs(self.vars)
+            .args([
+                "run",
+                "--engine",
+                &server.base_url(),
+                "--model",
+                &self.model,
+            ])
+            .args(self.args)
+            .arg(prompt);
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap();
+        GoatRun {
+            env: self.env,
+            server,
+            out,
+        }
+    }
+}
+
+/// A finished `goat run`: what it printed, what the engine received, and
+/// the world it ran in (for later commands on the same store).
+pub(crate) struct GoatRun {
+    pub(crate) env: Env,
+    pub(crate) server: ScriptedServer,
+    pub(crate) out: Output,
+}
+
+impl GoatRun {
+    /// A run in a fresh [`Env`], model `qwen`, no flags, no answers yet.
+    pub(crate) fn builder() -> GoatRunBuilder {
+        GoatRunBuilder {
+            env: Env::new(),
+            replies: Vec::new(),
+            model: "qwen".to_owned(),
+            args: Vec::new(),
+            vars: Vec::new(),
+        }
+    }
+
+    /// The exit code.
+    pub(crate) fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+
+    pub(crate) fn stdout(&self) -> String {
+        text(&self.out.stdout)
+    }
+
+    pub(crate) fn stderr(&self) -> String {
+        text(&self.out.stderr)
+    }
+
+    /// The `--json` summary.
+    pub(crate) fn summary(&self) -> Value {
+        json_out(&self.out)
+    }
+
+    /// Every request the engine received.
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
+        self.server.requests()
+    }
+
+    /// The messages of request `i` as JSON text, for `contains` checks.
+    pub(crate) fn request_text(&self, i: usize) -> String {
+        self.requests()[i].body["messages"].to_string()
+    }
+
+    /// A file in the workspace.
+    pub(crate) fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.env.ws.join(rel)).unwrap()
+    }
+
+    /// Whether `rel` exists in the workspace.
+    pub(crate) fn exists(&self, rel: &str) -> bool {
+        self.env.ws.join(rel).exists()
+    }
+
+    /// The store's sessions, as `goat sessions list --json` shows them.
+    pub(crate) fn sessions(&self) -> Value {
+        json_out(&self.env.run(&["sessions", "list", "--json"]))
+    }
 }

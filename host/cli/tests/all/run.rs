@@ -7,14 +7,13 @@ use std::time::Duration;
 use goat_testkit::{Reply, ScriptedServer, Step, ev_content};
 use serde_json::json;
 
-use crate::{Env, call_reply, content_reply, json_out, malformed_write, text};
+use crate::{Env, GoatRun, json_out, malformed_write, text};
 
 const RECOVERY_LINE: &str =
     "the model wrote a tool call as text; asking it once to use the structured format";
 
 fn write_hello() -> Reply {
-    call_reply(
-        "call_1",
+    Reply::tool_call(
         "write_file",
         r#"{"path": "notes/hello.txt", "content": "hello\n"}"#,
     )
@@ -22,28 +21,15 @@ fn write_hello() -> Reply {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn run_writes_the_file_streams_the_answer_and_reports_the_call() {
-    let env = Env::new();
-    let server =
-        ScriptedServer::start(vec![write_hello(), content_reply("Wrote notes/hello.txt.")]).await;
-    let url = server.base_url();
-    let out = env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--allow-writes",
-            "Create notes/hello.txt saying hello",
-        ])
+    let run = GoatRun::builder()
+        .replies([write_hello(), Reply::text("Wrote notes/hello.txt.")])
+        .allow_writes()
+        .run("Create notes/hello.txt saying hello")
         .await;
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(env.ws.join("notes/hello.txt")).unwrap(),
-        "hello\n"
-    );
-    assert_eq!(text(&out.stdout), "Wrote notes/hello.txt.\n");
+    let err = run.stderr();
+    assert_eq!(run.code(), Some(0), "{err}");
+    assert_eq!(run.read("notes/hello.txt"), "hello\n");
+    assert_eq!(run.stdout(), "Wrote notes/hello.txt.\n");
     assert!(
         err.contains(
             "goat: write_file(path=\"notes/hello.txt\", content=\"hello\\n\") -> ok: Created"
@@ -51,13 +37,13 @@ async fn run_writes_the_file_streams_the_answer_and_reports_the_call() {
         "{err}"
     );
 
-    let requests = server.requests();
+    let requests = run.requests();
     assert_eq!(requests.len(), 2);
     let first = &requests[0].body;
     assert_eq!(first["model"], "qwen");
     assert_eq!(first["messages"][0]["role"], "system");
     let system = first["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains(env.ws_str()), "{system}");
+    assert!(system.contains(run.env.ws_str()), "{system}");
     assert!(
         system.contains("relative to the workspace root"),
         "{system}"
@@ -79,22 +65,19 @@ async fn run_writes_the_file_streams_the_answer_and_reports_the_call() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_allow_writes_the_write_is_denied_and_the_turn_completes() {
-    let env = Env::new();
-    let server = ScriptedServer::start(vec![
-        write_hello(),
-        content_reply("I could not write the file: permission was denied."),
-    ])
-    .await;
-    let url = server.base_url();
-    let out = env
-        .run_async(&["run", "--engine", &url, "--model", "qwen", "Create it"])
+    let run = GoatRun::builder()
+        .replies([
+            write_hello(),
+            Reply::text("I could not write the file: permission was denied."),
+        ])
+        .run("Create it")
         .await;
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(!env.ws.join("notes/hello.txt").exists());
-    assert!(!env.ws.join("notes").exists());
+    let err = run.stderr();
+    assert_eq!(run.code(), Some(0), "{err}");
+    assert!(!run.exists("notes/hello.txt"));
+    assert!(!run.exists("notes"));
     assert_eq!(
-        text(&out.stdout),
+        run.stdout(),
         "I could not write the file: permission was denied.\n"
     );
     assert!(
@@ -103,7 +86,7 @@ async fn without_allow_writes_the_write_is_denied_and_the_turn_completes() {
     );
     assert!(err.contains("--allow-writes"), "{err}");
     // The model was told, in the call's result.
-    let second = server.requests()[1].body["messages"].to_string();
+    let second = run.request_text(1);
     assert!(
         second.contains("denied: writing 'notes/hello.txt'"),
         "{second}"
@@ -112,23 +95,14 @@ async fn without_allow_writes_the_write_is_denied_and_the_turn_completes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn json_summary_reads_the_turn_back_from_the_store() {
-    let env = Env::new();
-    let server = ScriptedServer::start(vec![write_hello(), content_reply("Done.")]).await;
-    let url = server.base_url();
-    let out = env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--allow-writes",
-            "--json",
-            "Create it",
-        ])
+    let run = GoatRun::builder()
+        .replies([write_hello(), Reply::text("Done.")])
+        .allow_writes()
+        .json()
+        .run("Create it")
         .await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let summary = json_out(&out);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let summary = run.summary();
     let session = summary["session_id"].as_str().unwrap();
     assert_eq!(session.len(), 16, "{summary}");
     assert!(summary["turn_id"].as_i64().unwrap() >= 1, "{summary}");
@@ -143,79 +117,55 @@ async fn json_summary_reads_the_turn_back_from_the_store() {
     assert_eq!(summary["answer"], "Done.");
 
     // The same session is in the store.
-    let listed = json_out(&env.run(&["sessions", "list", "--json"]));
+    let listed = run.sessions();
     assert_eq!(listed[0]["id"], session);
     assert_eq!(listed[0]["turns"], 1);
-    assert_eq!(listed[0]["workspace"], env.ws_str());
+    assert_eq!(listed[0]["workspace"], run.env.ws_str());
     assert_eq!(listed[0]["model"], "qwen");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn markup_written_as_text_is_recovered_once_then_the_structured_call_runs() {
-    let env = Env::new();
-    let server = ScriptedServer::start(vec![
-        malformed_write(),
-        call_reply(
-            "call_1",
-            "write_file",
-            r#"{"path": "hello.txt", "content": "hello\n"}"#,
-        ),
-        content_reply("Created hello.txt."),
-    ])
-    .await;
-    let url = server.base_url();
-    let out = env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--allow-writes",
-            "--json",
-            "Create hello.txt",
+    let run = GoatRun::builder()
+        .replies([
+            malformed_write(),
+            Reply::tool_call(
+                "write_file",
+                r#"{"path": "hello.txt", "content": "hello\n"}"#,
+            ),
+            Reply::text("Created hello.txt."),
         ])
+        .allow_writes()
+        .json()
+        .run("Create hello.txt")
         .await;
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let err = run.stderr();
+    assert_eq!(run.code(), Some(0), "{err}");
     assert!(err.contains(RECOVERY_LINE), "{err}");
-    let summary = json_out(&out);
+    let summary = run.summary();
     assert_eq!(summary["recovery_used"], true);
     assert_eq!(summary["rounds"], 3);
     assert_eq!(summary["status"], "completed");
-    assert_eq!(
-        std::fs::read_to_string(env.ws.join("hello.txt")).unwrap(),
-        "hello\n"
-    );
-    let requests = server.requests();
-    assert_eq!(requests.len(), 3);
-    let second = requests[1].body["messages"].to_string();
+    assert_eq!(run.read("hello.txt"), "hello\n");
+    assert_eq!(run.requests().len(), 3);
+    let second = run.request_text(1);
     assert!(!second.contains("<function=write_file>"), "{second}");
     assert!(second.contains("[GOAT host]"), "{second}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_malformed_answer_fails_the_turn_with_exit_one() {
-    let env = Env::new();
-    let server = ScriptedServer::start(vec![malformed_write(), malformed_write()]).await;
-    let url = server.base_url();
-    let out = env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--allow-writes",
-            "--json",
-            "Create hello.txt",
-        ])
+    let run = GoatRun::builder()
+        .replies([malformed_write(), malformed_write()])
+        .allow_writes()
+        .json()
+        .run("Create hello.txt")
         .await;
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let err = text(&out.stderr);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    let err = run.stderr();
     assert!(err.contains("goat: error: the turn failed: "), "{err}");
     assert!(err.contains("again after being asked"), "{err}");
-    let summary = json_out(&out);
+    let summary = run.summary();
     assert_eq!(summary["status"], "failed");
     assert_eq!(summary["rounds"], 2);
     assert_eq!(summary["answer"], json!(null));
@@ -223,7 +173,7 @@ async fn a_second_malformed_answer_fails_the_turn_with_exit_one() {
         summary["error"].as_str().unwrap().contains("again"),
         "{summary}"
     );
-    assert!(!env.ws.join("hello.txt").exists());
+    assert!(!run.exists("hello.txt"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -312,8 +262,8 @@ fn missing_engine_settings_are_exit_two_naming_flag_and_variable() {
 async fn resume_continues_the_same_session() {
     let env = Env::new();
     let server = ScriptedServer::start(vec![
-        content_reply("The first answer."),
-        content_reply("The second answer."),
+        Reply::text("The first answer."),
+        Reply::text("The second answer."),
     ])
     .await;
     let run = |args: Vec<String>| {
@@ -361,13 +311,16 @@ async fn resume_continues_the_same_session() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn resume_refuses_an_unknown_session_or_another_workspace() {
-    let env = Env::new();
-    let server = ScriptedServer::start(vec![content_reply("ok")]).await;
-    let url = server.base_url();
-    let out = env
-        .run_async(&["run", "--engine", &url, "--model", "q", "--json", "hi"])
+    let run = GoatRun::builder()
+        .replies([Reply::text("ok")])
+        .model("q")
+        .json()
+        .run("hi")
         .await;
-    let id = json_out(&out)["session_id"].as_str().unwrap().to_owned();
+    let (env, id) = (
+        &run.env,
+        run.summary()["session_id"].as_str().unwrap().to_owned(),
+    );
 
     let out = env.run(&["run", "--session", "nope", "hi"]);
     assert_eq!(out.status.code(), Some(2));
@@ -393,34 +346,26 @@ async fn resume_refuses_an_unknown_session_or_another_workspace() {
         err.contains(&format!("session {id} works in {}", env.ws_str())),
         "{err}"
     );
-    assert_eq!(server.requests().len(), 1, "the engine was asked again");
+    assert_eq!(run.requests().len(), 1, "the engine was asked again");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn api_key_comes_from_the_named_variable() {
-    let env = Env::new();
-    let server = ScriptedServer::start(vec![content_reply("ok")]).await;
-    let mut cmd = env.cmd();
-    cmd.env("MY_ENGINE_KEY", "s3cret").args([
-        "run",
-        "--engine",
-        &server.base_url(),
-        "--model",
-        "q",
-        "--api-key-env",
-        "MY_ENGINE_KEY",
-        "hi",
-    ]);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run = GoatRun::builder()
+        .replies([Reply::text("ok")])
+        .model("q")
+        .var("MY_ENGINE_KEY", "s3cret")
+        .arg("--api-key-env")
+        .arg("MY_ENGINE_KEY")
+        .run("hi")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
     assert_eq!(
-        server.requests()[0].header("authorization"),
+        run.requests()[0].header("authorization"),
         Some("Bearer s3cret")
     );
 
-    let out = env.run(&[
+    let out = run.env.run(&[
         "run",
         "--engine",
         "http://127.0.0.1:9/v1",

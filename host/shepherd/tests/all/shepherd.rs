@@ -14,28 +14,14 @@ use goat_shepherd::{
 };
 use goat_store::{CallStatus, RoundStatus, Store, TurnRecord, TurnStatus};
 use goat_testkit::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The ADR's real case: Qwen3-Coder XML with a closing envelope and no
 /// opening one, as plain content, naming an offered tool.
 fn malformed_write() -> String {
-    "I'll create the file.\n<function=write_file>\n<parameter=path>\nhello.txt\n</parameter>\n\
-     <parameter=content>\nhello\n</parameter>\n</function>\n</tool_call>"
-        .to_owned()
-}
-
-fn content_reply(text: &str) -> Reply {
-    Reply::sse([ev_content(text), ev_finish("stop"), ev_done()].concat())
-}
-
-fn call_reply(id: &str, name: &str, args: Value) -> Reply {
-    Reply::sse(
-        [
-            ev_tool_call(0, Some(id), Some(name), Some(&args.to_string())),
-            ev_finish("tool_calls"),
-            ev_done(),
-        ]
-        .concat(),
+    format!(
+        "I'll create the file.\n{}",
+        qwen_markup("write_file", &[("path", "hello.txt"), ("content", "hello")])
     )
 }
 
@@ -146,13 +132,12 @@ fn statuses(turn: &TurnRecord) -> Vec<RoundStatus> {
 async fn missing_opening_envelope_triggers_one_retry_and_the_corrected_call_runs_once() {
     let f = fixture(
         vec![
-            content_reply(&malformed_write()),
-            call_reply(
-                "call_1",
+            Reply::text(&malformed_write()),
+            Reply::tool_call(
                 "write_file",
                 json!({"path": "hello.txt", "content": "hello\n"}),
             ),
-            content_reply("Created hello.txt."),
+            Reply::text("Created hello.txt."),
         ],
         WritePolicy::AllowAll,
         8,
@@ -209,7 +194,7 @@ async fn fenced_example_is_ordinary_content_and_not_retried() {
         "Qwen writes calls like this:\n```xml\n{}\n```\nThat is all.",
         malformed_write()
     );
-    let f = fixture(vec![content_reply(&text)], WritePolicy::AllowAll, 8).await;
+    let f = fixture(vec![Reply::text(&text)], WritePolicy::AllowAll, 8).await;
     let summary = f.run("How do tool calls look?").await.0.unwrap();
     assert_eq!(
         (
@@ -228,9 +213,9 @@ async fn fenced_example_is_ordinary_content_and_not_retried() {
 async fn second_malformed_response_stops_with_an_explicit_error_and_nothing_runs() {
     let f = fixture(
         vec![
-            content_reply(&malformed_write()),
-            content_reply(&malformed_write()),
-            content_reply("unused"),
+            Reply::text(&malformed_write()),
+            Reply::text(&malformed_write()),
+            Reply::text("unused"),
         ],
         WritePolicy::AllowAll,
         8,
@@ -259,7 +244,7 @@ async fn second_malformed_response_stops_with_an_explicit_error_and_nothing_runs
 #[tokio::test]
 async fn no_retry_when_the_round_cap_has_no_room() {
     let f = fixture(
-        vec![content_reply(&malformed_write()), content_reply("unused")],
+        vec![Reply::text(&malformed_write()), Reply::text("unused")],
         WritePolicy::AllowAll,
         1,
     )
@@ -279,13 +264,12 @@ async fn a_recovered_call_is_denied_at_the_normal_permission_gate() {
     // recovery or not.
     let f = fixture(
         vec![
-            content_reply(&malformed_write()),
-            call_reply(
-                "call_1",
+            Reply::text(&malformed_write()),
+            Reply::tool_call(
                 "write_file",
                 json!({"path": "hello.txt", "content": "hello\n"}),
             ),
-            content_reply("I could not write it."),
+            Reply::text("I could not write it."),
         ],
         WritePolicy::Default,
         8,
@@ -311,9 +295,9 @@ async fn a_recovered_call_is_denied_at_the_normal_permission_gate() {
 async fn denials_and_tool_errors_do_not_trigger_recovery() {
     let f = fixture(
         vec![
-            call_reply("c1", "write_file", json!({"path": "x.txt", "content": "x"})),
-            call_reply("c2", "read_file", json!({"path": "missing.txt"})),
-            content_reply("Neither worked."),
+            Reply::tool_call("write_file", json!({"path": "x.txt", "content": "x"})),
+            Reply::tool_call("read_file", json!({"path": "missing.txt"})),
+            Reply::text("Neither worked."),
         ],
         WritePolicy::Default,
         8,
@@ -333,24 +317,11 @@ async fn denials_and_tool_errors_do_not_trigger_recovery() {
 
 #[tokio::test]
 async fn a_response_with_structured_calls_and_markup_text_does_not_trigger() {
-    let body = [
-        ev_content(&malformed_write()),
-        ev_tool_call(
-            0,
-            Some("c1"),
-            Some("write_file"),
-            Some(&json!({"path": "real.txt", "content": "real"}).to_string()),
-        ),
-        ev_finish("tool_calls"),
-        ev_done(),
-    ]
-    .concat();
-    let f = fixture(
-        vec![Reply::sse(body), content_reply("Done.")],
-        WritePolicy::AllowAll,
-        8,
-    )
-    .await;
+    let both = Reply::builder()
+        .text(&malformed_write())
+        .tool_call("write_file", json!({"path": "real.txt", "content": "real"}))
+        .build();
+    let f = fixture(vec![both, Reply::text("Done.")], WritePolicy::AllowAll, 8).await;
     let summary = f.run("write").await.0.unwrap();
     assert!(!summary.recovery_used);
     assert_eq!(
@@ -367,12 +338,8 @@ async fn a_response_with_structured_calls_and_markup_text_does_not_trigger() {
 async fn a_store_write_failure_stops_recovery() {
     let f = fixture(
         vec![
-            content_reply(&malformed_write()),
-            call_reply(
-                "c1",
-                "write_file",
-                json!({"path": "hello.txt", "content": "x"}),
-            ),
+            Reply::text(&malformed_write()),
+            Reply::tool_call("write_file", json!({"path": "hello.txt", "content": "x"})),
         ],
         WritePolicy::AllowAll,
         8,
@@ -401,12 +368,8 @@ async fn a_store_write_failure_stops_recovery() {
 async fn cancellation_stops_recovery() {
     let f = fixture(
         vec![
-            content_reply(&malformed_write()),
-            call_reply(
-                "c1",
-                "write_file",
-                json!({"path": "hello.txt", "content": "x"}),
-            ),
+            Reply::text(&malformed_write()),
+            Reply::tool_call("write_file", json!({"path": "hello.txt", "content": "x"})),
         ],
         WritePolicy::AllowAll,
         8,
@@ -432,9 +395,9 @@ async fn cancellation_stops_recovery() {
 async fn the_round_cap_is_an_explicit_error() {
     let f = fixture(
         vec![
-            call_reply("c1", "list_directory", json!({})),
-            call_reply("c2", "list_directory", json!({})),
-            content_reply("unused"),
+            Reply::tool_call("list_directory", json!({})),
+            Reply::tool_call("list_directory", json!({})),
+            Reply::text("unused"),
         ],
         WritePolicy::Default,
         2,
@@ -466,8 +429,8 @@ async fn a_tool_timeout_does_not_trigger_recovery() {
         .unwrap();
     let f = fixture_with(
         vec![
-            call_reply("c1", "hostile", json!({"action": "loop"})),
-            content_reply("It timed out."),
+            Reply::tool_call("hostile", json!({"action": "loop"})),
+            Reply::text("It timed out."),
         ],
         WritePolicy::Default,
         8,

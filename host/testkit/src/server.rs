@@ -1,0 +1,242 @@
+//! The scripted server: each connection answered by the next [`Reply`],
+//! every request recorded.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One step of a scripted body.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Write these bytes (and flush).
+    Bytes(Vec<u8>),
+    /// Wait.
+    Sleep(Duration),
+}
+
+/// How one connection is answered.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub steps: Vec<Step>,
+    /// Wait before sending the status line (model load, prefill).
+    pub delay_headers: Duration,
+    /// Close the connection without answering at all.
+    pub hang_up: bool,
+}
+
+impl Reply {
+    /// A 200 event stream with `body` sent in one write.
+    pub fn sse(body: impl Into<Vec<u8>>) -> Self {
+        Self::sse_steps(vec![Step::Bytes(body.into())])
+    }
+
+    /// A 200 event stream written in `chunk`-byte pieces with a short pause
+    /// between them, so they arrive as separate reads.
+    pub fn sse_chunked(body: &[u8], chunk: usize) -> Self {
+        let mut steps = Vec::new();
+        for piece in body.chunks(chunk.max(1)) {
+            steps.push(Step::Bytes(piece.to_vec()));
+            steps.push(Step::Sleep(Duration::from_millis(1)));
+        }
+        Self::sse_steps(steps)
+    }
+
+    pub fn sse_steps(steps: Vec<Step>) -> Self {
+        Self {
+            status: 200,
+            content_type: "text/event-stream",
+            steps,
+            delay_headers: Duration::ZERO,
+            hang_up: false,
+        }
+    }
+
+    /// An error status with `body` of `content_type`.
+    pub fn error(status: u16, content_type: &'static str, body: &str) -> Self {
+        Self {
+            status,
+            content_type,
+            steps: vec![Step::Bytes(body.as_bytes().to_vec())],
+            delay_headers: Duration::ZERO,
+            hang_up: false,
+        }
+    }
+
+    /// Accept, read the request, and close without a response.
+    pub fn hang_up() -> Self {
+        Self {
+            hang_up: true,
+            ..Self::sse(Vec::new())
+        }
+    }
+}
+
+/// What the server received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The server. Dropping it stops accepting.
+pub struct ScriptedServer {
+    pub addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Connections whose writes failed because the client went away.
+    closed_early: Arc<Mutex<u32>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ScriptedServer {
+    /// Listens on a free local port and answers connections with
+    /// `replies` in order; connections beyond the script are dropped.
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let closed_early = Arc::new(Mutex::new(0));
+        let script = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let (reqs, closed) = (requests.clone(), closed_early.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let reply = script.lock().unwrap().pop_front();
+                let (reqs, closed) = (reqs.clone(), closed.clone());
+                tokio::spawn(async move {
+                    if let Some(reply) = reply {
+                        serve(socket, reply, reqs, closed).await;
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            requests,
+            closed_early,
+            task,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn closed_early(&self) -> u32 {
+        *self.closed_early.lock().unwrap()
+    }
+}
+
+async fn serve(
+    mut socket: TcpStream,
+    reply: Reply,
+    reqs: Arc<Mutex<Vec<Recorded>>>,
+    closed: Arc<Mutex<u32>>,
+) {
+    socket.set_nodelay(true).unwrap();
+    let Some(recorded) = read_request(&mut socket).await else {
+        return;
+    };
+    reqs.lock().unwrap().push(recorded);
+    if reply.hang_up {
+        return;
+    }
+    // A zero sleep still waits for the next timer tick (about 1 ms).
+    if !reply.delay_headers.is_zero() {
+        tokio::time::sleep(reply.delay_headers).await;
+    }
+    let head = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nconnection: close\r\ncache-control: no-cache\r\n\r\n",
+        reply.status,
+        if reply.status == 200 { "OK" } else { "Error" },
+        reply.content_type
+    );
+    if socket.write_all(head.as_bytes()).await.is_err() {
+        *closed.lock().unwrap() += 1;
+        return;
+    }
+    for step in reply.steps {
+        match step {
+            Step::Bytes(b) => {
+                if socket.write_all(&b).await.is_err() || socket.flush().await.is_err() {
+                    *closed.lock().unwrap() += 1;
+                    return;
+                }
+            }
+            Step::Sleep(d) => tokio::time::sleep(d).await,
+        }
+    }
+    let _ = socket.shutdown().await;
+}
+
+async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    let header_end = loop {
+        let n = socket.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, path) = (first.next()?.to_owned(), first.next()?.to_owned());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < header_end + len {
+        let n = socket.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(Value::Null);
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+    })
+}

@@ -1,0 +1,78 @@
+//! Sockets and FIFOs are never opened (opening a FIFO blocks until a writer
+//! appears, out of reach of the call's timeout): refused when named, passed
+//! by when walking.
+
+use super::*;
+
+/// A workspace with `fifo`, `sock` and `a.txt`; keep the listener alive.
+fn workspace() -> (Workspace, std::os::unix::net::UnixListener) {
+    let ws = Workspace::new();
+    ws.write("a.txt", "x\n");
+    let status = std::process::Command::new("mkfifo")
+        .arg(ws.root.join("fifo"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo failed");
+    let listener = std::os::unix::net::UnixListener::bind(ws.root.join("sock")).unwrap();
+    (ws, listener)
+}
+
+#[test]
+fn every_tool_refuses_a_special_file_named_as_its_path() {
+    let (ws, _listener) = workspace();
+    let not_opened = "is not a regular file (a device, pipe or socket); it was not opened";
+    for path in ["fifo", "sock"] {
+        let calls = [
+            ("read_file", json!({"path": path}), not_opened),
+            (
+                "edit_file",
+                json!({"path": path, "old_string": "x", "new_string": "y"}),
+                not_opened,
+            ),
+            (
+                "search_files",
+                json!({"pattern": "x", "path": path}),
+                not_opened,
+            ),
+            (
+                "write_file",
+                json!({"path": path, "content": "x"}),
+                "is not a regular file",
+            ),
+            (
+                "list_directory",
+                json!({"path": path}),
+                "is not a directory",
+            ),
+            (
+                "find_files",
+                json!({"pattern": "*", "path": path}),
+                "is not a directory to search",
+            ),
+        ];
+        for (name, args, why) in calls {
+            expect_err(
+                ws.write_call(name, args),
+                ToolError::Conflict,
+                &[&format!("'{path}' {why}")],
+            );
+        }
+    }
+}
+
+#[test]
+fn walks_pass_special_files_by() {
+    let (ws, _listener) = workspace();
+    assert_eq!(
+        ok(ws.read_call("list_directory", json!({}))),
+        "a.txt  (file, 2 bytes)\nfifo  (special file)\nsock  (special file)\n"
+    );
+    assert_eq!(
+        ok(ws.read_call("find_files", json!({"pattern": "*"}))),
+        "a.txt\n"
+    );
+    assert_eq!(
+        ok(ws.read_call("search_files", json!({"pattern": "x"}))),
+        "a.txt:1:x\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+}
