@@ -1,0 +1,95 @@
+//! What a turn reports: live events while it runs, a summary when it
+//! completes, an error when it does not.
+
+use goat_engine::EngineError;
+use goat_store::StoreError;
+
+use crate::router::Routed;
+
+/// What happens during a turn, for showing it live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnEvent {
+    /// A round began.
+    RoundStarted {
+        /// 1-based.
+        round: usize,
+    },
+    /// Answer text arrived.
+    Content(String),
+    /// Reasoning text arrived.
+    Reasoning(String),
+    /// A call is about to go through the router.
+    CallStarted {
+        /// The tool.
+        tool: String,
+        /// Its arguments, as sent.
+        arguments: String,
+    },
+    /// A call finished.
+    CallFinished {
+        /// The tool.
+        tool: String,
+        /// How it went.
+        routed: Routed,
+    },
+    /// The model wrote a tool call as text; it is asked once to use the
+    /// structured format.
+    Recovery {
+        /// The offered tool the markup named.
+        tool: String,
+    },
+}
+
+/// Why a turn did not complete.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TurnError {
+    /// The engine failed.
+    #[error("{0}")]
+    Engine(#[from] EngineError),
+    /// The store failed; the record cannot be trusted to go on.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// A host failure running a tool (the workspace went away).
+    #[error("{0}")]
+    Sandbox(#[from] goat_sandbox::SandboxError),
+    /// The model wrote tool-call markup as text again after the one
+    /// recovery; nothing was executed.
+    #[error(
+        "the model wrote a tool call as text ({tool}) again after being asked to use the structured format; nothing was executed and the turn stopped. If this keeps happening, check the engine's tool-call template or parser (e.g. llama-server --jinja, vLLM --tool-call-parser)"
+    )]
+    MarkupAgain {
+        /// The tool it named.
+        tool: String,
+    },
+    /// Markup appeared when the round cap left no room for a recovery.
+    #[error(
+        "the model wrote a tool call as text ({tool}) in the last round the cap allows; nothing was executed"
+    )]
+    MarkupNoRoom {
+        /// The tool it named.
+        tool: String,
+    },
+    /// The round cap was reached.
+    #[error("the turn reached its cap of {0} rounds without a final answer")]
+    RoundCap(usize),
+    /// The person cancelled.
+    #[error("the turn was cancelled")]
+    Cancelled,
+    /// A worker thread failed.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// How a turn went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnSummary {
+    /// The turn's row id.
+    pub turn_id: i64,
+    /// Rounds taken, failed ones included.
+    pub rounds: usize,
+    /// Whether the one recovery was used.
+    pub recovery_used: bool,
+    /// The final answer.
+    pub answer: String,
+}

@@ -1,0 +1,383 @@
+//! The Shepherd: one turn of rounds, with ADR-0065 bounded recovery.
+//!
+//! A round sends the history and the tool schemas, streams the answer,
+//! runs its structured calls in order through the [`AppToolRouter`] and
+//! stores every step. The turn ends when an answer has no calls, or at the
+//! round cap, which is an explicit error. An answer with no structured
+//! calls that writes one as text is handled by [`recovery`]: stored as
+//! failed, kept out of later prompts, and asked about once.
+//!
+//! The loop ([`Shepherd::rounds`]) is a short sequence of named steps;
+//! each step's doc comment says what it guarantees.
+
+mod events;
+mod recovery;
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use goat_engine::{
+    CancellationToken, ChatRequest, Delta, EngineClient, EngineError, Message, RequestToolCall,
+    Response, ToolCall, ToolSchema,
+};
+use goat_store::{
+    CallOutcome, HistoryEntry, NewCall, RoundOk, RoundStatus, Store, StoreError, TurnStatus,
+};
+
+pub use events::{TurnError, TurnEvent, TurnSummary};
+pub use recovery::RECOVERY_INSTRUCTION;
+use recovery::{Markup, RecoveryBudget};
+
+use crate::router::AppToolRouter;
+
+/// Rounds one turn may take when the caller sets no cap: enough for a
+/// real edit-test-fix sequence, few enough that a model stuck in a loop is
+/// stopped within minutes.
+pub const DEFAULT_MAX_ROUNDS: usize = 24;
+
+/// Drives turns for one session.
+pub struct Shepherd {
+    engine: Arc<EngineClient>,
+    router: Arc<Mutex<AppToolRouter>>,
+    store: Arc<Mutex<Store>>,
+    session_id: String,
+    system_prompt: String,
+    max_rounds: usize,
+}
+
+impl Shepherd {
+    /// A Shepherd for `session_id`. The router's session must be the same.
+    pub fn new(
+        engine: EngineClient,
+        router: AppToolRouter,
+        store: Arc<Mutex<Store>>,
+        session_id: String,
+        system_prompt: String,
+        max_rounds: usize,
+    ) -> Self {
+        Self {
+            engine: Arc::new(engine),
+            router: Arc::new(Mutex::new(router)),
+            store,
+            session_id,
+            system_prompt,
+            max_rounds: max_rounds.max(1),
+        }
+    }
+
+    /// Runs a blocking store step off the async threads.
+    async fn store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, TurnError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || {
+            f(&mut store.lock().unwrap_or_else(PoisonError::into_inner))
+        })
+        .await
+        .map_err(|e| TurnError::Internal(e.to_string()))?
+        .map_err(TurnError::Store)
+    }
+
+    /// Runs one turn for `prompt`. The turn's status is stored whatever
+    /// happens (completed, failed with its error, cancelled).
+    pub async fn run_turn(
+        &self,
+        prompt: &str,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<TurnSummary, TurnError> {
+        let (session, text) = (self.session_id.clone(), prompt.to_owned());
+        let turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
+        let result = self.rounds(turn_id, cancel, on_event).await;
+        let (status, error) = match &result {
+            Ok(_) => (TurnStatus::Completed, None),
+            Err(TurnError::Cancelled) => (
+                TurnStatus::Cancelled,
+                Some("cancelled by the user".to_owned()),
+            ),
+            Err(e) => (TurnStatus::Failed, Some(e.to_string())),
+        };
+        // Record how the turn ended even when it ended in a store failure;
+        // if this write fails too, the first error is the one to report.
+        let finished = self
+            .store(move |s| s.finish_turn(turn_id, status, error.as_deref()))
+            .await;
+        let summary = result?;
+        finished?;
+        Ok(summary)
+    }
+
+    /// The turn loop: each round starts, streams, then either ends the
+    /// turn, asks once for a structured call (ADR-0065) or runs the calls
+    /// and goes on. Cancellation is checked before each round and after
+    /// its calls; running out of rounds is [`TurnError::RoundCap`].
+    async fn rounds(
+        &self,
+        turn_id: i64,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<TurnSummary, TurnError> {
+        let (schemas, names) = self.offered();
+        let mut recovery = RecoveryBudget::default();
+        for round in 1..=self.max_rounds {
+            if cancel.is_cancelled() {
+                return Err(TurnError::Cancelled);
+            }
+            on_event(TurnEvent::RoundStarted { round });
+            let (round_id, request) = self
+                .start_round(turn_id, &schemas, recovery.take_instruction())
+                .await?;
+            let response = self
+                .stream_response(round_id, &request, cancel, on_event)
+                .await?;
+            if response.tool_calls.is_empty() {
+                let markup = self
+                    .handle_markup(
+                        round_id,
+                        round,
+                        &response.content,
+                        &names,
+                        &mut recovery,
+                        on_event,
+                    )
+                    .await?;
+                match markup {
+                    Markup::Retry => continue,
+                    Markup::Clean => {
+                        return self
+                            .final_answer(turn_id, round_id, round, recovery.used(), response)
+                            .await;
+                    }
+                }
+            }
+            self.run_calls(round_id, &response, cancel, on_event)
+                .await?;
+            if cancel.is_cancelled() {
+                return Err(TurnError::Cancelled);
+            }
+        }
+        Err(TurnError::RoundCap(self.max_rounds))
+    }
+
+    /// The tools offered for the whole turn: their schemas for the engine
+    /// and their names for the markup detector, read once so every round
+    /// offers the same set.
+    fn offered(&self) -> (Vec<ToolSchema>, Vec<String>) {
+        let router = self.router.lock().unwrap_or_else(PoisonError::into_inner);
+        (router.schemas(), router.names())
+    }
+
+    /// Builds the round's request and opens its row. The prompt is the
+    /// system prompt, then the stored history (which leaves out failed
+    /// responses), then `instruction` if the previous round was a
+    /// recovery.
+    async fn start_round(
+        &self,
+        turn_id: i64,
+        schemas: &[ToolSchema],
+        instruction: Option<Message>,
+    ) -> Result<(i64, ChatRequest), TurnError> {
+        let session = self.session_id.clone();
+        let history = self.store(move |s| s.history(&session)).await?;
+        let mut messages = vec![Message::System {
+            content: self.system_prompt.clone(),
+        }];
+        messages.extend(history.into_iter().map(to_message));
+        messages.extend(instruction);
+        let request = ChatRequest {
+            messages,
+            tools: schemas.to_vec(),
+        };
+        let round_id = self.store(move |s| s.start_round(turn_id)).await?;
+        Ok((round_id, request))
+    }
+
+    /// Streams the answer, passing content and reasoning on as events.
+    /// On an engine failure the round is stored as failed (cancelled, if
+    /// the person cancelled) with the content streamed so far, and the
+    /// turn stops: cancellation as [`TurnError::Cancelled`], anything else
+    /// as [`TurnError::Engine`].
+    async fn stream_response(
+        &self,
+        round_id: i64,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<Response, TurnError> {
+        let mut streamed = String::new();
+        let response = self
+            .engine
+            .stream_chat(request, cancel, &mut |d| match d {
+                Delta::Content(t) => {
+                    streamed.push_str(t);
+                    on_event(TurnEvent::Content(t.to_owned()));
+                }
+                Delta::Reasoning(t) => on_event(TurnEvent::Reasoning(t.to_owned())),
+                Delta::ToolCallStarted { .. } => {}
+            })
+            .await;
+        match response {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                let status = if matches!(e, EngineError::Cancelled) {
+                    RoundStatus::Cancelled
+                } else {
+                    RoundStatus::Failed
+                };
+                let (failure, content) = (e.to_string(), streamed);
+                self.store(move |s| s.finish_round_failed(round_id, status, &content, &failure))
+                    .await?;
+                Err(if matches!(e, EngineError::Cancelled) {
+                    TurnError::Cancelled
+                } else {
+                    e.into()
+                })
+            }
+        }
+    }
+
+    /// Ends the turn with `response` as its answer: the round is stored as
+    /// ok before the summary is returned.
+    async fn final_answer(
+        &self,
+        turn_id: i64,
+        round_id: i64,
+        round: usize,
+        recovery_used: bool,
+        response: Response,
+    ) -> Result<TurnSummary, TurnError> {
+        let ok = round_ok(&response);
+        self.store(move |s| s.finish_round_ok(round_id, &ok).map(|_| ()))
+            .await?;
+        Ok(TurnSummary {
+            turn_id,
+            rounds: round,
+            recovery_used,
+            answer: response.content,
+        })
+    }
+
+    /// Stores the round as ok with its calls, then runs them one at a time,
+    /// in order, through the router. Every call row gets an outcome: once
+    /// the person cancels, the remaining calls are stored as not run and
+    /// never reach the router. A store failure or a host failure running a
+    /// tool stops the turn.
+    async fn run_calls(
+        &self,
+        round_id: i64,
+        response: &Response,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<(), TurnError> {
+        let ok = round_ok(response);
+        let rows = self
+            .store(move |s| s.finish_round_ok(round_id, &ok))
+            .await?;
+        for (call, row) in response.tool_calls.iter().zip(rows) {
+            if cancel.is_cancelled() {
+                self.skip_call(row).await?;
+            } else {
+                self.run_call(row, call, on_event).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores a call reached after cancellation as an error that did not
+    /// run; it is never started.
+    async fn skip_call(&self, row: i64) -> Result<(), TurnError> {
+        let outcome = CallOutcome {
+            status: goat_store::CallStatus::Error,
+            result: "cancelled by the user before this call ran; it did not run".to_owned(),
+            error_kind: Some("cancelled".to_owned()),
+            decision: None,
+            decision_reason: None,
+            duration: std::time::Duration::ZERO,
+        };
+        self.store(move |s| s.finish_call(row, &outcome)).await
+    }
+
+    /// Runs one structured call through [`AppToolRouter::route`], the one
+    /// road every call takes (schema, gate, sandbox), marking it started
+    /// before and storing its outcome after.
+    async fn run_call(
+        &self,
+        row: i64,
+        call: &ToolCall,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<(), TurnError> {
+        on_event(TurnEvent::CallStarted {
+            tool: call.name.clone(),
+            arguments: call.raw_arguments.clone(),
+        });
+        self.store(move |s| s.start_call(row)).await?;
+        let router = self.router.clone();
+        let owned = call.clone();
+        let routed = tokio::task::spawn_blocking(move || {
+            router
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .route(&owned)
+        })
+        .await
+        .map_err(|e| TurnError::Internal(e.to_string()))??;
+        let outcome = CallOutcome {
+            status: routed.status,
+            result: routed.result.clone(),
+            error_kind: routed.error_kind.clone(),
+            decision: routed.decision.clone(),
+            decision_reason: routed.decision_reason.clone(),
+            duration: routed.duration,
+        };
+        self.store(move |s| s.finish_call(row, &outcome)).await?;
+        on_event(TurnEvent::CallFinished {
+            tool: call.name.clone(),
+            routed,
+        });
+        Ok(())
+    }
+}
+
+fn round_ok(r: &Response) -> RoundOk {
+    RoundOk {
+        content: r.content.clone(),
+        reasoning: r.reasoning.clone(),
+        finish_reason: r.finish_reason.as_ref().map(|f| f.as_str().to_owned()),
+        prompt_tokens: r.usage.map(|u| u.prompt_tokens),
+        completion_tokens: r.usage.map(|u| u.completion_tokens),
+        calls: r
+            .tool_calls
+            .iter()
+            .map(|c| NewCall {
+                call_id: c.id.clone(),
+                tool: c.name.clone(),
+                arguments: c.raw_arguments.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn to_message(entry: HistoryEntry) -> Message {
+    match entry {
+        HistoryEntry::User(content) => Message::User { content },
+        HistoryEntry::Assistant { content, calls } => Message::Assistant {
+            content: (!content.is_empty()).then_some(content),
+            tool_calls: calls
+                .into_iter()
+                .map(|c| RequestToolCall {
+                    id: c.call_id,
+                    name: c.tool,
+                    // Chat templates parse the arguments of earlier calls;
+                    // one the model botched is sent back as `{}` (its result
+                    // already says what was wrong).
+                    arguments: goat_engine::parse_arguments(&c.arguments)
+                        .unwrap_or_else(|_| serde_json::json!({})),
+                })
+                .collect(),
+        },
+        HistoryEntry::ToolResult { call_id, content } => Message::Tool {
+            tool_call_id: call_id,
+            content,
+        },
+    }
+}

@@ -1,0 +1,129 @@
+//! ADR-0065 bounded recovery: what a turn does when an answer has no
+//! structured calls but writes one as text.
+//!
+//! The text is never parsed into a call. When the detector finds
+//! unexecuted tool-call markup naming an offered tool, and this turn has
+//! not used its one recovery, and the cap leaves room: the response is
+//! stored as failed first (if that write fails, the turn stops, no retry),
+//! it is kept out of every later prompt, and the next round alone carries
+//! a host instruction saying no action occurred and the model must use its
+//! structured tool-call format, with earlier results kept and an
+//! instruction not to repeat them. A second malformed answer ends the turn
+//! with an explicit error. Recovery changes no engine setting and no
+//! permission.
+
+use goat_engine::Message;
+use goat_markup::Detector;
+use goat_store::{Recovery, RoundStatus};
+
+use super::{Shepherd, TurnError, TurnEvent};
+
+/// The one-round host instruction after a malformed response (ADR-0065).
+pub const RECOVERY_INSTRUCTION: &str = "[GOAT host] Your last response wrote a tool call as plain \
+     text (tool-call markup in the message content), so no action occurred: nothing was run and \
+     nothing changed. To use a tool you must use your complete structured tool-call format, not \
+     text. The tool results above are real and complete; do not repeat actions that already \
+     succeeded.";
+
+/// A turn's one recovery: whether it is spent, and whether the next round
+/// must carry [`RECOVERY_INSTRUCTION`].
+#[derive(Debug, Default)]
+pub(super) struct RecoveryBudget {
+    used: bool,
+    instruct_next: bool,
+}
+
+impl RecoveryBudget {
+    /// Whether this turn has spent its one recovery.
+    pub(super) fn used(&self) -> bool {
+        self.used
+    }
+
+    /// The host instruction for the round being built, if the round before
+    /// was a recovery. Taking it clears it, so it rides along for exactly
+    /// one round.
+    pub(super) fn take_instruction(&mut self) -> Option<Message> {
+        std::mem::take(&mut self.instruct_next).then(|| Message::User {
+            content: RECOVERY_INSTRUCTION.to_owned(),
+        })
+    }
+}
+
+/// What [`Shepherd::handle_markup`] made of an answer without structured
+/// calls.
+pub(super) enum Markup {
+    /// No unexecuted call text: the answer is the turn's final answer.
+    Clean,
+    /// The response is stored as failed; the next round asks again.
+    Retry,
+}
+
+impl Shepherd {
+    /// Checks an answer that has no structured calls for tool-call text
+    /// naming an offered tool, and applies ADR-0065.
+    ///
+    /// Guarantees: the text is never turned into a call. [`Markup::Clean`]
+    /// writes nothing; the caller finishes the round. [`Markup::Retry`] is
+    /// returned at most once per turn, only when another round fits under
+    /// the cap, and only after the response is stored as failed (so it
+    /// stays out of later prompts); if that write fails the error stops the
+    /// turn. Otherwise the round is stored as failed and the turn ends with
+    /// [`TurnError::MarkupAgain`] or [`TurnError::MarkupNoRoom`].
+    pub(super) async fn handle_markup(
+        &self,
+        round_id: i64,
+        round: usize,
+        content: &str,
+        offered_names: &[String],
+        budget: &mut RecoveryBudget,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<Markup, TurnError> {
+        let Some(recovery) = detect(content, offered_names) else {
+            return Ok(Markup::Clean);
+        };
+        let tool = recovery.tool.clone();
+        let content = content.to_owned();
+        if budget.used || round == self.max_rounds {
+            // Stored as failed too: it is not a usable answer.
+            let failure = format!(
+                "{} naming {} ({}); no recovery left, nothing was executed",
+                goat_store::MARKUP_FAILURE_PREFIX,
+                recovery.tool,
+                recovery.markers.join(" ")
+            );
+            self.store(move |s| {
+                s.finish_round_failed(round_id, RoundStatus::Failed, &content, &failure)
+            })
+            .await?;
+            return Err(if budget.used {
+                TurnError::MarkupAgain { tool }
+            } else {
+                TurnError::MarkupNoRoom { tool }
+            });
+        }
+        // Persist first: if this fails, stop, no retry.
+        self.store(move |s| s.record_recovery(round_id, &content, &recovery))
+            .await?;
+        budget.used = true;
+        budget.instruct_next = true;
+        on_event(TurnEvent::Recovery { tool });
+        Ok(Markup::Retry)
+    }
+}
+
+/// Runs the detector over a whole answer: `Some` when it holds unexecuted
+/// tool-call markup naming one of `offered_names`, with what to store.
+fn detect(content: &str, offered_names: &[String]) -> Option<Recovery> {
+    let mut detector = Detector::new(offered_names);
+    detector.feed(content.as_bytes());
+    let verdict = detector.finish();
+    verdict.unexecuted.then(|| Recovery {
+        tool: verdict.tool.clone().unwrap_or_default(),
+        markers: verdict
+            .markers
+            .iter()
+            .map(|m| m.as_str().to_owned())
+            .collect(),
+        span: verdict.span,
+    })
+}
