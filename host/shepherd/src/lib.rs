@@ -15,7 +15,9 @@
 //! rules is the only I/O, and any failure there denies (fails closed). The
 //! gate keeps its own small database of rules, apart from the store.
 
-pub mod gate;
+/// The permission gate, re-exported: the router asks it about every call.
+pub use goat_gate as gate;
+
 mod router;
 pub mod schema;
 mod turn;

@@ -15,7 +15,8 @@ use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool};
 use serde_json::Value;
 
 use crate::gate::{
-    self, Decision, Effect, GateRequest, Interactive, NewRule, PermissionDb, Scope, WritePolicy,
+    self, Decision, Effect, Evaluation, GateRequest, Interactive, NewRule, PermissionDb, Scope,
+    WritePolicy,
 };
 use crate::schema;
 
@@ -156,36 +157,70 @@ impl AppToolRouter {
         &self.config
     }
 
-    /// Takes one call down the road. `Err` is a host failure that ends the
-    /// turn (the workspace cannot be opened); everything the model should
-    /// hear about is an `Ok(Routed)`.
+    /// Takes one call down the road: [`find`](Self::find) the tool, check
+    /// its [`arguments`](Self::arguments), ask the [`gate`](Self::gate)
+    /// (and the person, when it asks), then [`run`](Self::run) it. Each step
+    /// either hands the next what it needs or ends the call with what the
+    /// model is told. `Err` is a host failure that ends the turn (the
+    /// workspace cannot be opened).
     pub fn route(&mut self, call: &ToolCall) -> Result<Routed, SandboxError> {
-        let Some(tool) = self.tools.iter().find(|t| t.spec().name == call.name) else {
-            return Ok(Routed::error(
-                "unknown-tool",
-                format!(
-                    "unknown tool '{}'; the tools available are: {}",
-                    call.name,
-                    self.names().join(", ")
-                ),
-            ));
+        let tool = match self.find(call) {
+            Ok(tool) => tool.clone(),
+            Err(routed) => return Ok(routed),
         };
-        let args = match &call.arguments {
-            Ok(v) => v,
-            Err(e) => {
-                return Ok(Routed::error(
-                    "invalid-arguments",
-                    format!("invalid arguments for {}: {e}", call.name),
-                ));
-            }
+        let args = match Self::arguments(&tool, call) {
+            Ok(args) => args,
+            Err(routed) => return Ok(routed),
         };
-        if let Err(why) = schema::validate(&tool.spec().parameters, args) {
-            return Ok(Routed::error(
+        let granted = match self.gate(&tool, call, args) {
+            Ok(granted) => granted,
+            Err(routed) => return Ok(routed),
+        };
+        self.run(&tool, call, args, granted)
+    }
+
+    /// The offered tool the call names.
+    fn find(&self, call: &ToolCall) -> Result<&Tool, Routed> {
+        self.tools
+            .iter()
+            .find(|t| t.spec().name == call.name)
+            .ok_or_else(|| {
+                Routed::error(
+                    "unknown-tool",
+                    format!(
+                        "unknown tool '{}'; the tools available are: {}",
+                        call.name,
+                        self.names().join(", ")
+                    ),
+                )
+            })
+    }
+
+    /// The call's arguments, parsed and valid against the tool's schema.
+    fn arguments<'c>(tool: &Tool, call: &'c ToolCall) -> Result<&'c Value, Routed> {
+        let args = call.arguments.as_ref().map_err(|e| {
+            Routed::error(
+                "invalid-arguments",
+                format!("invalid arguments for {}: {e}", call.name),
+            )
+        })?;
+        schema::validate(&tool.spec().parameters, args).map_err(|why| {
+            Routed::error(
                 "invalid-arguments",
                 format!("invalid arguments for {}: {why}", call.name),
-            ));
-        }
+            )
+        })?;
+        Ok(args)
+    }
 
+    /// Asks the permission gate, and the person when the gate asks them.
+    /// `Ok` carries the decision's name and reason for the record.
+    fn gate(
+        &mut self,
+        tool: &Tool,
+        call: &ToolCall,
+        args: &Value,
+    ) -> Result<(&'static str, String), Routed> {
         // Only the declared path fields reach the gate; nothing else in the
         // arguments can sway it.
         let paths: Vec<&str> = tool
@@ -208,86 +243,102 @@ impl AppToolRouter {
             writes: self.config.writes,
             now: gate::now(),
         };
-        let decision = gate::decide(&self.config.permissions_db, &request);
-        let (decision_name, reason) = match decision {
-            Decision::Allow { reason } => ("allow", reason),
-            Decision::Deny { reason } => return Ok(denied("deny", reason)),
-            Decision::Ask { prompt, asked } => {
-                let Some(approver) = self.approver.as_mut() else {
-                    return Ok(denied(
-                        "deny",
-                        format!("denied: {prompt}; no one is there to approve it"),
-                    ));
-                };
-                // The gate has resolved these already, or it would not ask.
-                let resolved: Vec<String> = paths
-                    .iter()
-                    .filter_map(|raw| gate::canonical_path(raw).ok())
-                    .collect();
-                // What "session" and "always" would save: exactly the paths
-                // the person is asked about (others are allowed by rules of
-                // their own), in this workspace. A call naming no path is
-                // about the whole workspace, and the question says so.
-                let patterns: Option<Vec<String>> = if asked.is_empty() {
-                    Some(vec![".".to_owned()])
-                } else {
-                    asked.iter().map(|path| gate::exact_pattern(path)).collect()
-                };
-                let patterns = patterns.filter(|_| self.config.workspace.to_str().is_some());
-                let answer = approver.approve(&ApprovalRequest {
-                    tool: &call.name,
-                    prompt: &prompt,
-                    paths: &resolved,
-                    arguments: args,
-                    workspace: &self.config.workspace,
-                    can_remember: patterns.is_some(),
-                });
-                let scope = match (answer, patterns) {
-                    (Approval::Deny, _) => {
-                        return Ok(denied(
-                            "ask-denied",
-                            format!(
-                                "denied: the person at the terminal did not allow it ({prompt})"
-                            ),
-                        ));
-                    }
-                    (Approval::Once, _) | (_, None) => None,
-                    (Approval::Session, Some(patterns)) => {
-                        Some((Scope::Session(self.config.session_id.clone()), patterns))
-                    }
-                    (Approval::Always, Some(patterns)) => Some((Scope::Persistent, patterns)),
-                };
-                match scope {
-                    None => (
-                        "ask-allowed",
-                        "the person at the terminal allowed it once".to_owned(),
-                    ),
-                    Some((scope, patterns)) => {
-                        let name = match scope {
-                            Scope::Persistent => "ask-allowed-always",
-                            Scope::Session(_) => "ask-allowed-session",
-                        };
-                        let reason = match self.remember(&call.name, access, scope, &patterns) {
-                            Ok(rules) => format!(
-                                "the person at the terminal allowed it and saved rule {}",
-                                rules.join(", ")
-                            ),
-                            // They said yes to this call; only the memory of
-                            // it failed, so it runs and they will be asked
-                            // again next time.
-                            Err(e) => format!(
-                                "the person at the terminal allowed it, but the rule could not \
-                                 be saved ({e}); it applies to this call only"
-                            ),
-                        };
-                        (name, reason)
-                    }
-                }
-            }
-        };
+        let evaluation = gate::decide(&self.config.permissions_db, &request);
+        match &evaluation.decision {
+            Decision::Allow { .. } => Ok(("allow", evaluation.reason())),
+            Decision::Deny(_) => Err(denied("deny", evaluation.reason())),
+            Decision::Ask { asked } => self.ask(&evaluation, asked, call, &paths, args, access),
+        }
+    }
 
-        // The gate allowed this call: the tool gets the access it declares,
-        // and the sandbox never gives more.
+    /// Puts the gate's question to the approver, and saves a "session" or
+    /// "always" answer as rules for exactly the paths asked about.
+    fn ask(
+        &mut self,
+        evaluation: &Evaluation,
+        asked: &[String],
+        call: &ToolCall,
+        paths: &[&str],
+        args: &Value,
+        access: gate::Access,
+    ) -> Result<(&'static str, String), Routed> {
+        let question = evaluation.question();
+        let Some(approver) = self.approver.as_mut() else {
+            return Err(denied(
+                "deny",
+                format!("denied: {question}; no one is there to approve it"),
+            ));
+        };
+        // The gate has resolved these already, or it would not ask.
+        let resolved: Vec<String> = paths
+            .iter()
+            .filter_map(|raw| gate::canonical_path(raw).ok())
+            .collect();
+        // What "session" and "always" would save: exactly the paths the
+        // person is asked about (others are allowed by rules of their own),
+        // in this workspace. A call naming no path is about the whole
+        // workspace, and the question says so.
+        let patterns: Option<Vec<String>> = if asked.is_empty() {
+            Some(vec![".".to_owned()])
+        } else {
+            asked.iter().map(|path| gate::exact_pattern(path)).collect()
+        };
+        let patterns = patterns.filter(|_| self.config.workspace.to_str().is_some());
+        let answer = approver.approve(&ApprovalRequest {
+            tool: &call.name,
+            prompt: &question,
+            paths: &resolved,
+            arguments: args,
+            workspace: &self.config.workspace,
+            can_remember: patterns.is_some(),
+        });
+        let scope = match (answer, patterns) {
+            (Approval::Deny, _) => {
+                return Err(denied(
+                    "ask-denied",
+                    format!("denied: the person at the terminal did not allow it ({question})"),
+                ));
+            }
+            (Approval::Once, _) | (_, None) => None,
+            (Approval::Session, Some(patterns)) => {
+                Some((Scope::Session(self.config.session_id.clone()), patterns))
+            }
+            (Approval::Always, Some(patterns)) => Some((Scope::Persistent, patterns)),
+        };
+        let Some((scope, patterns)) = scope else {
+            return Ok((
+                "ask-allowed",
+                "the person at the terminal allowed it once".to_owned(),
+            ));
+        };
+        let name = match scope {
+            Scope::Persistent => "ask-allowed-always",
+            Scope::Session(_) => "ask-allowed-session",
+        };
+        let reason = match self.remember(&call.name, access, scope, &patterns) {
+            Ok(rules) => format!(
+                "the person at the terminal allowed it and saved rule {}",
+                rules.join(", ")
+            ),
+            // They said yes to this call; only the memory of it failed, so
+            // it runs and they will be asked again next time.
+            Err(e) => format!(
+                "the person at the terminal allowed it, but the rule could not be saved ({e}); \
+                 it applies to this call only"
+            ),
+        };
+        Ok((name, reason))
+    }
+
+    /// Runs a call the gate allowed, with exactly the access the tool
+    /// declares: the sandbox never gives more.
+    fn run(
+        &self,
+        tool: &Tool,
+        call: &ToolCall,
+        args: &Value,
+        (decision_name, reason): (&'static str, String),
+    ) -> Result<Routed, SandboxError> {
         let pen = Pen::new(&self.config.workspace, tool.spec().access)?;
         let started = Instant::now();
         let outcome = self.sandbox.call(tool, &args.to_string(), &pen)?;
@@ -343,15 +394,12 @@ impl AppToolRouter {
     }
 }
 
+/// A call that does not run. Every denial's reason is written for the
+/// model and begins `denied:`, so it is the result as it stands.
 fn denied(decision: &str, reason: String) -> Routed {
-    let result = if reason.starts_with("denied") {
-        reason.clone()
-    } else {
-        format!("denied: {reason}")
-    };
     Routed {
         status: goat_store::CallStatus::Denied,
-        result,
+        result: reason.clone(),
         error_kind: Some("denied".to_owned()),
         decision: Some(decision.to_owned()),
         decision_reason: Some(reason),

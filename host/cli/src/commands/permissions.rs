@@ -131,7 +131,8 @@ fn list(location: &Location, json: bool) -> anyhow::Result<Outcome> {
             } else {
                 ""
             };
-            writeln!(out, "{rule}{expired}")?;
+            // A rule names tools, sessions and workspaces as given: escaped here.
+            writeln!(out, "{}{expired}", text::escape_controls(&rule.to_string()))?;
         }
     }
     out.flush()?;
@@ -238,7 +239,7 @@ fn revoke(location: &Location, id: i64) -> anyhow::Result<Outcome> {
         bail!("no rule #{id}: it was revoked meanwhile");
     }
     let mut out = io::stdout().lock();
-    writeln!(out, "revoked {rule}")?;
+    writeln!(out, "revoked {}", text::escape_controls(&rule.to_string()))?;
     out.flush()?;
     Ok(Outcome::Ok)
 }
@@ -249,7 +250,6 @@ fn rule_json(rule: &Rule, now: i64) -> Value {
         Scope::Persistent => ("persistent", None),
         // A scope a newer gate added: say so rather than pass it off as
         // persistent.
-        _ => ("other", None),
     };
     json!({
         "id": rule.id,

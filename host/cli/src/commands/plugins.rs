@@ -306,9 +306,11 @@ fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
             .filter(|r| r.tool.as_deref() == Some(approval.tool.as_str()))
         {
             note(format_args!(
-                "rule {rule} still names {}; a plugin added later as '{name}' would get it. \
+                "rule {} still names {}; a plugin added later as '{name}' would get it. \
                  Remove it with `goat permissions revoke {}`",
-                approval.tool, rule.id
+                text::escape_controls(&rule.to_string()),
+                approval.tool,
+                rule.id
             ));
         }
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// A permission database or rule problem.
 ///
-/// [`crate::gate::decide`] turns every one of these into a denial; the CLI
+/// [`crate::decide`] turns every one of these into a denial; the CLI
 /// shows them to the person managing rules.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -110,7 +110,7 @@ impl GateError {
         }
     }
 
-    /// Whether the rule given to [`crate::gate::PermissionDb::add`] was at
+    /// Whether the rule given to [`crate::PermissionDb::add`] was at
     /// fault, rather than the database.
     pub fn is_invalid_rule(&self) -> bool {
         match self {

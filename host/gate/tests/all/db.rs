@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use goat_shepherd::gate::{
-    Access, Decision, Effect, GateError, GateRequest, Interactive, NewRule, PermissionDb,
-    SCHEMA_VERSION, Scope, WritePolicy, decide, decide_with_timeout,
+use goat_gate::{
+    Access, Decision, Effect, Evaluation, GateError, GateRequest, Interactive, NewRule,
+    PermissionDb, SCHEMA_VERSION, Scope, WritePolicy, decide, decide_with_timeout,
 };
 use rusqlite::Connection;
 
@@ -44,14 +44,14 @@ fn new_rule(tool: Option<&str>, pattern: &str, access: Access, effect: Effect) -
     }
 }
 
-fn denial(decision: &Decision) -> &str {
-    match decision {
-        Decision::Deny { reason } => reason,
+fn denial(decision: &Evaluation) -> String {
+    match &decision.decision {
+        Decision::Deny(_) => decision.reason(),
         other => panic!("expected a denial, got {other:?}"),
     }
 }
 
-fn assert_denied_naming(decision: &Decision, path: &Path, says: &str) {
+fn assert_denied_naming(decision: &Evaluation, path: &Path, says: &str) {
     let reason = denial(decision);
     assert!(
         reason.starts_with("denied: "),
@@ -185,7 +185,7 @@ fn persistent_rules_survive_reopening_and_decide_calls() {
     );
     let decision = decide(&path, &call(Access::Write, &["src/main.rs"]));
     assert!(decision.is_allow(), "{decision:?}");
-    assert!(decision.message().contains("rule #2"), "{decision:?}");
+    assert!(decision.reason().contains("rule #2"), "{decision:?}");
     let decision = decide(&path, &call(Access::Write, &["README.md"]));
     assert!(denial(&decision).contains("needs approval"), "{decision:?}");
 }

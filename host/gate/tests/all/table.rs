@@ -1,7 +1,7 @@
 //! The policy as a table: (rules, call) -> decision, checked on the kind of
 //! decision and on what its reason or prompt says.
 
-use goat_shepherd::gate::{
+use goat_gate::{
     Access, Decision, Effect, GateRequest, Interactive, Rule, Scope, WritePolicy, decide_with_rules,
 };
 
@@ -142,17 +142,13 @@ fn check(case: &Case) -> Result<(), String> {
         now: case.call.now,
     };
     let decision = decide_with_rules(&case.rules, &request);
-    let (ok, fragments) = match (&case.expect, &decision) {
-        (Expect::Allow(want), Decision::Allow { reason }) => {
-            (reason.starts_with("allowed: "), want)
-        }
-        (Expect::Deny(want), Decision::Deny { reason }) => (reason.starts_with("denied: "), want),
-        (Expect::Ask(want), Decision::Ask { prompt, .. }) => {
-            (prompt.ends_with("; allow it?"), want)
-        }
+    let message = decision.reason();
+    let (ok, fragments) = match (&case.expect, &decision.decision) {
+        (Expect::Allow(want), Decision::Allow { .. }) => (message.starts_with("allowed: "), want),
+        (Expect::Deny(want), Decision::Deny(_)) => (message.starts_with("denied: "), want),
+        (Expect::Ask(want), Decision::Ask { .. }) => (message.ends_with("; allow it?"), want),
         _ => (false, &(&[] as &[&str])),
     };
-    let message = decision.message();
     let missing: Vec<&&str> = fragments
         .iter()
         .filter(|f| !message.contains(**f))
