@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// A failure the tool itself reported, as the `goat:tool` WIT `tool-error`
-/// variant types it. Each message is written for the model.
+/// variant types it. Each message is written for the model. Exhaustive on
+/// purpose: the host gives every variant a stored kind.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ToolError {
     /// The arguments do not fit the tool's schema or make no sense.
     #[error("invalid arguments: {0}")]
@@ -63,7 +63,6 @@ impl ToolError {
 /// Why a call produced no result. Reported to the model as the call's
 /// result; the host stays healthy after every one of these.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ToolFailure {
     /// The tool reported an error.
     #[error("{0}")]

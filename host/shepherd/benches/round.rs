@@ -21,7 +21,7 @@ use goat_engine::{CancellationToken, EngineClient, EngineConfig, parse_arguments
 use goat_sandbox::{Access, Pen, SandboxBuilder};
 use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd};
-use goat_store::{CallOutcome, NewCall, RoundOk, Store};
+use goat_store::{NewCall, RoundOk, Store};
 use goat_testkit::{Reply, ScriptedServer, ev_content, ev_done, ev_finish, ev_tool_call};
 
 const ROUNDS: usize = 20;
@@ -108,18 +108,7 @@ fn main() {
             s.start_call(rows[0]).unwrap();
             let routed = router.route(&call).unwrap();
             assert_eq!(routed.status, goat_store::CallStatus::Ok);
-            s.finish_call(
-                rows[0],
-                &CallOutcome {
-                    status: routed.status,
-                    result: routed.result,
-                    error_kind: routed.error_kind,
-                    decision: routed.decision,
-                    decision_reason: routed.decision_reason,
-                    duration: routed.duration,
-                },
-            )
-            .unwrap();
+            s.finish_call(rows[0], &routed).unwrap();
         }
         start.elapsed() / ROUNDS as u32
     };

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goat_engine::ToolCall;
-use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool};
+use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool, ToolError, ToolFailure};
+use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
 use serde_json::Value;
 
 use crate::gate::{
@@ -65,33 +66,39 @@ pub trait Approver: Send {
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval;
 }
 
-/// How one call went, ready for the store and the model.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Routed {
-    /// Ok, Error or Denied.
-    pub status: goat_store::CallStatus,
-    /// The text the model is shown.
-    pub result: String,
-    /// Machine-readable failure kind.
-    pub error_kind: Option<String>,
-    /// The gate's decision, when it was asked.
-    pub decision: Option<String>,
-    /// Why it decided so.
-    pub decision_reason: Option<String>,
-    /// Time spent in the sandbox.
-    pub duration: Duration,
+/// How one call went, ready for the store and the model: the store's own
+/// record of a call's outcome, so nothing is copied field by field.
+pub type Routed = CallOutcome;
+
+/// A call that failed before the gate was asked.
+fn failed(kind: CallErrorKind, result: String) -> Routed {
+    CallOutcome {
+        status: CallStatus::Error,
+        result,
+        error_kind: Some(kind),
+        decision: None,
+        decision_reason: None,
+        duration: Duration::ZERO,
+    }
 }
 
-impl Routed {
-    fn error(kind: &str, result: String) -> Self {
-        Self {
-            status: goat_store::CallStatus::Error,
-            result,
-            error_kind: Some(kind.to_owned()),
-            decision: None,
-            decision_reason: None,
-            duration: Duration::ZERO,
-        }
+/// The store's kind for each failure the sandbox or a tool reports. The
+/// match is exhaustive, so a new failure cannot be stored without a kind.
+pub fn failure_kind(failure: &ToolFailure) -> CallErrorKind {
+    match failure {
+        ToolFailure::Tool(error) => match error {
+            ToolError::InvalidArguments(_) => CallErrorKind::InvalidArguments,
+            ToolError::NotFound(_) => CallErrorKind::NotFound,
+            ToolError::Conflict(_) => CallErrorKind::Conflict,
+            ToolError::PermissionDenied(_) => CallErrorKind::PermissionDenied,
+            ToolError::TooLarge(_) => CallErrorKind::TooLarge,
+            ToolError::Io(_) => CallErrorKind::Io,
+        },
+        ToolFailure::Timeout { .. } => CallErrorKind::Timeout,
+        ToolFailure::MemoryExceeded { .. } => CallErrorKind::MemoryExceeded,
+        ToolFailure::OutputExceeded { .. } => CallErrorKind::OutputExceeded,
+        ToolFailure::LimitExceeded { .. } => CallErrorKind::LimitExceeded,
+        ToolFailure::Crashed { .. } => CallErrorKind::Crashed,
     }
 }
 
@@ -185,8 +192,8 @@ impl AppToolRouter {
             .iter()
             .find(|t| t.spec().name == call.name)
             .ok_or_else(|| {
-                Routed::error(
-                    "unknown-tool",
+                failed(
+                    CallErrorKind::UnknownTool,
                     format!(
                         "unknown tool '{}'; the tools available are: {}",
                         call.name,
@@ -199,14 +206,14 @@ impl AppToolRouter {
     /// The call's arguments, parsed and valid against the tool's schema.
     fn arguments<'c>(tool: &Tool, call: &'c ToolCall) -> Result<&'c Value, Routed> {
         let args = call.arguments.as_ref().map_err(|e| {
-            Routed::error(
-                "invalid-arguments",
+            failed(
+                CallErrorKind::InvalidArguments,
                 format!("invalid arguments for {}: {e}", call.name),
             )
         })?;
         schema::validate(&tool.spec().parameters, args).map_err(|why| {
-            Routed::error(
-                "invalid-arguments",
+            failed(
+                CallErrorKind::InvalidArguments,
                 format!("invalid arguments for {}: {why}", call.name),
             )
         })?;
@@ -220,7 +227,7 @@ impl AppToolRouter {
         tool: &Tool,
         call: &ToolCall,
         args: &Value,
-    ) -> Result<(&'static str, String), Routed> {
+    ) -> Result<(CallDecision, String), Routed> {
         // Only the declared path fields reach the gate; nothing else in the
         // arguments can sway it.
         let paths: Vec<&str> = tool
@@ -245,8 +252,8 @@ impl AppToolRouter {
         };
         let evaluation = gate::decide(&self.config.permissions_db, &request);
         match &evaluation.decision {
-            Decision::Allow { .. } => Ok(("allow", evaluation.reason())),
-            Decision::Deny(_) => Err(denied("deny", evaluation.reason())),
+            Decision::Allow { .. } => Ok((CallDecision::Allow, evaluation.reason())),
+            Decision::Deny(_) => Err(denied(CallDecision::Deny, evaluation.reason())),
             Decision::Ask { asked } => self.ask(&evaluation, asked, call, &paths, args, access),
         }
     }
@@ -261,11 +268,11 @@ impl AppToolRouter {
         paths: &[&str],
         args: &Value,
         access: gate::Access,
-    ) -> Result<(&'static str, String), Routed> {
+    ) -> Result<(CallDecision, String), Routed> {
         let question = evaluation.question();
         let Some(approver) = self.approver.as_mut() else {
             return Err(denied(
-                "deny",
+                CallDecision::Deny,
                 format!("denied: {question}; no one is there to approve it"),
             ));
         };
@@ -295,7 +302,7 @@ impl AppToolRouter {
         let scope = match (answer, patterns) {
             (Approval::Deny, _) => {
                 return Err(denied(
-                    "ask-denied",
+                    CallDecision::AskDenied,
                     format!("denied: the person at the terminal did not allow it ({question})"),
                 ));
             }
@@ -307,13 +314,13 @@ impl AppToolRouter {
         };
         let Some((scope, patterns)) = scope else {
             return Ok((
-                "ask-allowed",
+                CallDecision::AskAllowedOnce,
                 "the person at the terminal allowed it once".to_owned(),
             ));
         };
         let name = match scope {
-            Scope::Persistent => "ask-allowed-always",
-            Scope::Session(_) => "ask-allowed-session",
+            Scope::Persistent => CallDecision::AskAllowedAlways,
+            Scope::Session(_) => CallDecision::AskAllowedSession,
         };
         let reason = match self.remember(&call.name, access, scope, &patterns) {
             Ok(rules) => format!(
@@ -337,25 +344,25 @@ impl AppToolRouter {
         tool: &Tool,
         call: &ToolCall,
         args: &Value,
-        (decision_name, reason): (&'static str, String),
+        (decision, reason): (CallDecision, String),
     ) -> Result<Routed, SandboxError> {
         let pen = Pen::new(&self.config.workspace, tool.spec().access)?;
         let started = Instant::now();
         let outcome = self.sandbox.call(tool, &args.to_string(), &pen)?;
         let duration = started.elapsed();
         let (status, result, error_kind) = match outcome {
-            Ok(text) => (goat_store::CallStatus::Ok, text, None),
+            Ok(text) => (CallStatus::Ok, text, None),
             Err(failure) => (
-                goat_store::CallStatus::Error,
+                CallStatus::Error,
                 format!("{} failed: {failure}", call.name),
-                Some(failure.kind().to_owned()),
+                Some(failure_kind(&failure)),
             ),
         };
         Ok(Routed {
             status,
             result,
             error_kind,
-            decision: Some(decision_name.to_owned()),
+            decision: Some(decision),
             decision_reason: Some(reason),
             duration,
         })
@@ -396,12 +403,12 @@ impl AppToolRouter {
 
 /// A call that does not run. Every denial's reason is written for the
 /// model and begins `denied:`, so it is the result as it stands.
-fn denied(decision: &str, reason: String) -> Routed {
-    Routed {
-        status: goat_store::CallStatus::Denied,
+fn denied(decision: CallDecision, reason: String) -> Routed {
+    CallOutcome {
+        status: CallStatus::Denied,
         result: reason.clone(),
-        error_kind: Some("denied".to_owned()),
-        decision: Some(decision.to_owned()),
+        error_kind: Some(CallErrorKind::Denied),
+        decision: Some(decision),
         decision_reason: Some(reason),
         duration: Duration::ZERO,
     }

@@ -9,8 +9,8 @@ use rusqlite::{OptionalExtension, params};
 
 use crate::store::now;
 use crate::{
-    CallStatus, INTERRUPTED_RESULT, MARKUP_FAILURE_PREFIX, RoundStatus, Store, StoreError,
-    TurnStatus,
+    CallDecision, CallErrorKind, CallStatus, INTERRUPTED_RESULT, MARKUP_FAILURE_PREFIX,
+    RoundFailure, RoundStatus, Store, StoreError, TurnStatus,
 };
 
 /// A session as listed.
@@ -65,10 +65,10 @@ pub struct CallOutcome {
     pub status: CallStatus,
     /// What the model is shown.
     pub result: String,
-    /// A machine-readable kind for errors (`not-found`, `timeout`, ...).
-    pub error_kind: Option<String>,
-    /// The gate's decision (`allow`, `deny`, `ask-allowed`, ...), if it got that far.
-    pub decision: Option<String>,
+    /// Why it produced no result, for a program to count.
+    pub error_kind: Option<CallErrorKind>,
+    /// The gate's decision, if it got that far.
+    pub decision: Option<CallDecision>,
     /// Why the gate decided so.
     pub decision_reason: Option<String>,
     /// How long it ran.
@@ -96,13 +96,13 @@ pub struct CallRecord {
     /// Where it stands.
     pub status: CallStatus,
     /// The gate's decision.
-    pub decision: Option<String>,
+    pub decision: Option<CallDecision>,
     /// Why.
     pub decision_reason: Option<String>,
     /// What the model was shown.
     pub result: Option<String>,
-    /// Error kind.
-    pub error_kind: Option<String>,
+    /// Why it produced no result.
+    pub error_kind: Option<CallErrorKind>,
     /// How long it ran.
     pub duration_ms: Option<i64>,
 }
@@ -118,7 +118,9 @@ pub struct RoundRecord {
     pub content: String,
     /// Why it stopped.
     pub finish_reason: Option<String>,
-    /// Why it failed.
+    /// Why it failed, for a program to count.
+    pub failure_kind: Option<RoundFailure>,
+    /// Why it failed, in words.
     pub failure: Option<String>,
     /// Its calls.
     pub calls: Vec<CallRecord>,
@@ -270,19 +272,21 @@ impl Store {
         Ok(ids)
     }
 
-    /// Records a round that failed (engine error, cancelled, truncated):
-    /// kept for the record, never sent in a prompt again.
+    /// Records a round that failed (engine error, cancelled, markup left
+    /// unexecuted): kept for the record, never sent in a prompt again. Its
+    /// status follows from `kind`.
     pub fn finish_round_failed(
         &mut self,
         round_id: i64,
-        status: RoundStatus,
+        kind: RoundFailure,
         content: &str,
         failure: &str,
     ) -> Result<(), StoreError> {
         let tx = self.write()?;
         tx.execute(
-            "UPDATE rounds SET status = ?2, content = ?3, failure = ?4, ended_at = ?5 WHERE id = ?1",
-            params![round_id, status.as_str(), content, failure, now()],
+            "UPDATE rounds SET status = ?2, content = ?3, failure = ?4, failure_kind = ?5, ended_at = ?6
+             WHERE id = ?1",
+            params![round_id, kind.status(), content, failure, kind, now()],
         )?;
         tx.commit()?;
         Ok(())
@@ -304,14 +308,16 @@ impl Store {
             |r| r.get(0),
         )?;
         tx.execute(
-            "UPDATE rounds SET status = 'failed', content = ?2,
-                    failure = ?4, ended_at = ?3
+            "UPDATE rounds SET status = ?5, content = ?2,
+                    failure = ?4, failure_kind = ?6, ended_at = ?3
              WHERE id = ?1",
             params![
                 round_id,
                 content,
                 now(),
-                format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one")
+                format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one"),
+                RoundFailure::Markup.status(),
+                RoundFailure::Markup,
             ],
         )?;
         tx.execute(
@@ -354,7 +360,7 @@ impl Store {
                     decision_reason = ?6, duration_ms = ?7, ended_at = ?8 WHERE id = ?1",
             params![
                 call_row,
-                outcome.status.as_str(),
+                outcome.status,
                 outcome.result,
                 outcome.error_kind,
                 outcome.decision,
@@ -374,15 +380,27 @@ impl Store {
     pub fn interrupt_pending(&mut self, session_id: &str) -> Result<usize, StoreError> {
         let tx = self.write()?;
         let calls = tx.execute(
-            "UPDATE tool_calls SET status = 'interrupted', result = ?2, error_kind = 'interrupted', ended_at = ?3
+            "UPDATE tool_calls SET status = ?4, result = ?2, error_kind = ?5, ended_at = ?3
              WHERE status = 'pending' AND round_id IN
                (SELECT r.id FROM rounds r JOIN turns t ON r.turn_id = t.id WHERE t.session_id = ?1)",
-            params![session_id, INTERRUPTED_RESULT, now()],
+            params![
+                session_id,
+                INTERRUPTED_RESULT,
+                now(),
+                CallStatus::Interrupted,
+                CallErrorKind::Interrupted
+            ],
         )?;
         tx.execute(
-            "UPDATE rounds SET status = 'failed', failure = 'interrupted: GOAT stopped while it was streaming', ended_at = ?2
+            "UPDATE rounds SET status = ?3, failure = 'interrupted: GOAT stopped while it was streaming',
+                    failure_kind = ?4, ended_at = ?2
              WHERE status = 'streaming' AND turn_id IN (SELECT id FROM turns WHERE session_id = ?1)",
-            params![session_id, now()],
+            params![
+                session_id,
+                now(),
+                RoundFailure::Interrupted.status(),
+                RoundFailure::Interrupted
+            ],
         )?;
         tx.execute(
             "UPDATE turns SET status = 'failed', error = 'interrupted: GOAT stopped during this turn', ended_at = ?2
@@ -400,7 +418,8 @@ impl Store {
             "SELECT id, prompt, status, error, recovery_used FROM turns WHERE session_id = ?1 ORDER BY id",
         )?;
         let mut rounds = self.conn.prepare(
-            "SELECT id, status, content, finish_reason, failure FROM rounds WHERE turn_id = ?1 ORDER BY id",
+            "SELECT id, status, content, finish_reason, failure, failure_kind FROM rounds
+             WHERE turn_id = ?1 ORDER BY id",
         )?;
         let mut calls = self.conn.prepare(
             "SELECT id, call_id, tool, arguments, status, decision, decision_reason, result, error_kind, duration_ms
@@ -427,6 +446,7 @@ impl Store {
                         content: r.get(2)?,
                         finish_reason: r.get(3)?,
                         failure: r.get(4)?,
+                        failure_kind: r.get(5)?,
                         calls: Vec::new(),
                     })
                 })?

@@ -86,6 +86,21 @@ const MIGRATIONS: &[Migration] = &[
     CREATE INDEX rounds_by_turn ON rounds(turn_id, id);
     CREATE INDEX calls_by_round ON tool_calls(round_id, id);",
     ),
+    // 2: why a round failed, as a kind a program can count (`stats` used to
+    // match the failure text). Rounds stored before are classified by what
+    // this GOAT wrote for each kind: markup failures by their text's fixed
+    // beginning, interrupted rounds by theirs, cancelled ones by status;
+    // every other failed round was the engine's.
+    Migration::sql(
+        "ALTER TABLE rounds ADD COLUMN failure_kind TEXT
+         CHECK (failure_kind IN ('engine', 'markup', 'cancelled', 'interrupted'));
+    UPDATE rounds SET failure_kind = 'markup'
+        WHERE status = 'failed' AND failure LIKE 'unexecuted tool-call markup%';
+    UPDATE rounds SET failure_kind = 'interrupted'
+        WHERE status = 'failed' AND failure_kind IS NULL AND failure LIKE 'interrupted: GOAT stopped%';
+    UPDATE rounds SET failure_kind = 'cancelled' WHERE status = 'cancelled';
+    UPDATE rounds SET failure_kind = 'engine' WHERE status = 'failed' AND failure_kind IS NULL;",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -1,11 +1,12 @@
 //! Counts per model and engine, to make persistent engine or template
 //! mismatches visible.
 
-use crate::{Store, StoreError};
+use crate::{RoundFailure, Store, StoreError};
 
 /// How every round that failed because the model wrote a tool call as
-/// text begins its failure text, recovered or not; `stats` counts them by
-/// it.
+/// text begins its failure text, recovered or not. `stats` counts such
+/// rounds by their `failure_kind`; this text is for people, and for
+/// classifying rounds stored before that column existed.
 pub const MARKUP_FAILURE_PREFIX: &str = "unexecuted tool-call markup";
 
 /// Counts for one model on one engine, to make persistent engine or
@@ -37,11 +38,10 @@ pub struct Stats {
 impl Store {
     /// Counts per model and engine, most used first.
     pub fn stats(&self) -> Result<Vec<Stats>, StoreError> {
-        let like = format!("{MARKUP_FAILURE_PREFIX}%");
         let mut stmt = self.conn.prepare(
             "WITH markup AS (
                  SELECT r.turn_id, count(*) AS n FROM rounds r
-                 WHERE r.status = 'failed' AND r.failure LIKE ?1 GROUP BY r.turn_id
+                 WHERE r.failure_kind = ?1 GROUP BY r.turn_id
              )
              SELECT s.model, s.engine_url,
                     count(DISTINCT s.id),
@@ -63,7 +63,7 @@ impl Store {
              ORDER BY count(DISTINCT t.id) DESC, s.model",
         )?;
         let rows = stmt
-            .query_map([like], |r| {
+            .query_map([RoundFailure::Markup], |r| {
                 Ok(Stats {
                     model: r.get(0)?,
                     engine_url: r.get(1)?,

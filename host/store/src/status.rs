@@ -42,6 +42,83 @@ pub enum CallStatus {
     Interrupted,
 }
 
+/// What the permission gate, or the person it asked, decided about a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallDecision {
+    /// A rule, the read default or `--allow-writes` allowed it.
+    Allow,
+    /// A rule or the fail-closed default denied it, or no one could be asked.
+    Deny,
+    /// The person allowed this one call.
+    AskAllowedOnce,
+    /// The person allowed it for the session (a session rule was saved).
+    AskAllowedSession,
+    /// The person allowed it always (a persistent rule was saved).
+    AskAllowedAlways,
+    /// The person said no.
+    AskDenied,
+}
+
+/// Why a call produced no result, as a kind a program can count. Each
+/// failure the sandbox or a tool can report has one, so a new failure
+/// cannot reach the store without a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallErrorKind {
+    /// The call names a tool that was not offered.
+    UnknownTool,
+    /// The arguments are not JSON or do not fit the tool's schema.
+    InvalidArguments,
+    /// The gate or the person denied it.
+    Denied,
+    /// A path named in the arguments does not exist.
+    NotFound,
+    /// The request conflicts with what is on disk.
+    Conflict,
+    /// The sandbox refused a filesystem operation.
+    PermissionDenied,
+    /// Input or output over one of the tool's caps.
+    TooLarge,
+    /// Any other filesystem failure.
+    Io,
+    /// The tool ran past its wall-time limit.
+    Timeout,
+    /// The tool tried to use more memory than allowed.
+    MemoryExceeded,
+    /// The tool wrote more output than allowed.
+    OutputExceeded,
+    /// The tool hit another sandbox limit.
+    LimitExceeded,
+    /// The tool trapped.
+    Crashed,
+    /// The person cancelled the turn before the call ran.
+    Cancelled,
+    /// GOAT stopped while the call was pending.
+    Interrupted,
+}
+
+/// Why a round was stored as failed or cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundFailure {
+    /// The engine failed: a connection, an HTTP error, a broken stream.
+    Engine,
+    /// The model wrote a tool call as text (ADR-0065), recovered or not.
+    Markup,
+    /// The person cancelled it while it streamed.
+    Cancelled,
+    /// GOAT stopped while it was streaming.
+    Interrupted,
+}
+
+impl RoundFailure {
+    /// The status a round that failed so is stored with.
+    pub fn status(self) -> RoundStatus {
+        match self {
+            Self::Cancelled => RoundStatus::Cancelled,
+            Self::Engine | Self::Markup | Self::Interrupted => RoundStatus::Failed,
+        }
+    }
+}
+
 macro_rules! text_enum {
     ($ty:ident { $($variant:ident => $text:literal),* $(,)? }) => {
         impl $ty {
@@ -50,7 +127,8 @@ macro_rules! text_enum {
                 match self { $(Self::$variant => $text),* }
             }
 
-            pub(crate) fn parse(s: &str) -> Result<Self, rusqlite::Error> {
+            /// The value named `s` as stored, or an error naming what was found.
+            pub fn parse(s: &str) -> Result<Self, rusqlite::Error> {
                 match s {
                     $($text => Ok(Self::$variant),)*
                     other => Err(rusqlite::Error::InvalidColumnType(
@@ -67,3 +145,66 @@ macro_rules! text_enum {
 text_enum!(TurnStatus { Running => "running", Completed => "completed", Failed => "failed", Cancelled => "cancelled" });
 text_enum!(RoundStatus { Streaming => "streaming", Ok => "ok", Failed => "failed", Cancelled => "cancelled" });
 text_enum!(CallStatus { Pending => "pending", Ok => "ok", Error => "error", Denied => "denied", Interrupted => "interrupted" });
+text_enum!(CallDecision {
+    Allow => "allow",
+    Deny => "deny",
+    AskAllowedOnce => "ask-allowed",
+    AskAllowedSession => "ask-allowed-session",
+    AskAllowedAlways => "ask-allowed-always",
+    AskDenied => "ask-denied",
+});
+text_enum!(CallErrorKind {
+    UnknownTool => "unknown-tool",
+    InvalidArguments => "invalid-arguments",
+    Denied => "denied",
+    NotFound => "not-found",
+    Conflict => "conflict",
+    PermissionDenied => "permission-denied",
+    TooLarge => "too-large",
+    Io => "io",
+    Timeout => "timeout",
+    MemoryExceeded => "memory-exceeded",
+    OutputExceeded => "output-exceeded",
+    LimitExceeded => "limit-exceeded",
+    Crashed => "crashed",
+    Cancelled => "cancelled",
+    Interrupted => "interrupted",
+});
+text_enum!(RoundFailure {
+    Engine => "engine",
+    Markup => "markup",
+    Cancelled => "cancelled",
+    Interrupted => "interrupted",
+});
+
+macro_rules! sql_text {
+    ($($ty:ident),*) => {$(
+        impl rusqlite::ToSql for $ty {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(self.as_str().into())
+            }
+        }
+
+        impl rusqlite::types::FromSql for $ty {
+            fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                let text = value.as_str()?;
+                Self::parse(text).map_err(|e| rusqlite::types::FromSqlError::Other(Box::new(e)))
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+
+sql_text!(
+    TurnStatus,
+    RoundStatus,
+    CallStatus,
+    CallDecision,
+    CallErrorKind,
+    RoundFailure
+);

@@ -168,7 +168,7 @@ fn summary_json(session_id: &str, turn: &TurnRecord) -> Value {
             json!({
                 "tool": c.call.tool,
                 "status": c.status.as_str(),
-                "decision": c.decision,
+                "decision": c.decision.map(|d| d.as_str()),
             })
         })
         .collect();

@@ -226,7 +226,7 @@ fn call_line(call: &CallRecord) -> String {
             .as_deref()
             .map(|r| format!(": {}", text::first_line(r, REASON_CHARS)))
             .unwrap_or_default();
-        line.push_str(&format!(" [{}{reason}]", text::escape_controls(decision)));
+        line.push_str(&format!(" [{}{reason}]", decision.as_str()));
     }
     let failed = match call.status {
         goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,
@@ -263,6 +263,7 @@ fn turn_json(t: &TurnRecord) -> Value {
             "id": r.id,
             "status": r.status.as_str(),
             "failure": r.failure,
+            "failure_kind": r.failure_kind.map(|k| k.as_str()),
             "finish_reason": r.finish_reason,
             "content": r.content,
             "tool_calls": r.calls.iter().map(|c| json!({
@@ -271,10 +272,10 @@ fn turn_json(t: &TurnRecord) -> Value {
                 "tool": c.call.tool,
                 "arguments": c.call.arguments,
                 "status": c.status.as_str(),
-                "decision": c.decision,
+                "decision": c.decision.map(|d| d.as_str()),
                 "decision_reason": c.decision_reason,
                 "result": c.result,
-                "error_kind": c.error_kind,
+                "error_kind": c.error_kind.map(|k| k.as_str()),
                 "duration_ms": c.duration_ms,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),

@@ -20,7 +20,7 @@ use goat_engine::{
     Response, ToolCall, ToolSchema,
 };
 use goat_store::{
-    CallOutcome, HistoryEntry, NewCall, RoundOk, RoundStatus, Store, StoreError, TurnStatus,
+    CallOutcome, HistoryEntry, NewCall, RoundFailure, RoundOk, Store, StoreError, TurnStatus,
 };
 
 pub use events::{TurnError, TurnEvent, TurnSummary};
@@ -219,13 +219,13 @@ impl Shepherd {
         match response {
             Ok(r) => Ok(r),
             Err(e) => {
-                let status = if matches!(e, EngineError::Cancelled) {
-                    RoundStatus::Cancelled
+                let kind = if matches!(e, EngineError::Cancelled) {
+                    RoundFailure::Cancelled
                 } else {
-                    RoundStatus::Failed
+                    RoundFailure::Engine
                 };
                 let (failure, content) = (e.to_string(), streamed);
-                self.store(move |s| s.finish_round_failed(round_id, status, &content, &failure))
+                self.store(move |s| s.finish_round_failed(round_id, kind, &content, &failure))
                     .await?;
                 Err(if matches!(e, EngineError::Cancelled) {
                     TurnError::Cancelled
@@ -289,7 +289,7 @@ impl Shepherd {
         let outcome = CallOutcome {
             status: goat_store::CallStatus::Error,
             result: "cancelled by the user before this call ran; it did not run".to_owned(),
-            error_kind: Some("cancelled".to_owned()),
+            error_kind: Some(goat_store::CallErrorKind::Cancelled),
             decision: None,
             decision_reason: None,
             duration: std::time::Duration::ZERO,
@@ -321,14 +321,7 @@ impl Shepherd {
         })
         .await
         .map_err(|e| TurnError::Internal(e.to_string()))??;
-        let outcome = CallOutcome {
-            status: routed.status,
-            result: routed.result.clone(),
-            error_kind: routed.error_kind.clone(),
-            decision: routed.decision.clone(),
-            decision_reason: routed.decision_reason.clone(),
-            duration: routed.duration,
-        };
+        let outcome = routed.clone();
         self.store(move |s| s.finish_call(row, &outcome)).await?;
         on_event(TurnEvent::CallFinished {
             tool: call.name.clone(),

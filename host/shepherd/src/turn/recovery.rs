@@ -14,7 +14,7 @@
 
 use goat_engine::Message;
 use goat_markup::Detector;
-use goat_store::{Recovery, RoundStatus};
+use goat_store::{Recovery, RoundFailure};
 
 use super::{Shepherd, TurnError, TurnEvent};
 
@@ -92,7 +92,7 @@ impl Shepherd {
                 recovery.markers.join(" ")
             );
             self.store(move |s| {
-                s.finish_round_failed(round_id, RoundStatus::Failed, &content, &failure)
+                s.finish_round_failed(round_id, RoundFailure::Markup, &content, &failure)
             })
             .await?;
             return Err(if budget.used {

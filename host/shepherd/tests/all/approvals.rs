@@ -125,12 +125,15 @@ fn once_runs_the_call_and_asks_again_next_time() {
 
     let first = router.route(&write("./notes/../a.txt", "one")).unwrap();
     assert_eq!(first.status, CallStatus::Ok, "{}", first.result);
-    assert_eq!(first.decision.as_deref(), Some("ask-allowed"));
+    assert_eq!(
+        first.decision,
+        Some(goat_store::CallDecision::AskAllowedOnce)
+    );
     assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "one");
 
     let second = router.route(&write("a.txt", "two")).unwrap();
     assert_eq!(second.status, CallStatus::Denied, "{}", second.result);
-    assert_eq!(second.decision.as_deref(), Some("ask-denied"));
+    assert_eq!(second.decision, Some(goat_store::CallDecision::AskDenied));
     assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "one");
 
     let asked = f.asked();
@@ -151,17 +154,13 @@ fn session_saves_an_exact_session_rule_that_other_sessions_do_not_get() {
     let f = Fixture::new();
     let mut router = f.router("s1", vec![Approval::Session]);
     assert_eq!(
-        router
-            .route(&write("src/a.txt", "one"))
-            .unwrap()
-            .decision
-            .as_deref(),
-        Some("ask-allowed-session")
+        router.route(&write("src/a.txt", "one")).unwrap().decision,
+        Some(goat_store::CallDecision::AskAllowedSession)
     );
     // Same tool, same path: the saved rule allows it without asking.
     let again = router.route(&write("src/a.txt", "two")).unwrap();
     assert_eq!(again.status, CallStatus::Ok, "{}", again.result);
-    assert_eq!(again.decision.as_deref(), Some("allow"));
+    assert_eq!(again.decision, Some(goat_store::CallDecision::Allow));
     // Another path is asked about again (and denied by the script).
     let other = router.route(&write("src/b.txt", "x")).unwrap();
     assert_eq!(other.status, CallStatus::Denied);
@@ -192,7 +191,10 @@ fn always_saves_a_persistent_rule_and_a_deny_rule_still_wins() {
     let f = Fixture::new();
     let mut router = f.router("s1", vec![Approval::Always]);
     let first = router.route(&write("a.txt", "one")).unwrap();
-    assert_eq!(first.decision.as_deref(), Some("ask-allowed-always"));
+    assert_eq!(
+        first.decision,
+        Some(goat_store::CallDecision::AskAllowedAlways)
+    );
     assert!(
         first
             .decision_reason
@@ -243,7 +245,10 @@ fn a_path_with_wildcard_characters_is_never_remembered() {
     assert_eq!(routed.status, CallStatus::Ok, "{}", routed.result);
     // A rule 'a*.txt' would allow every a...txt: it is not saved, and the
     // answer counts for this call only.
-    assert_eq!(routed.decision.as_deref(), Some("ask-allowed"));
+    assert_eq!(
+        routed.decision,
+        Some(goat_store::CallDecision::AskAllowedOnce)
+    );
     assert!(f.rules().is_empty(), "{:?}", f.rules());
     assert!(!f.asked()[0].can_remember);
 }

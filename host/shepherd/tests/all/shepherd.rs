@@ -182,8 +182,8 @@ async fn missing_opening_envelope_triggers_one_retry_and_the_corrected_call_runs
     let calls: Vec<_> = turns[0].rounds.iter().flat_map(|r| &r.calls).collect();
     assert_eq!(calls.len(), 1, "exactly one call ran");
     assert_eq!(
-        (calls[0].status, calls[0].decision.as_deref()),
-        (CallStatus::Ok, Some("allow"))
+        (calls[0].status, calls[0].decision),
+        (CallStatus::Ok, Some(goat_store::CallDecision::Allow))
     );
     assert_eq!(f.recovery_rows(), 1);
 }
@@ -281,8 +281,8 @@ async fn a_recovered_call_is_denied_at_the_normal_permission_gate() {
     let turns = f.turns();
     let call = &turns[0].rounds[1].calls[0];
     assert_eq!(
-        (call.status, call.decision.as_deref()),
-        (CallStatus::Denied, Some("deny"))
+        (call.status, call.decision),
+        (CallStatus::Denied, Some(goat_store::CallDecision::Deny))
     );
     assert!(
         f.request_text(2).contains("denied"),
@@ -309,8 +309,8 @@ async fn denials_and_tool_errors_do_not_trigger_recovery() {
     assert_eq!(turns[0].rounds[0].calls[0].status, CallStatus::Denied);
     assert_eq!(turns[0].rounds[1].calls[0].status, CallStatus::Error);
     assert_eq!(
-        turns[0].rounds[1].calls[0].error_kind.as_deref(),
-        Some("not-found")
+        turns[0].rounds[1].calls[0].error_kind,
+        Some(goat_store::CallErrorKind::NotFound)
     );
     assert_eq!(f.recovery_rows(), 0);
 }
@@ -442,8 +442,8 @@ async fn a_tool_timeout_does_not_trigger_recovery() {
     let turns = f.turns();
     let call = &turns[0].rounds[0].calls[0];
     assert_eq!(
-        (call.status, call.error_kind.as_deref()),
-        (CallStatus::Error, Some("timeout"))
+        (call.status, call.error_kind),
+        (CallStatus::Error, Some(goat_store::CallErrorKind::Timeout))
     );
     assert!(
         f.request_text(1).contains("longer than"),

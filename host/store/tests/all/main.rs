@@ -29,7 +29,7 @@ fn ok(result: &str) -> CallOutcome {
         status: CallStatus::Ok,
         result: result.into(),
         error_kind: None,
-        decision: Some("allow".into()),
+        decision: Some(goat_store::CallDecision::Allow),
         decision_reason: Some("reading inside the workspace".into()),
         duration: Duration::from_millis(3),
     }
@@ -228,8 +228,8 @@ fn a_turn_is_recorded_and_history_rebuilt_in_order() {
             &CallOutcome {
                 status: CallStatus::Denied,
                 result: "denied: no".into(),
-                error_kind: Some("denied".into()),
-                decision: Some("deny".into()),
+                error_kind: Some(goat_store::CallErrorKind::Denied),
+                decision: Some(goat_store::CallDecision::Deny),
                 decision_reason: Some("rule 3".into()),
                 duration: Duration::ZERO,
             },
@@ -279,8 +279,12 @@ fn a_turn_is_recorded_and_history_rebuilt_in_order() {
     assert_eq!(turns[0].status, TurnStatus::Completed);
     let c = &turns[0].rounds[0].calls;
     assert_eq!(
-        (c[0].status, c[0].decision.as_deref(), c[0].duration_ms),
-        (CallStatus::Ok, Some("allow"), Some(3))
+        (c[0].status, c[0].decision, c[0].duration_ms),
+        (
+            CallStatus::Ok,
+            Some(goat_store::CallDecision::Allow),
+            Some(3)
+        )
     );
     assert_eq!(
         (c[1].status, c[1].decision_reason.as_deref()),
@@ -363,14 +367,14 @@ fn failed_and_cancelled_rounds_are_left_out_of_history() {
     store
         .finish_round_failed(
             r1,
-            RoundStatus::Failed,
+            goat_store::RoundFailure::Engine,
             "partial",
             "the engine's stream ended early",
         )
         .unwrap();
     let r2 = store.start_round(turn).unwrap();
     store
-        .finish_round_failed(r2, RoundStatus::Cancelled, "half", "cancelled")
+        .finish_round_failed(r2, goat_store::RoundFailure::Cancelled, "half", "cancelled")
         .unwrap();
     store
         .finish_turn(turn, TurnStatus::Cancelled, Some("cancelled by the user"))
@@ -383,6 +387,17 @@ fn failed_and_cancelled_rounds_are_left_out_of_history() {
     assert_eq!(
         turns[0].rounds.iter().map(|r| r.status).collect::<Vec<_>>(),
         [RoundStatus::Failed, RoundStatus::Cancelled]
+    );
+    assert_eq!(
+        turns[0]
+            .rounds
+            .iter()
+            .map(|r| r.failure_kind)
+            .collect::<Vec<_>>(),
+        [
+            Some(goat_store::RoundFailure::Engine),
+            Some(goat_store::RoundFailure::Cancelled)
+        ]
     );
     assert_eq!(turns[0].error.as_deref(), Some("cancelled by the user"));
 }
@@ -431,7 +446,15 @@ fn a_session_resumed_after_a_crash_gives_pending_calls_an_interrupted_result() {
         (CallStatus::Ok, CallStatus::Interrupted)
     );
     assert_eq!(calls[1].result.as_deref(), Some(INTERRUPTED_RESULT));
+    assert_eq!(
+        calls[1].error_kind,
+        Some(goat_store::CallErrorKind::Interrupted)
+    );
     assert_eq!(turns[0].rounds[1].status, RoundStatus::Failed);
+    assert_eq!(
+        turns[0].rounds[1].failure_kind,
+        Some(goat_store::RoundFailure::Interrupted)
+    );
     assert_eq!(turns[0].status, TurnStatus::Failed);
     assert_eq!(store.interrupt_pending(&session).unwrap(), 0);
     assert_eq!(store.history(&session).unwrap(), before);
@@ -492,7 +515,12 @@ fn stats_count_markup_recoveries_and_double_failures_per_model_and_engine() {
         goat_store::MARKUP_FAILURE_PREFIX
     );
     store
-        .finish_round_failed(r, RoundStatus::Failed, "<function=x></tool_call>", &failure)
+        .finish_round_failed(
+            r,
+            goat_store::RoundFailure::Markup,
+            "<function=x></tool_call>",
+            &failure,
+        )
         .unwrap();
     store
         .finish_turn(t2, TurnStatus::Failed, Some("again"))
@@ -534,4 +562,80 @@ fn stats_count_markup_recoveries_and_double_failures_per_model_and_engine() {
         ),
         ("llama", 1, 1, 0, 0)
     );
+}
+
+#[test]
+fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
+    use goat_store::RoundFailure;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state/goat.db");
+    let session;
+    {
+        let mut store = open(dir.path());
+        session = store
+            .create_session(dir.path(), "http://e/v1", "qwen")
+            .unwrap();
+        let turn = store.start_turn(&session, "go").unwrap();
+        let markup = store.start_round(turn).unwrap();
+        store
+            .record_recovery(
+                markup,
+                "<tool_call>",
+                &Recovery {
+                    tool: "read_file".into(),
+                    markers: vec!["<tool_call>".into()],
+                    span: None,
+                },
+            )
+            .unwrap();
+        let engine = store.start_round(turn).unwrap();
+        store
+            .finish_round_failed(engine, RoundFailure::Engine, "", "connection reset")
+            .unwrap();
+        let cancelled = store.start_round(turn).unwrap();
+        store
+            .finish_round_failed(cancelled, RoundFailure::Cancelled, "", "cancelled")
+            .unwrap();
+        let ok = store.start_round(turn).unwrap();
+        store.finish_round_ok(ok, &RoundOk::default()).unwrap();
+        // GOAT stops while a round streams.
+        store.start_round(turn).unwrap();
+    }
+    store_at_version_1(&db);
+    let mut store = open(dir.path());
+    store.interrupt_pending(&session).unwrap();
+    let kinds: Vec<_> = store.turns(&session).unwrap()[0]
+        .rounds
+        .iter()
+        .map(|r| r.failure_kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            Some(RoundFailure::Markup),
+            Some(RoundFailure::Engine),
+            Some(RoundFailure::Cancelled),
+            None,
+            Some(RoundFailure::Interrupted),
+        ]
+    );
+    assert_eq!(store.stats().unwrap()[0].markup_responses, 1);
+
+    // A store left by a GOAT of schema 1 with a round it had marked
+    // interrupted is classified by that text too.
+    drop(store);
+    store_at_version_1(&db);
+    let store = open(dir.path());
+    assert_eq!(
+        store.turns(&session).unwrap()[0].rounds[4].failure_kind,
+        Some(RoundFailure::Interrupted)
+    );
+}
+
+/// Takes a store back to schema version 1, as GOAT left it before rounds
+/// had a `failure_kind`.
+fn store_at_version_1(db: &Path) {
+    let conn = Connection::open(db).unwrap();
+    conn.execute_batch("ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;")
+        .unwrap();
 }
