@@ -26,15 +26,10 @@ pub enum CatalogError {
         /// Which name it would take, and from whom.
         why: String,
     },
-    /// The plugin registry cannot be opened, read or written.
-    #[error("the plugin registry {}: {source}", path.display())]
-    Registry {
-        /// The registry file.
-        path: PathBuf,
-        /// What SQLite said.
-        #[source]
-        source: rusqlite::Error,
-    },
+    /// The plugin registry cannot be opened, read or written; the error
+    /// names the file and what to do.
+    #[error(transparent)]
+    Registry(#[from] goat_state::sqlite::DbError),
     /// The exposed name is not a usable tool name.
     #[error(
         "the exposed name '{exposed}' is not a usable tool name (at most 64 bytes); choose a \
@@ -46,19 +41,6 @@ pub enum CatalogError {
         /// Why the sandbox refused it.
         #[source]
         source: goat_sandbox::SandboxError,
-    },
-    /// The registry was written by another version of GOAT.
-    #[error(
-        "the plugin registry {} has schema version {found}; this GOAT reads version {known}",
-        path.display()
-    )]
-    RegistryVersion {
-        /// The registry file.
-        path: PathBuf,
-        /// The version the file has.
-        found: i64,
-        /// The version this GOAT reads.
-        known: i64,
     },
     /// A file of the catalog cannot be read or written.
     #[error("{what} {}: {source}", path.display())]

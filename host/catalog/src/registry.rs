@@ -1,12 +1,14 @@
 //! The plugin registry: approvals in SQLite, approved bytes beside it.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use goat_sandbox::{MAX_PLUGIN_BYTES, Sandbox, Tool};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use goat_state::fs::write_private_atomic;
+use goat_state::sqlite::{self, DbError, DbSpec, Journal, Migration};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::error::CatalogError;
@@ -15,12 +17,39 @@ use crate::naming::{ExposedName, PluginName, builtin_names, check_clash};
 /// The registry's file name inside the plugin directory.
 pub const REGISTRY_FILE: &str = "plugins.db";
 
-/// The registry schema this GOAT reads and writes.
-const REGISTRY_VERSION: i64 = 1;
-
 /// How long to wait for another GOAT adding or removing a plugin: long
 /// enough for one insert, short enough that a stuck lock is reported.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The registry's schema. Append only: a shipped migration is never edited.
+const MIGRATIONS: &[Migration] = &[
+    // 1: one row per approved plugin.
+    Migration::sql(
+        "CREATE TABLE plugins (
+             name TEXT PRIMARY KEY NOT NULL,
+             tool TEXT NOT NULL UNIQUE,
+             declared_name TEXT NOT NULL,
+             description TEXT NOT NULL,
+             sha256 TEXT NOT NULL,
+             access TEXT NOT NULL,
+             imports TEXT NOT NULL,
+             added_at INTEGER NOT NULL
+         );",
+    ),
+];
+
+/// The registry, for `goat_state::sqlite::open`, which checks it is a GOAT
+/// plugin registry and migrates it. Registries made before databases
+/// carried an application id (schema version 1, a `plugins` table) are
+/// adopted.
+const SPEC: DbSpec = DbSpec {
+    name: "plugin registry",
+    application_id: sqlite::ids::PLUGIN_REGISTRY,
+    migrations: MIGRATIONS,
+    busy_timeout: BUSY_TIMEOUT,
+    journal: Journal::Rollback,
+    legacy: Some(|conn| sqlite::has_tables(conn, &["plugins"])),
+};
 
 /// One approved plugin, as the registry keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -115,26 +144,6 @@ pub fn read_capped(path: &Path) -> Result<Vec<u8>, CatalogError> {
     Ok(bytes)
 }
 
-/// Writes `bytes` to `path` (mode 0600) through a temporary file and a
-/// rename, so a reader never sees half a plugin.
-fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = dir.join(format!(".tmp-{}.wasm", std::process::id()));
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
-}
-
 /// A component checked as a plugin and ready to be approved: it loads in
 /// the sandbox as a plugin, its exposed name fits, and it clashes with no
 /// built-in and no plugin approved when it was checked.
@@ -187,7 +196,7 @@ pub fn approve(
     added_at: i64,
 ) -> Result<PathBuf, CatalogError> {
     let stored = stored_file(dir, candidate.tool.sha256());
-    write_private(dir, &stored, wasm).map_err(CatalogError::io("writing", &stored))?;
+    write_private_atomic(&stored, wasm).map_err(CatalogError::io("writing", &stored))?;
     let tool = &candidate.tool;
     let approval = Approval {
         name: candidate.name.to_string(),
@@ -219,86 +228,26 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Opens the registry in `dir` if there is one. Never creates anything.
+    /// Opens the registry in `dir` if there is one. Never creates one.
     pub fn open_existing(dir: &Path) -> Result<Option<Self>, CatalogError> {
         let path = dir.join(REGISTRY_FILE);
-        if !path.exists() {
+        if fs::symlink_metadata(&path).is_err() {
             return Ok(None);
         }
-        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(
-            |source| CatalogError::Registry {
-                path: path.clone(),
-                source,
-            },
-        )?;
-        let registry = Self { conn, path };
-        // Another `goat plugins add` may be writing: wait, rather than
-        // leave every plugin out of this run.
-        registry
-            .conn
-            .busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| registry.err(e))?;
-        registry.check_version()?;
-        Ok(Some(registry))
+        Self::create(dir).map(Some)
     }
 
     /// Opens the registry in `dir`, creating it (and its table) if needed.
+    /// Another `goat plugins add` may be writing: it waits for it, rather
+    /// than leave every plugin out of this run.
     pub fn create(dir: &Path) -> Result<Self, CatalogError> {
         let path = dir.join(REGISTRY_FILE);
-        let conn = Connection::open(&path).map_err(|source| CatalogError::Registry {
-            path: path.clone(),
-            source,
-        })?;
-        let mut registry = Self { conn, path };
-        registry.create_schema().map_err(|e| registry.err(e))?;
-        registry.check_version()?;
-        Ok(registry)
-    }
-
-    fn create_schema(&mut self) -> rusqlite::Result<()> {
-        self.conn.busy_timeout(BUSY_TIMEOUT)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == 0 {
-            tx.execute_batch(
-                "CREATE TABLE plugins (
-                     name TEXT PRIMARY KEY NOT NULL,
-                     tool TEXT NOT NULL UNIQUE,
-                     declared_name TEXT NOT NULL,
-                     description TEXT NOT NULL,
-                     sha256 TEXT NOT NULL,
-                     access TEXT NOT NULL,
-                     imports TEXT NOT NULL,
-                     added_at INTEGER NOT NULL
-                 );",
-            )?;
-            tx.pragma_update(None, "user_version", REGISTRY_VERSION)?;
-        }
-        tx.commit()
+        let conn = sqlite::open(&path, &SPEC)?;
+        Ok(Self { conn, path })
     }
 
     fn err(&self, source: rusqlite::Error) -> CatalogError {
-        CatalogError::Registry {
-            path: self.path.clone(),
-            source,
-        }
-    }
-
-    fn check_version(&self) -> Result<(), CatalogError> {
-        let found: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        if found != REGISTRY_VERSION {
-            return Err(CatalogError::RegistryVersion {
-                path: self.path.clone(),
-                found,
-                known: REGISTRY_VERSION,
-            });
-        }
-        Ok(())
+        sql_error(&self.path)(source)
     }
 
     /// Every approval, by plugin name.
@@ -331,27 +280,21 @@ impl Registry {
     /// Records `approval` in one transaction, checking for clashes again
     /// inside it.
     pub fn insert(&mut self, approval: &Approval, builtins: &[&str]) -> Result<(), CatalogError> {
+        let sql = sql_error(&self.path);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|source| CatalogError::Registry {
-                path: self.path.clone(),
-                source,
-            })?;
-        let sql = |source| CatalogError::Registry {
-            path: self.path.clone(),
-            source,
-        };
+            .map_err(&sql)?;
         let existing = {
             let mut stmt = tx
                 .prepare(
                     "SELECT name, tool, declared_name, description, sha256, access, imports, \
                      added_at FROM plugins WHERE name = ?1 OR tool = ?2",
                 )
-                .map_err(sql)?;
+                .map_err(&sql)?;
             stmt.query_map(params![approval.name, approval.tool], row_to_approval)
                 .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
-                .map_err(sql)?
+                .map_err(&sql)?
         };
         check_clash(&approval.name, &approval.tool, builtins, &existing)?;
         let imports = serde_json::to_string(&approval.imports)
@@ -371,22 +314,17 @@ impl Registry {
                 approval.added_at
             ],
         )
-        .map_err(sql)?;
-        tx.commit().map_err(sql)
+        .map_err(&sql)?;
+        tx.commit().map_err(&sql)
     }
 
     /// Deletes `name`'s approval, returning it.
     pub fn remove(&mut self, name: &str) -> Result<Option<Approval>, CatalogError> {
-        let path = self.path.clone();
-        let sql = |source| CatalogError::Registry {
-            path: path.clone(),
-            source,
-        };
-        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let sql = sql_error(&self.path);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql)?;
+            .map_err(&sql)?;
         let approval = tx
             .query_row(
                 "SELECT name, tool, declared_name, description, sha256, access, imports, added_at
@@ -395,12 +333,12 @@ impl Registry {
                 row_to_approval,
             )
             .optional()
-            .map_err(sql)?;
+            .map_err(&sql)?;
         if approval.is_some() {
             tx.execute("DELETE FROM plugins WHERE name = ?1", [name])
-                .map_err(sql)?;
+                .map_err(&sql)?;
         }
-        tx.commit().map_err(sql)?;
+        tx.commit().map_err(&sql)?;
         Ok(approval)
     }
 
@@ -417,6 +355,11 @@ impl Registry {
             .map_err(|e| self.err(e))?
             .is_some())
     }
+}
+
+/// How a SQLite failure on the registry at `path` is reported.
+fn sql_error(path: &Path) -> impl Fn(rusqlite::Error) -> CatalogError + '_ {
+    move |e| CatalogError::Registry(DbError::from_sqlite(SPEC.name, path, BUSY_TIMEOUT, &e))
 }
 
 fn row_to_approval(row: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
@@ -458,5 +401,73 @@ mod tests {
         assert_eq!(again.remove("wc").unwrap(), Some(a));
         assert!(!again.references("00").unwrap());
         assert_eq!(again.remove("wc").unwrap(), None);
+    }
+
+    fn application_id(dir: &Path) -> i32 {
+        Connection::open(dir.join(REGISTRY_FILE))
+            .unwrap()
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_registry_made_before_application_ids_is_adopted_with_its_plugins() {
+        let dir = tempfile::tempdir().unwrap();
+        Registry::create(dir.path())
+            .unwrap()
+            .insert(&approval("wc", "wc__count"), &[])
+            .unwrap();
+        assert_eq!(application_id(dir.path()), sqlite::ids::PLUGIN_REGISTRY);
+        // As every earlier GOAT left it: schema version 1, no id.
+        Connection::open(dir.path().join(REGISTRY_FILE))
+            .unwrap()
+            .pragma_update(None, "application_id", 0)
+            .unwrap();
+        let again = Registry::open_existing(dir.path()).unwrap().unwrap();
+        assert_eq!(again.all().unwrap(), vec![approval("wc", "wc__count")]);
+        assert_eq!(application_id(dir.path()), sqlite::ids::PLUGIN_REGISTRY);
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(REGISTRY_FILE);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        let before = fs::read(&path).unwrap();
+        for result in [
+            Registry::open_existing(dir.path()).map(|_| ()),
+            Registry::create(dir.path()).map(|_| ()),
+        ] {
+            let err = result.err().unwrap();
+            assert!(
+                matches!(err, CatalogError::Registry(DbError::Foreign { .. })),
+                "{err}"
+            );
+        }
+        assert_eq!(fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn a_registry_from_a_newer_goat_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Registry::create(dir.path()).unwrap());
+        Connection::open(dir.path().join(REGISTRY_FILE))
+            .unwrap()
+            .pragma_update(None, "user_version", 2)
+            .unwrap();
+        let err = Registry::open_existing(dir.path()).err().unwrap();
+        assert!(
+            matches!(
+                err,
+                CatalogError::Registry(DbError::NewerSchema { found: 2, .. })
+            ),
+            "{err}"
+        );
     }
 }

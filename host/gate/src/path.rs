@@ -169,10 +169,16 @@ impl fmt::Display for Pattern {
 ///
 /// # Security
 ///
-/// Paths come from the model. Control characters are escaped so a path
-/// cannot forge lines or terminal escape sequences in an approval prompt.
+/// Paths come from the model. Anything Rust would not print as itself
+/// (control characters, bidirectional overrides, quotes) turns the quoting
+/// into an escaped string literal, so the message is unambiguous. This is
+/// not the terminal's protection: the CLI escapes every message again, with
+/// its one escaper, before it prints it.
 pub(crate) fn quoted(text: &str) -> String {
-    if text.chars().any(|c| c.is_control() || c == '\'') {
+    if text
+        .chars()
+        .any(|c| c == '\'' || c.escape_debug().len() > 1)
+    {
         format!("{text:?}")
     } else {
         format!("'{text}'")
@@ -260,6 +266,7 @@ mod tests {
         assert_eq!(quoted("src/main.rs"), "'src/main.rs'");
         assert_eq!(quoted("a\nAllow? y"), "\"a\\nAllow? y\"");
         assert_eq!(quoted("a\u{1b}[2Jb"), "\"a\\u{1b}[2Jb\"");
+        assert_eq!(quoted("a\u{202e}b"), "\"a\\u{202e}b\"");
         assert_eq!(quoted("it's"), "\"it's\"");
     }
 }
