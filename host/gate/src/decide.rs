@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use goat_workpath::{PathProblem, WorkspacePath, resolve};
 
+use crate::boundary::{self, Boundary};
 use crate::db::{DEFAULT_BUSY_TIMEOUT, PermissionDb};
 use crate::path::{Pattern, explain, quoted};
 #[cfg(test)]
@@ -150,6 +151,12 @@ pub enum Denial {
         /// Why its pattern does not compile.
         why: String,
     },
+    /// The call writes in a protected directory
+    /// ([`crate::PROTECTED_NAMES`]) and no allow rule names it.
+    Protected {
+        /// The resolved path.
+        path: String,
+    },
     /// The write needs approval and no one is at a terminal.
     NeedsApproval {
         /// The resolved path; `None` for a call naming no path.
@@ -196,7 +203,10 @@ impl Evaluation {
                 vec![rule]
             }
             Decision::Deny(
-                Denial::Path { .. } | Denial::NeedsApproval { .. } | Denial::Unavailable { .. },
+                Denial::Path { .. }
+                | Denial::Protected { .. }
+                | Denial::NeedsApproval { .. }
+                | Denial::Unavailable { .. },
             )
             | Decision::Ask { .. } => Vec::new(),
         }
@@ -259,6 +269,13 @@ impl Evaluation {
                  denied until it is revoked",
                 rule.id,
                 quoted(&rule.pattern)
+            ),
+            Denial::Protected { path } => format!(
+                "denied: {} is refused: it is version-control metadata, which no tool may \
+                 change (whatever --allow-writes says) unless a rule names it: \
+                 `goat permissions allow {tool} {} --write`",
+                self.subject(Some(path)),
+                quoted(path)
             ),
             Denial::NeedsApproval { path } => format!(
                 "denied: {} needs approval and no one is at a terminal to give it; the user \
@@ -348,6 +365,53 @@ pub fn decide(db_path: &Path, request: &GateRequest<'_>) -> Evaluation {
     decide_with_timeout(db_path, DEFAULT_BUSY_TIMEOUT, request)
 }
 
+/// [`decide`], and the [`Boundary`] the sandbox holds the call to, both
+/// from one reading of the rules. The boundary is `None` when the call is
+/// denied.
+pub fn decide_with_boundary(
+    db_path: &Path,
+    request: &GateRequest<'_>,
+) -> (Evaluation, Option<Boundary>) {
+    match PermissionDb::open_with_timeout(db_path, DEFAULT_BUSY_TIMEOUT).and_then(|db| db.list()) {
+        Ok(rules) => {
+            let evaluation = decide_with_rules(&rules, request);
+            let boundary = if evaluation.is_deny() {
+                None
+            } else {
+                match Boundary::compile(&rules, request) {
+                    Ok(boundary) => Some(boundary),
+                    Err(refusal) => {
+                        return (
+                            Evaluation {
+                                tool: request.tool.to_owned(),
+                                access: request.access,
+                                decision: Decision::Deny(Denial::Unavailable {
+                                    error: refusal.0,
+                                    retryable: false,
+                                }),
+                            },
+                            None,
+                        );
+                    }
+                }
+            };
+            (evaluation, boundary)
+        }
+        Err(err) => (unavailable(request, &err), None),
+    }
+}
+
+fn unavailable(request: &GateRequest<'_>, err: &crate::GateError) -> Evaluation {
+    Evaluation {
+        tool: request.tool.to_owned(),
+        access: request.access,
+        decision: Decision::Deny(Denial::Unavailable {
+            error: err.to_string(),
+            retryable: err.is_retryable(),
+        }),
+    }
+}
+
 /// [`decide`], waiting up to `busy_timeout` for a lock.
 pub fn decide_with_timeout(
     db_path: &Path,
@@ -356,14 +420,7 @@ pub fn decide_with_timeout(
 ) -> Evaluation {
     match PermissionDb::open_with_timeout(db_path, busy_timeout).and_then(|db| db.list()) {
         Ok(rules) => decide_with_rules(&rules, request),
-        Err(err) => Evaluation {
-            tool: request.tool.to_owned(),
-            access: request.access,
-            decision: Decision::Deny(Denial::Unavailable {
-                error: err.to_string(),
-                retryable: err.is_retryable(),
-            }),
-        },
+        Err(err) => unavailable(request, &err),
     }
 }
 
@@ -431,6 +488,18 @@ fn decision(rules: &[Rule], request: &GateRequest<'_>) -> Decision {
             return Decision::Deny(Denial::Rule {
                 path: shown,
                 rule: rule.clone(),
+            });
+        }
+        // Version-control metadata: no default, flag or wildcard lets a
+        // tool write there; only an allow rule naming it does.
+        if request.access == Access::Write
+            && named
+            && boundary::is_protected(path.as_str())
+            && Boundary::compile(rules, request)
+                .map_or(true, |b| b.writable(path.as_str()).is_err())
+        {
+            return Decision::Deny(Denial::Protected {
+                path: path.as_str().to_owned(),
             });
         }
         let by = if let Some(rule) = matching(Effect::Allow) {

@@ -75,16 +75,19 @@
 //!   normalisation); on a case-insensitive filesystem `SRC/x` and `src/x`
 //!   are one file but two paths to the gate.
 
+mod boundary;
 mod db;
 mod decide;
 mod error;
 mod path;
 mod rule;
 
+pub use boundary::{Boundary, PROTECTED_NAMES, Refusal, is_protected};
 pub use db::{DEFAULT_BUSY_TIMEOUT, PermissionDb, SCHEMA_VERSION};
 pub use decide::{
     Decision, Denial, Evaluation, GateRequest, Grant, GrantedBy, Interactive, WritePolicy,
-    canonical_path, decide, decide_with_rules, decide_with_timeout, exact_pattern, now,
+    canonical_path, decide, decide_with_boundary, decide_with_rules, decide_with_timeout,
+    exact_pattern, now,
 };
 pub use error::GateError;
 pub use goat_workpath::PathProblem;
