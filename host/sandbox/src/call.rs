@@ -6,15 +6,18 @@
 //! table are built here and dropped when the call returns.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use wasmtime::Store;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::exports::goat::tool::tool as wit;
+use crate::fence::{Fence, PathPolicy};
 use crate::limiter::Limiter;
 use crate::linker::FrozenClock;
 use crate::output::CappedOutput;
+use crate::policy_fs::PolicyFs;
 use crate::{Access, Sandbox, SandboxError, Tool, ToolError, ToolFailure, ToolKind};
 
 /// Per-call host state.
@@ -22,6 +25,21 @@ pub(crate) struct Host {
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
+    pub(crate) fence: Fence,
+}
+
+impl Host {
+    /// The filesystem as the tool gets it: wasmtime-wasi's, behind the
+    /// call's fence.
+    pub(crate) fn policy_fs(&mut self) -> PolicyFs<'_> {
+        PolicyFs {
+            inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            fence: &mut self.fence,
+        }
+    }
 }
 
 impl WasiView for Host {
@@ -39,10 +57,21 @@ impl WasiView for Host {
 ///
 /// `root` and `access` come from the host, never from the model. The tool
 /// gets the lesser of `access` and the access its spec declares.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Pen {
     root: PathBuf,
     access: Access,
+    policy: Option<Arc<dyn PathPolicy>>,
+}
+
+impl std::fmt::Debug for Pen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pen")
+            .field("root", &self.root)
+            .field("access", &self.access)
+            .field("policy", &self.policy.is_some())
+            .finish()
+    }
 }
 
 impl Pen {
@@ -59,7 +88,19 @@ impl Pen {
                 reason: "not a directory".to_owned(),
             });
         }
-        Ok(Self { root, access })
+        Ok(Self {
+            root,
+            access,
+            policy: None,
+        })
+    }
+
+    /// The same Pen, with `policy` deciding what the tool may see and
+    /// change on every file it reaches.
+    #[must_use]
+    pub fn with_policy(mut self, policy: Arc<dyn PathPolicy>) -> Self {
+        self.policy = Some(policy);
+        self
     }
 
     /// The canonical workspace root.
@@ -109,13 +150,14 @@ impl Sandbox {
         }
         let granted = tool.spec.access.min(pen.access);
         let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)), tool.kind)?;
+        store.data_mut().fence = Fence::new(Some(&pen.root), pen.policy.clone());
 
         let outcome = tool
             .pre
             .instantiate(&mut store)
             .and_then(|instance| instance.goat_tool_tool().call_invoke(&mut store, arguments));
         let limits = &self.limits;
-        Ok(match outcome {
+        let result = match outcome {
             Ok(Ok(text)) if text.len() > limits.result_bytes => Err(ToolFailure::OutputExceeded {
                 stream: "result",
                 limit_bytes: limits.result_bytes,
@@ -123,6 +165,19 @@ impl Sandbox {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => Err(ToolFailure::Tool(tool_error(e))),
             Err(e) => Err(self.classify(&e, &store, &stdout, &stderr)),
+        };
+        // Staged whole-file writes take effect only when the call succeeded;
+        // otherwise every target is left as it was.
+        let fence = &mut store.data_mut().fence;
+        Ok(match result {
+            Ok(text) => match fence.commit() {
+                Ok(()) => Ok(text),
+                Err(why) => Err(ToolFailure::Tool(ToolError::Io(why))),
+            },
+            Err(failure) => {
+                fence.discard();
+                Err(with_notes(failure, fence.notes()))
+            }
         })
     }
 
@@ -165,6 +220,7 @@ impl Sandbox {
             wasi: wasi.build(),
             table,
             limiter: Limiter::new(limits.clone()),
+            fence: Fence::new(None, None),
         };
         let mut store = Store::new(&self.engine, host);
         store.limiter(|h| &mut h.limiter);
@@ -184,5 +240,26 @@ fn tool_error(e: wit::ToolError) -> ToolError {
         wit::ToolError::PermissionDenied(m) => ToolError::PermissionDenied(m),
         wit::ToolError::TooLarge(m) => ToolError::TooLarge(m),
         wit::ToolError::Io(m) => ToolError::Io(m),
+    }
+}
+
+/// A tool's failure with what the fence refused during the call appended,
+/// so the model learns why (which rule, which protection) and not only that
+/// permission was denied.
+fn with_notes(failure: ToolFailure, notes: &[String]) -> ToolFailure {
+    if notes.is_empty() {
+        return failure;
+    }
+    let why = format!(" (GOAT: {})", notes.join("; "));
+    match failure {
+        ToolFailure::Tool(e) => ToolFailure::Tool(match e {
+            ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m + &why),
+            ToolError::NotFound(m) => ToolError::NotFound(m + &why),
+            ToolError::Conflict(m) => ToolError::Conflict(m + &why),
+            ToolError::PermissionDenied(m) => ToolError::PermissionDenied(m + &why),
+            ToolError::TooLarge(m) => ToolError::TooLarge(m + &why),
+            ToolError::Io(m) => ToolError::Io(m + &why),
+        }),
+        other => other,
     }
 }

@@ -16,8 +16,16 @@
 //! importing anything else is refused when it is loaded, before it can run.
 //! Plugins (third-party tools the person added, [`Sandbox::load_plugin`])
 //! get a narrower linker still, [`PLUGIN_IMPORTS`]: no stdio, and a wall
-//! clock frozen at the epoch. This crate knows nothing of models or
-//! permissions: the caller decides what access a call gets.
+//! clock frozen at the epoch.
+//!
+//! Inside the preopen, every path-taking filesystem operation goes through
+//! the call's fence (`fence`, `policy_fs`): it is decided on the file the
+//! operation reaches, by a [`PathPolicy`] the caller supplies with the
+//! [`Pen`]; only regular files and directories are opened; a file with
+//! more than one link is never written; and whole-file writes replace their
+//! target only when the call succeeds. This crate knows nothing of models
+//! or permission rules: the caller decides what access a call gets and
+//! what its policy says.
 
 mod bindings;
 pub mod builtin;
@@ -26,17 +34,20 @@ mod call;
 mod classify;
 mod engine;
 mod error;
+mod fence;
 mod header;
 mod limiter;
 mod limits;
 mod linker;
 mod load;
 mod output;
+mod policy_fs;
 mod spec;
 
 pub use call::{CallResult, Pen};
 pub use engine::{Sandbox, SandboxBuilder};
 pub use error::{SandboxError, ToolError, ToolFailure};
+pub use fence::{MAX_WRITE_LINKS, PathPolicy};
 pub use limits::*;
 pub use linker::{ALLOWED_IMPORTS, PLUGIN_IMPORTS, ToolKind};
 pub use load::{MAX_PLUGIN_BYTES, Tool, sha256_hex};

@@ -14,6 +14,7 @@ use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 
 use crate::call::Host;
+use crate::policy_fs::PolicyFilesystem;
 
 /// The interfaces a tool may import, without their `@0.2.x` version. The
 /// linker defines only these.
@@ -77,7 +78,8 @@ pub(crate) fn restricted_linker(engine: &Engine, kind: ToolKind) -> wasmtime::Re
     sync::io::poll::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
     sync::io::streams::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
     clocks::wall_clock::add_to_linker::<Host, WasiClocks>(&mut l, Host::clocks)?;
-    sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
+    // Every path-taking filesystem operation goes through the call's fence.
+    sync::filesystem::types::add_to_linker::<Host, PolicyFilesystem>(&mut l, Host::policy_fs)?;
     filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     match kind {
         ToolKind::Builtin => {

@@ -1,0 +1,367 @@
+//! The fence: what one call may see and change inside the Pen, decided on
+//! the file each filesystem operation actually reaches.
+//!
+//! wasmtime-wasi keeps a tool inside the preopen; the fence keeps it inside
+//! the policy. Every path-taking operation the guest makes is resolved by
+//! the kernel (`openat2` with `RESOLVE_BENEATH`, so `..`, absolute paths and
+//! symlinks leading out fail as they do under cap-std), and the file it
+//! reaches is named by its descriptor (`/proc/self/fd`), not by the text the
+//! tool passed. That name is what the [`PathPolicy`] is asked about, so no
+//! symlink, walk or hard-coded path in a plugin gets around a rule.
+//!
+//! The fence also carries the rules that hold whatever the policy says:
+//! only regular files and directories are opened (a FIFO swapped in cannot
+//! block the call), a file with more than one hard link is never written,
+//! and a whole-file write goes to a temporary file beside its target that
+//! replaces it only when the call succeeds ([`Fence::commit`]), keeping its
+//! permissions, so a failed, killed or timed-out write leaves the file as it
+//! was.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{self as rfs, Mode, OFlags, ResolveFlags};
+
+/// What one call's tool may see and change, asked about workspace paths as
+/// resolved on disk: relative to the workspace root, `/` between
+/// components, `.` for the root itself. Implemented by the host's
+/// permission gate; this crate knows nothing of rules.
+pub trait PathPolicy: Send + Sync {
+    /// Whether the tool may see `path` at all. A path it may not see does
+    /// not exist for it: not listed, not found, not opened.
+    fn visible(&self, path: &str) -> bool;
+
+    /// Whether the tool may create, change, rename or remove `path`; if
+    /// not, why, in words for the model.
+    fn writable(&self, path: &str) -> Result<(), String>;
+
+    /// Whether the policy could apply to anything strictly below the
+    /// directory `dir`; such a directory is never renamed, since that would
+    /// move what the policy protects under names it does not cover.
+    fn governs_below(&self, dir: &str) -> bool;
+
+    /// Whether any path at all could be invisible; when not, reads skip
+    /// the visibility checks.
+    fn hides_anything(&self) -> bool;
+}
+
+/// The most hard links a file written by a tool may have: one, its own
+/// name. Writing a file with another name elsewhere (perhaps outside the
+/// workspace) would change that file too.
+pub const MAX_WRITE_LINKS: u64 = 1;
+
+/// How resolution is confined: never above the directory it starts from,
+/// and never through `/proc` magic links.
+const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
+
+/// A whole-file write waiting for the call to succeed.
+struct Staged {
+    /// The directory holding the target and the temporary file.
+    dir: OwnedFd,
+    /// The temporary file's name in `dir`.
+    temp: String,
+    /// The target's name in `dir`.
+    target: String,
+    /// The target as the model sees it, for messages.
+    shown: String,
+    /// The temporary file, to sync before it replaces the target.
+    file: File,
+    /// Fail rather than replace a file created meanwhile.
+    exclusive: bool,
+}
+
+/// One call's fence: the workspace root, the policy, the writes staged, and
+/// what was refused (for the message the model gets).
+pub(crate) struct Fence {
+    root: PathBuf,
+    root_fd: Option<OwnedFd>,
+    policy: Option<Arc<dyn PathPolicy>>,
+    staged: Vec<Staged>,
+    notes: Vec<String>,
+    streams: Vec<(u32, String)>,
+}
+
+/// What a path-taking operation reached.
+pub(crate) struct Reached {
+    /// An `O_PATH` descriptor of it.
+    pub(crate) fd: OwnedFd,
+    /// Its type and link count.
+    pub(crate) stat: rfs::Stat,
+    /// Its workspace path.
+    pub(crate) path: String,
+}
+
+impl Fence {
+    /// A fence for a call that sees the workspace at `root` (canonical).
+    pub(crate) fn new(root: Option<&Path>, policy: Option<Arc<dyn PathPolicy>>) -> Self {
+        let root_fd = root.and_then(|root| {
+            rfs::open(
+                root,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()
+        });
+        Self {
+            root: root.map(Path::to_path_buf).unwrap_or_default(),
+            root_fd,
+            policy,
+            staged: Vec::new(),
+            notes: Vec::new(),
+            streams: Vec::new(),
+        }
+    }
+
+    /// Why operations were refused during the call, for the model.
+    pub(crate) fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Records a refusal and returns the error code the guest gets.
+    pub(crate) fn refuse(&mut self, note: String) -> io::Error {
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
+        io::Error::from(rustix::io::Errno::PERM)
+    }
+
+    /// Whether reads need visibility checks at all.
+    pub(crate) fn hides_anything(&self) -> bool {
+        self.policy.as_ref().is_some_and(|p| p.hides_anything())
+    }
+
+    /// Whether the tool may see `path`.
+    pub(crate) fn visible(&self, path: &str) -> bool {
+        self.policy.as_ref().is_none_or(|p| p.visible(path))
+    }
+
+    /// Whether the tool may write `path`, recording why not.
+    pub(crate) fn check_writable(&mut self, path: &str) -> io::Result<()> {
+        match self.policy.as_ref().map(|p| p.writable(path)) {
+            Some(Err(why)) => Err(self.refuse(why)),
+            Some(Ok(())) | None => Ok(()),
+        }
+    }
+
+    /// Whether renaming the directory at `path` could move what the policy
+    /// protects.
+    pub(crate) fn governs_below(&self, path: &str) -> bool {
+        self.policy.as_ref().is_some_and(|p| p.governs_below(path))
+    }
+
+    /// Remembers the directory a readdir stream lists.
+    pub(crate) fn track_stream(&mut self, rep: u32, dir: String) {
+        self.streams.push((rep, dir));
+    }
+
+    /// The directory a readdir stream lists, if it is tracked.
+    pub(crate) fn stream_dir(&self, rep: u32) -> Option<&str> {
+        self.streams
+            .iter()
+            .find(|(r, _)| *r == rep)
+            .map(|(_, d)| d.as_str())
+    }
+
+    /// Forgets a readdir stream.
+    pub(crate) fn forget_stream(&mut self, rep: u32) {
+        self.streams.retain(|(r, _)| *r != rep);
+    }
+
+    /// The workspace path of the file `fd` refers to, from the kernel's own
+    /// record of it. Fails for anything outside the workspace.
+    pub(crate) fn workspace_path(&self, fd: impl AsFd) -> io::Result<String> {
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))?;
+        let rel = link.strip_prefix(&self.root).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the file is outside the workspace",
+            )
+        })?;
+        if rel.as_os_str().is_empty() {
+            return Ok(".".to_owned());
+        }
+        Ok(rel.to_string_lossy().into_owned())
+    }
+
+    /// Resolves `path` from the directory `dir` as an operation would
+    /// (following a final symlink only if `follow`), confined beneath `dir`,
+    /// without opening the file itself for reading or writing.
+    pub(crate) fn reach(&self, dir: impl AsFd, path: &str, follow: bool) -> io::Result<Reached> {
+        let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let fd = rfs::openat2(dir, nonempty(path), flags, Mode::empty(), BENEATH)?;
+        let stat = rfs::fstat(&fd)?;
+        let path = self.workspace_path(&fd)?;
+        Ok(Reached { fd, stat, path })
+    }
+
+    /// Resolves the directory that holds `path`'s last component, and that
+    /// component: what creating, removing or renaming `path` acts on.
+    pub(crate) fn reach_parent<'p>(
+        &self,
+        dir: impl AsFd,
+        path: &'p str,
+    ) -> io::Result<(Reached, &'p str, String)> {
+        let trimmed = path.trim_end_matches('/');
+        let (parent, name) = match trimmed.rsplit_once('/') {
+            Some((parent, name)) => (parent, name),
+            None => (".", trimmed),
+        };
+        if path.starts_with('/') {
+            return Err(io::Error::from(rustix::io::Errno::PERM));
+        }
+        if name.is_empty() || name == "." || name == ".." {
+            return Err(io::Error::from(rustix::io::Errno::INVAL));
+        }
+        let parent = self.reach(dir, nonempty(parent), true)?;
+        if rfs::FileType::from_raw_mode(parent.stat.st_mode) != rfs::FileType::Directory {
+            return Err(io::Error::from(rustix::io::Errno::NOTDIR));
+        }
+        let full = if parent.path == "." {
+            name.to_owned()
+        } else {
+            format!("{}/{name}", parent.path)
+        };
+        Ok((parent, name, full))
+    }
+
+    /// Opens the file `reached` refers to, for the access `flags` asks, as
+    /// the very file that was checked (through its descriptor, never by
+    /// name again).
+    pub(crate) fn reopen(reached: &Reached, flags: OFlags) -> io::Result<File> {
+        let fd = rfs::open(
+            format!("/proc/self/fd/{}", reached.fd.as_raw_fd()),
+            flags | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// Starts a whole-file write of `target` in the directory `dir` (its
+    /// workspace path `dir_path`): a new temporary file beside it, with
+    /// `mode`, that replaces the target when the call succeeds.
+    pub(crate) fn stage(
+        &mut self,
+        dir: &Reached,
+        target: &str,
+        shown: String,
+        mode: Option<u32>,
+        exclusive: bool,
+    ) -> io::Result<File> {
+        let dir = self.directory(dir)?;
+        let temp = temp_name();
+        let fd = rfs::openat2(
+            &dir,
+            temp.as_str(),
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode.unwrap_or(0o666)),
+            BENEATH,
+        )?;
+        if let Some(mode) = mode {
+            // The umask applied at creation; the target's bits are kept.
+            rfs::fchmod(&fd, Mode::from_raw_mode(mode & 0o7777))?;
+        }
+        let file = File::from(fd);
+        let keep = file.try_clone()?;
+        self.staged.push(Staged {
+            dir,
+            temp,
+            target: target.to_owned(),
+            shown,
+            file: keep,
+            exclusive,
+        });
+        Ok(file)
+    }
+
+    /// A real directory descriptor (not `O_PATH`) for `reached`.
+    fn directory(&self, reached: &Reached) -> io::Result<OwnedFd> {
+        let file = Self::reopen(reached, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        Ok(OwnedFd::from(file))
+    }
+
+    /// Makes every staged write take effect, in order: each temporary file
+    /// is synced and renamed over its target. Stops at the first that
+    /// cannot, removing the rest; says which and why.
+    pub(crate) fn commit(&mut self) -> Result<(), String> {
+        let staged = std::mem::take(&mut self.staged);
+        let mut result = Ok(());
+        for s in staged {
+            if result.is_err() {
+                let _ = rfs::unlinkat(&s.dir, s.temp.as_str(), rfs::AtFlags::empty());
+                continue;
+            }
+            let done = s.file.sync_data().and_then(|()| {
+                if s.exclusive {
+                    rfs::renameat_with(
+                        &s.dir,
+                        s.temp.as_str(),
+                        &s.dir,
+                        s.target.as_str(),
+                        rfs::RenameFlags::NOREPLACE,
+                    )
+                } else {
+                    rfs::renameat(&s.dir, s.temp.as_str(), &s.dir, s.target.as_str())
+                }
+                .map_err(io::Error::from)
+            });
+            if let Err(e) = done {
+                let _ = rfs::unlinkat(&s.dir, s.temp.as_str(), rfs::AtFlags::empty());
+                result = Err(format!(
+                    "the tool finished, but its write of '{}' could not be completed ({e}); \
+                     that file is as it was",
+                    s.shown
+                ));
+            }
+        }
+        result
+    }
+
+    /// Drops every staged write: the targets stay as they were.
+    pub(crate) fn discard(&mut self) {
+        for s in std::mem::take(&mut self.staged) {
+            let _ = rfs::unlinkat(&s.dir, s.temp.as_str(), rfs::AtFlags::empty());
+        }
+    }
+
+    /// The root's descriptor, when the call has a workspace.
+    pub(crate) fn root_fd(&self) -> Option<&OwnedFd> {
+        self.root_fd.as_ref()
+    }
+}
+
+impl Drop for Fence {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}
+
+/// `.` for an empty path, as WASI reads it.
+fn nonempty(path: &str) -> &str {
+    if path.is_empty() { "." } else { path }
+}
+
+/// A name no other write in this process uses, hidden, and recognisable
+/// as GOAT's if a crash leaves it behind.
+fn temp_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        ".goat-write-{}-{}-{nanos:08x}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The file type in `stat`.
+pub(crate) fn file_type(stat: &rfs::Stat) -> rfs::FileType {
+    rfs::FileType::from_raw_mode(stat.st_mode)
+}

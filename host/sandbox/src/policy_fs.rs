@@ -1,0 +1,553 @@
+//! `wasi:filesystem/types` as tools get it: wasmtime-wasi's own
+//! implementation, with every path-taking operation decided by the
+//! [`Fence`] on the file it reaches.
+//!
+//! Opening, creating, removing and renaming are done here, on descriptors
+//! the fence resolved (so what was checked is what is used); stat, readlink,
+//! set-times and directory listing are checked here and then done by
+//! wasmtime-wasi; operations on an open descriptor (read, write, stat) are
+//! wasmtime-wasi's alone, since the descriptor was checked when opened.
+//! See ADR-0069.
+
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use wasmtime::component::{HasData, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, Dir, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
+use wasmtime_wasi::p2::bindings::sync::filesystem::types as sync;
+use wasmtime_wasi::p2::bindings::sync::io::streams;
+use wasmtime_wasi::p2::{FsError, FsResult};
+use wasmtime_wasi::{FsPerms, OpenMode};
+
+use crate::fence::{Fence, MAX_WRITE_LINKS, Reached, file_type};
+
+/// The linker's marker for [`PolicyFs`].
+pub(crate) struct PolicyFilesystem;
+
+impl HasData for PolicyFilesystem {
+    type Data<'a> = PolicyFs<'a>;
+}
+
+/// wasmtime-wasi's filesystem view and the call's fence.
+pub(crate) struct PolicyFs<'a> {
+    pub(crate) inner: WasiFilesystemCtxView<'a>,
+    pub(crate) fence: &'a mut Fence,
+}
+
+type Fd = Resource<sync::Descriptor>;
+
+impl PolicyFs<'_> {
+    /// The directory `fd` names, and the permissions of its preopen.
+    fn dir(&self, fd: &Fd) -> FsResult<(Arc<File>, FsPerms)> {
+        match self.inner.table.get(fd)? {
+            Descriptor::Dir(d) => Ok((Arc::clone(&d.dir), d.perms)),
+            Descriptor::File(_) => Err(ErrorCode::NotDirectory.into()),
+        }
+    }
+
+    /// The directory `fd` names, refusing if its preopen is read-only.
+    fn dir_for_write(&self, fd: &Fd) -> FsResult<Arc<File>> {
+        let (dir, perms) = self.dir(fd)?;
+        if perms.write_not_permitted() {
+            return Err(ErrorCode::NotPermitted.into());
+        }
+        Ok(dir)
+    }
+
+    /// Refuses with "no such file" when `path`, reached from `fd`, is one
+    /// the tool may not see. Failures to resolve are left to the operation
+    /// itself, which reports them as it always does.
+    fn require_visible(&self, fd: &Fd, path: &str, follow: bool) -> FsResult<()> {
+        if !self.fence.hides_anything() {
+            return Ok(());
+        }
+        let (dir, _) = self.dir(fd)?;
+        match self.fence.reach(&*dir, path, follow) {
+            Ok(reached) if !self.fence.visible(&reached.path) => Err(ErrorCode::NoEntry.into()),
+            Ok(_) | Err(_) => Ok(()),
+        }
+    }
+
+    /// Resolves the directory holding `path`'s last component for an
+    /// operation that changes that name, and checks the name may be
+    /// changed.
+    fn parent_for_write<'p>(&mut self, fd: &Fd, path: &'p str) -> FsResult<(Reached, &'p str)> {
+        let dir = self.dir_for_write(fd)?;
+        let (parent, name, full) = self.fence.reach_parent(&*dir, path)?;
+        self.fence.check_writable(&full)?;
+        Ok((parent, name))
+    }
+
+    /// Opens an existing file or directory the fence reached.
+    fn open_reached(
+        &mut self,
+        reached: Reached,
+        how: &Open,
+        perms: FsPerms,
+    ) -> FsResult<Descriptor> {
+        if self.fence.hides_anything() && !self.fence.visible(&reached.path) {
+            return Err(ErrorCode::NoEntry.into());
+        }
+        if how.create && how.exclusive {
+            return Err(ErrorCode::Exist.into());
+        }
+        match file_type(&reached.stat) {
+            rfs::FileType::Directory => {
+                if how.write {
+                    return Err(ErrorCode::IsDirectory.into());
+                }
+                let dir = Fence::reopen(&reached, OFlags::RDONLY | OFlags::DIRECTORY)?;
+                Ok(Descriptor::Dir(Dir::new(dir, perms, how.mode, true)))
+            }
+            rfs::FileType::RegularFile => {
+                if how.directory {
+                    return Err(ErrorCode::NotDirectory.into());
+                }
+                if how.write {
+                    self.fence.check_writable(&reached.path)?;
+                    if reached.stat.st_nlink > MAX_WRITE_LINKS {
+                        return Err(self
+                            .fence
+                            .refuse(format!(
+                                "'{}' has {} hard links, so writing it would change a file \
+                                 under another name too (perhaps outside the workspace); it was \
+                                 not written",
+                                reached.path, reached.stat.st_nlink
+                            ))
+                            .into());
+                    }
+                }
+                let file = if how.truncate {
+                    self.stage_replacement(&reached)?
+                } else {
+                    Fence::reopen(&reached, how.access())?
+                };
+                Ok(Descriptor::File(wasmtime_wasi::filesystem::File::new(
+                    file, perms, how.mode, true,
+                )))
+            }
+            rfs::FileType::Symlink => Err(ErrorCode::Loop.into()),
+            _ => Err(self
+                .fence
+                .refuse(format!(
+                    "'{}' is not a regular file or directory (a FIFO, socket or device); tools \
+                     open only files and directories",
+                    reached.path
+                ))
+                .into()),
+        }
+    }
+
+    /// A whole-file write of the existing file `reached`: a temporary file
+    /// beside it with its permissions, replacing it when the call succeeds.
+    fn stage_replacement(&mut self, reached: &Reached) -> FsResult<File> {
+        let (parent_path, name) = match reached.path.rsplit_once('/') {
+            Some((parent, name)) => (parent.to_owned(), name.to_owned()),
+            None => (".".to_owned(), reached.path.clone()),
+        };
+        let root = self
+            .fence
+            .root_fd()
+            .ok_or(ErrorCode::NotPermitted)?
+            .try_clone()?;
+        let parent = self.fence.reach(&root, &parent_path, false)?;
+        // The name must still be the file that was checked.
+        let now = rfs::statat(&parent.fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(io::Error::from)?;
+        if (now.st_dev, now.st_ino) != (reached.stat.st_dev, reached.stat.st_ino) {
+            return Err(ErrorCode::Busy.into());
+        }
+        let mode = reached.stat.st_mode & 0o7777;
+        Ok(self
+            .fence
+            .stage(&parent, &name, reached.path.clone(), Some(mode), false)?)
+    }
+}
+
+/// What an `open-at` asks for.
+struct Open {
+    read: bool,
+    write: bool,
+    create: bool,
+    exclusive: bool,
+    truncate: bool,
+    directory: bool,
+    mode: OpenMode,
+}
+
+impl Open {
+    fn new(oflags: sync::OpenFlags, flags: sync::DescriptorFlags) -> Self {
+        let create = oflags.contains(sync::OpenFlags::CREATE);
+        let truncate = oflags.contains(sync::OpenFlags::TRUNCATE);
+        let write = flags.contains(sync::DescriptorFlags::WRITE) || create || truncate;
+        // As wasmtime-wasi does: a descriptor not opened for writing is
+        // opened for reading.
+        let read = flags.contains(sync::DescriptorFlags::READ)
+            || !flags.contains(sync::DescriptorFlags::WRITE);
+        let mut mode = OpenMode::empty();
+        if read {
+            mode |= OpenMode::READ;
+        }
+        if write {
+            mode |= OpenMode::WRITE;
+        }
+        Self {
+            read,
+            write,
+            create,
+            exclusive: oflags.contains(sync::OpenFlags::EXCLUSIVE),
+            truncate,
+            directory: oflags.contains(sync::OpenFlags::DIRECTORY),
+            mode,
+        }
+    }
+
+    fn access(&self) -> OFlags {
+        match (self.read, self.write) {
+            (true, true) => OFlags::RDWR,
+            (false, true) => OFlags::WRONLY,
+            (_, false) => OFlags::RDONLY,
+        }
+    }
+}
+
+fn not_found(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+}
+
+impl sync::Host for PolicyFs<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<sync::ErrorCode> {
+        sync::Host::convert_error_code(&mut self.inner, err)
+    }
+
+    fn filesystem_error_code(
+        &mut self,
+        err: Resource<streams::Error>,
+    ) -> wasmtime::Result<Option<sync::ErrorCode>> {
+        sync::Host::filesystem_error_code(&mut self.inner, err)
+    }
+}
+
+impl sync::HostDescriptor for PolicyFs<'_> {
+    fn open_at(
+        &mut self,
+        fd: Fd,
+        path_flags: sync::PathFlags,
+        path: String,
+        oflags: sync::OpenFlags,
+        flags: sync::DescriptorFlags,
+    ) -> FsResult<Fd> {
+        let (dir, perms) = self.dir(&fd)?;
+        if flags.intersects(
+            sync::DescriptorFlags::FILE_INTEGRITY_SYNC
+                | sync::DescriptorFlags::DATA_INTEGRITY_SYNC
+                | sync::DescriptorFlags::REQUESTED_WRITE_SYNC,
+        ) {
+            return Err(ErrorCode::Unsupported.into());
+        }
+        let how = Open::new(oflags, flags);
+        if how.directory && (how.create || how.exclusive || how.truncate) {
+            return Err(ErrorCode::Invalid.into());
+        }
+        if how.write && perms.write_not_permitted() {
+            return Err(ErrorCode::NotPermitted.into());
+        }
+        let follow = path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW);
+        let descriptor = match self.fence.reach(&*dir, &path, follow) {
+            Ok(reached) => self.open_reached(reached, &how, perms)?,
+            Err(e) if how.create && not_found(&e) => {
+                let (parent, name, full) = self.fence.reach_parent(&*dir, &path)?;
+                self.fence.check_writable(&full)?;
+                let file = self.fence.stage(&parent, name, full, None, how.exclusive)?;
+                Descriptor::File(wasmtime_wasi::filesystem::File::new(
+                    file, perms, how.mode, true,
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(self.inner.table.push(descriptor)?)
+    }
+
+    fn stat_at(
+        &mut self,
+        fd: Fd,
+        path_flags: sync::PathFlags,
+        path: String,
+    ) -> FsResult<sync::DescriptorStat> {
+        self.require_visible(
+            &fd,
+            &path,
+            path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW),
+        )?;
+        sync::HostDescriptor::stat_at(&mut self.inner, fd, path_flags, path)
+    }
+
+    fn metadata_hash_at(
+        &mut self,
+        fd: Fd,
+        path_flags: sync::PathFlags,
+        path: String,
+    ) -> FsResult<sync::MetadataHashValue> {
+        self.require_visible(
+            &fd,
+            &path,
+            path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW),
+        )?;
+        sync::HostDescriptor::metadata_hash_at(&mut self.inner, fd, path_flags, path)
+    }
+
+    fn readlink_at(&mut self, fd: Fd, path: String) -> FsResult<String> {
+        self.require_visible(&fd, &path, false)?;
+        sync::HostDescriptor::readlink_at(&mut self.inner, fd, path)
+    }
+
+    fn set_times_at(
+        &mut self,
+        fd: Fd,
+        path_flags: sync::PathFlags,
+        path: String,
+        atim: sync::NewTimestamp,
+        mtim: sync::NewTimestamp,
+    ) -> FsResult<()> {
+        let follow = path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW);
+        let dir = self.dir_for_write(&fd)?;
+        let reached = self.fence.reach(&*dir, &path, follow)?;
+        if self.fence.hides_anything() && !self.fence.visible(&reached.path) {
+            return Err(ErrorCode::NoEntry.into());
+        }
+        self.fence.check_writable(&reached.path)?;
+        sync::HostDescriptor::set_times_at(&mut self.inner, fd, path_flags, path, atim, mtim)
+    }
+
+    fn create_directory_at(&mut self, fd: Fd, path: String) -> FsResult<()> {
+        let (parent, name) = self.parent_for_write(&fd, &path)?;
+        rfs::mkdirat(&parent.fd, name, Mode::from_raw_mode(0o777)).map_err(io::Error::from)?;
+        Ok(())
+    }
+
+    fn unlink_file_at(&mut self, fd: Fd, path: String) -> FsResult<()> {
+        self.require_visible(&fd, &path, false)?;
+        let (parent, name) = self.parent_for_write(&fd, &path)?;
+        rfs::unlinkat(&parent.fd, name, AtFlags::empty()).map_err(io::Error::from)?;
+        Ok(())
+    }
+
+    fn remove_directory_at(&mut self, fd: Fd, path: String) -> FsResult<()> {
+        self.require_visible(&fd, &path, false)?;
+        let (parent, name) = self.parent_for_write(&fd, &path)?;
+        rfs::unlinkat(&parent.fd, name, AtFlags::REMOVEDIR).map_err(io::Error::from)?;
+        Ok(())
+    }
+
+    fn rename_at(
+        &mut self,
+        fd: Fd,
+        old_path: String,
+        new_fd: Fd,
+        new_path: String,
+    ) -> FsResult<()> {
+        let (_, old_perms) = self.dir(&fd)?;
+        let (_, new_perms) = self.dir(&new_fd)?;
+        if old_perms != new_perms {
+            return Err(ErrorCode::NotPermitted.into());
+        }
+        self.require_visible(&fd, &old_path, false)?;
+        let (from, from_name) = self.parent_for_write(&fd, &old_path)?;
+        let (to, to_name) = self.parent_for_write(&new_fd, &new_path)?;
+        let source =
+            rfs::statat(&from.fd, from_name, AtFlags::SYMLINK_NOFOLLOW).map_err(io::Error::from)?;
+        if file_type(&source) == rfs::FileType::Directory {
+            let join = |dir: &str, name: &str| {
+                if dir == "." {
+                    name.to_owned()
+                } else {
+                    format!("{dir}/{name}")
+                }
+            };
+            let (src, dst) = (join(&from.path, from_name), join(&to.path, to_name));
+            if self.fence.governs_below(&src) || self.fence.governs_below(&dst) {
+                return Err(self
+                    .fence
+                    .refuse(format!(
+                        "renaming the directory '{src}' to '{dst}' is refused: permission rules \
+                         apply to paths inside one of them, and a rename would move those files \
+                         out from under them"
+                    ))
+                    .into());
+            }
+        }
+        rfs::renameat(&from.fd, from_name, &to.fd, to_name).map_err(io::Error::from)?;
+        Ok(())
+    }
+
+    fn symlink_at(&mut self, fd: Fd, src_path: String, dest_path: String) -> FsResult<()> {
+        if src_path.starts_with('/') {
+            return Err(ErrorCode::NotPermitted.into());
+        }
+        let (parent, name) = self.parent_for_write(&fd, &dest_path)?;
+        rfs::symlinkat(src_path.as_str(), &parent.fd, name).map_err(io::Error::from)?;
+        Ok(())
+    }
+
+    fn link_at(
+        &mut self,
+        fd: Fd,
+        _old_path_flags: sync::PathFlags,
+        _old_path: String,
+        _new_descriptor: Fd,
+        _new_path: String,
+    ) -> FsResult<()> {
+        self.dir_for_write(&fd)?;
+        Err(self
+            .fence
+            .refuse(
+                "tools may not create hard links: a second name for a file would let a later \
+                 write change it under the first"
+                    .to_owned(),
+            )
+            .into())
+    }
+
+    fn read_directory(&mut self, fd: Fd) -> FsResult<Resource<sync::DirectoryEntryStream>> {
+        let listed = if self.fence.hides_anything() {
+            let (dir, _) = self.dir(&fd)?;
+            Some(self.fence.workspace_path(&*dir)?)
+        } else {
+            None
+        };
+        let stream = sync::HostDescriptor::read_directory(&mut self.inner, fd)?;
+        if let Some(dir) = listed {
+            self.fence.track_stream(stream.rep(), dir);
+        }
+        Ok(stream)
+    }
+
+    // What follows acts on an open descriptor, checked when it was opened.
+
+    fn advise(
+        &mut self,
+        fd: Fd,
+        offset: sync::Filesize,
+        len: sync::Filesize,
+        advice: sync::Advice,
+    ) -> FsResult<()> {
+        sync::HostDescriptor::advise(&mut self.inner, fd, offset, len, advice)
+    }
+
+    fn sync_data(&mut self, fd: Fd) -> FsResult<()> {
+        sync::HostDescriptor::sync_data(&mut self.inner, fd)
+    }
+
+    fn get_flags(&mut self, fd: Fd) -> FsResult<sync::DescriptorFlags> {
+        sync::HostDescriptor::get_flags(&mut self.inner, fd)
+    }
+
+    fn get_type(&mut self, fd: Fd) -> FsResult<sync::DescriptorType> {
+        sync::HostDescriptor::get_type(&mut self.inner, fd)
+    }
+
+    fn set_size(&mut self, fd: Fd, size: sync::Filesize) -> FsResult<()> {
+        sync::HostDescriptor::set_size(&mut self.inner, fd, size)
+    }
+
+    fn set_times(
+        &mut self,
+        fd: Fd,
+        atim: sync::NewTimestamp,
+        mtim: sync::NewTimestamp,
+    ) -> FsResult<()> {
+        sync::HostDescriptor::set_times(&mut self.inner, fd, atim, mtim)
+    }
+
+    fn read(
+        &mut self,
+        fd: Fd,
+        len: sync::Filesize,
+        offset: sync::Filesize,
+    ) -> FsResult<(Vec<u8>, bool)> {
+        sync::HostDescriptor::read(&mut self.inner, fd, len, offset)
+    }
+
+    fn write(&mut self, fd: Fd, buf: Vec<u8>, offset: sync::Filesize) -> FsResult<sync::Filesize> {
+        sync::HostDescriptor::write(&mut self.inner, fd, buf, offset)
+    }
+
+    fn sync(&mut self, fd: Fd) -> FsResult<()> {
+        sync::HostDescriptor::sync(&mut self.inner, fd)
+    }
+
+    fn stat(&mut self, fd: Fd) -> FsResult<sync::DescriptorStat> {
+        sync::HostDescriptor::stat(&mut self.inner, fd)
+    }
+
+    fn drop(&mut self, fd: Fd) -> wasmtime::Result<()> {
+        sync::HostDescriptor::drop(&mut self.inner, fd)
+    }
+
+    fn read_via_stream(
+        &mut self,
+        fd: Fd,
+        offset: sync::Filesize,
+    ) -> FsResult<Resource<streams::InputStream>> {
+        sync::HostDescriptor::read_via_stream(&mut self.inner, fd, offset)
+    }
+
+    fn write_via_stream(
+        &mut self,
+        fd: Fd,
+        offset: sync::Filesize,
+    ) -> FsResult<Resource<streams::OutputStream>> {
+        sync::HostDescriptor::write_via_stream(&mut self.inner, fd, offset)
+    }
+
+    fn append_via_stream(&mut self, fd: Fd) -> FsResult<Resource<streams::OutputStream>> {
+        sync::HostDescriptor::append_via_stream(&mut self.inner, fd)
+    }
+
+    fn is_same_object(&mut self, a: Fd, b: Fd) -> wasmtime::Result<bool> {
+        sync::HostDescriptor::is_same_object(&mut self.inner, a, b)
+    }
+
+    fn metadata_hash(&mut self, fd: Fd) -> FsResult<sync::MetadataHashValue> {
+        sync::HostDescriptor::metadata_hash(&mut self.inner, fd)
+    }
+}
+
+impl sync::HostDirectoryEntryStream for PolicyFs<'_> {
+    fn read_directory_entry(
+        &mut self,
+        stream: Resource<sync::DirectoryEntryStream>,
+    ) -> FsResult<Option<sync::DirectoryEntry>> {
+        let rep = stream.rep();
+        let Some(dir) = self.fence.stream_dir(rep).map(str::to_owned) else {
+            return sync::HostDirectoryEntryStream::read_directory_entry(&mut self.inner, stream);
+        };
+        loop {
+            let entry = sync::HostDirectoryEntryStream::read_directory_entry(
+                &mut self.inner,
+                Resource::new_borrow(rep),
+            )?;
+            match entry {
+                Some(e) => {
+                    let path = if dir == "." {
+                        e.name.clone()
+                    } else {
+                        format!("{dir}/{}", e.name)
+                    };
+                    if self.fence.visible(&path) {
+                        return Ok(Some(e));
+                    }
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+
+    fn drop(&mut self, stream: Resource<sync::DirectoryEntryStream>) -> wasmtime::Result<()> {
+        self.fence.forget_stream(stream.rep());
+        sync::HostDirectoryEntryStream::drop(&mut self.inner, stream)
+    }
+}
