@@ -226,3 +226,26 @@ fn a_plugin_cannot_allocate_past_the_hosts_memory_limit() {
         .unwrap();
     assert_eq!(fine, Ok(format!("allocated {}", 1 << 20)));
 }
+
+#[test]
+fn wc_skips_an_undecodable_name_and_counts_its_siblings() {
+    use std::os::unix::ffi::OsStrExt;
+    let wc = sandbox().load_plugin("wc", WC_WASM).unwrap();
+    let ws = Workspace::new();
+    ws.write("a.txt", "needle\n").write("z.txt", "needle\n");
+    std::fs::write(
+        ws.root.join(std::ffi::OsStr::from_bytes(b"bad\xff.txt")),
+        "needle\n",
+    )
+    .unwrap();
+    let out = sandbox()
+        .call(&wc, "{}", &ws.pen(Access::Read))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out,
+        "       1        1        7 a.txt\n       1        1        7 z.txt\n\
+         \x20      2        2       14 total (2 files)\n\
+         [1 entry skipped: its name is not valid UTF-8]\n"
+    );
+}

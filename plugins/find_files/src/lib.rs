@@ -87,7 +87,12 @@ impl Guest for FindFiles {
                     " ('{pattern}' matches only directly{where_}; try '**/{pattern}' for any depth)"
                 )
             };
-            return Ok(format!("No files match '{pattern}'{where_}.{hint}\n"));
+            let mut text = format!("No files match '{pattern}'{where_}.{hint}\n");
+            if let Some(note) = end.undecodable_note() {
+                text.push_str(&note);
+                text.push('\n');
+            }
+            return Ok(text);
         }
         let mut out = Output::default();
         for path in &found {
@@ -109,6 +114,7 @@ impl Guest for FindFiles {
                 end.unreadable_dirs
             ));
         }
+        notes.extend(end.undecodable_note());
         Ok(out.finish((!notes.is_empty()).then(|| notes.join("\n"))))
     }
 }

@@ -85,7 +85,7 @@ impl Guest for ListDirectory {
             Walk::Continue
         })?;
 
-        if out.is_empty() {
+        if out.is_empty() && end.undecodable_names == 0 {
             return Ok(format!("'{path}' is empty.\n"));
         }
         let mut notes = Vec::new();
@@ -100,6 +100,7 @@ impl Guest for ListDirectory {
                 end.unreadable_dirs
             ));
         }
+        notes.extend(end.undecodable_note());
         Ok(out.finish((!notes.is_empty()).then(|| notes.join("\n"))))
     }
 }

@@ -45,6 +45,15 @@ impl Kind {
     }
 }
 
+/// What [`Workspace::read_dir`] found in one directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirEntries {
+    /// Entries with their kinds, sorted by name.
+    pub entries: Vec<(String, Kind)>,
+    /// Entries passed over because their names are not valid UTF-8.
+    pub undecodable_names: usize,
+}
+
 /// The workspace root, preopened by the host.
 pub struct Workspace {
     root: Descriptor,
@@ -230,19 +239,41 @@ impl Workspace {
         }
     }
 
-    /// The entries of directory `dir`, sorted by name.
-    pub fn read_dir(&self, dir: &WorkPath) -> ToolResult<Vec<(String, Kind)>> {
+    /// The entries of directory `dir`, sorted by name, and how many entries
+    /// were passed over because their names are not valid UTF-8.
+    ///
+    /// WASI 0.2 hands a tool names as strings. For a name that is not UTF-8
+    /// (a Linux file name is any bytes), wasmtime-wasi yields
+    /// `illegal-byte-sequence` in that entry's place in the stream and the
+    /// next read goes on with the next entry. Such a name cannot be shown to
+    /// the model nor opened again, so it is counted and skipped: one odd
+    /// file does not hide its siblings. Any other error fails the listing.
+    pub fn read_dir(&self, dir: &WorkPath) -> ToolResult<DirEntries> {
         let fd = self.open_dir(dir)?;
         let stream = fd.read_directory().map_err(|e| fs_error(e, dir, "list"))?;
-        let mut entries = Vec::new();
-        while let Some(entry) = stream
-            .read_directory_entry()
-            .map_err(|e| fs_error(e, dir, "list"))?
-        {
-            entries.push((entry.name, Kind::from_type(entry.type_)));
+        let mut listing = DirEntries::default();
+        loop {
+            match stream.read_directory_entry() {
+                Ok(Some(entry)) => listing
+                    .entries
+                    .push((entry.name, Kind::from_type(entry.type_))),
+                Ok(None) => break,
+                Err(ErrorCode::IllegalByteSequence) => {
+                    listing.undecodable_names += 1;
+                    // A host that kept yielding this error would otherwise
+                    // hold the tool here until its time limit.
+                    if listing.undecodable_names > MAX_WALK_ENTRIES {
+                        return Err(ToolError::Io(format!(
+                            "cannot list '{dir}': more than {MAX_WALK_ENTRIES} of its entries \
+                             have names that are not valid UTF-8"
+                        )));
+                    }
+                }
+                Err(e) => return Err(fs_error(e, dir, "list")),
+            }
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(entries)
+        listing.entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(listing)
     }
 
     /// Where symlink `path` points, as stored in the link.
@@ -322,13 +353,37 @@ pub struct WalkEnd {
     pub hit_entry_cap: bool,
     /// Directories that could not be listed and were passed over.
     pub unreadable_dirs: usize,
+    /// Entries passed over because their names are not valid UTF-8 (a
+    /// directory among them is not entered).
+    pub undecodable_names: usize,
+}
+
+impl WalkEnd {
+    /// The one-line note saying how many entries were skipped for their
+    /// names, when any were: a result must not look complete when it is not.
+    pub fn undecodable_note(&self) -> Option<String> {
+        undecodable_note(self.undecodable_names)
+    }
+}
+
+/// "[1 entry skipped: its name is not valid UTF-8]", or `None` for 0.
+pub fn undecodable_note(n: usize) -> Option<String> {
+    match n {
+        0 => None,
+        1 => Some("[1 entry skipped: its name is not valid UTF-8]".to_owned()),
+        n => Some(format!(
+            "[{n} entries skipped: their names are not valid UTF-8]"
+        )),
+    }
 }
 
 impl Workspace {
     /// Visits everything under directory `base`, depth-first, the entries of
     /// each directory in name order. `depth` is 1 for `base`'s own entries;
     /// nothing deeper than `max_depth` is visited. Symlinks are reported and
-    /// never followed, so a walk cannot loop or leave through one.
+    /// never followed, so a walk cannot loop or leave through one. An entry
+    /// whose name is not valid UTF-8 is skipped and counted in the
+    /// [`WalkEnd`], never failing its directory.
     pub fn walk(
         &self,
         base: &WorkPath,
@@ -340,7 +395,8 @@ impl Workspace {
         let mut stack: Vec<(WorkPath, Kind, usize)> = Vec::new();
         // Entries are pushed in reverse so they pop in name order.
         let first = self.read_dir(base)?;
-        push_entries(&mut stack, base, first, 1);
+        end.undecodable_names += first.undecodable_names;
+        push_entries(&mut stack, base, first.entries, 1);
         while let Some((path, kind, depth)) = stack.pop() {
             seen += 1;
             if seen > MAX_WALK_ENTRIES {
@@ -357,7 +413,10 @@ impl Workspace {
                 .is_some_and(|(_, name)| SKIP_DIRS.contains(&name));
             if kind == Kind::Dir && depth < max_depth && !skip {
                 match self.read_dir(&path) {
-                    Ok(entries) => push_entries(&mut stack, &path, entries, depth + 1),
+                    Ok(listing) => {
+                        end.undecodable_names += listing.undecodable_names;
+                        push_entries(&mut stack, &path, listing.entries, depth + 1);
+                    }
                     Err(_) => end.unreadable_dirs += 1,
                 }
             }
@@ -374,5 +433,23 @@ fn push_entries(
 ) {
     for (name, kind) in entries.into_iter().rev() {
         stack.push((dir.join(&name), kind, depth));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undecodable_note_is_absent_for_none_and_agrees_in_number() {
+        assert_eq!(undecodable_note(0), None);
+        assert_eq!(
+            undecodable_note(1).as_deref(),
+            Some("[1 entry skipped: its name is not valid UTF-8]")
+        );
+        assert_eq!(
+            undecodable_note(3).as_deref(),
+            Some("[3 entries skipped: their names are not valid UTF-8]")
+        );
     }
 }

@@ -82,6 +82,7 @@ impl Guest for SearchFiles {
         let mut files: Vec<WorkPath> = Vec::new();
         let mut unreadable_dirs = 0;
         let mut hit_entry_cap = false;
+        let mut undecodable_names = 0;
         if ws.stat(&base)?.type_ == DescriptorType::Directory {
             let end = ws.walk(&base, MAX_WALK_DEPTH, &mut |entry, kind, _| {
                 if kind == Kind::File {
@@ -98,6 +99,7 @@ impl Guest for SearchFiles {
             })?;
             unreadable_dirs = end.unreadable_dirs;
             hit_entry_cap = end.hit_entry_cap;
+            undecodable_names = end.undecodable_names;
         } else {
             files.push(base.clone());
         }
@@ -124,7 +126,7 @@ impl Guest for SearchFiles {
             }
         }
         search.unreadable += unreadable_dirs;
-        Ok(search.finish(pattern, files.len(), hit_entry_cap))
+        Ok(search.finish(pattern, files.len(), hit_entry_cap, undecodable_names))
     }
 }
 
@@ -206,7 +208,13 @@ impl Search<'_> {
         }
     }
 
-    fn finish(self, pattern: &str, searched: usize, hit_entry_cap: bool) -> String {
+    fn finish(
+        self,
+        pattern: &str,
+        searched: usize,
+        hit_entry_cap: bool,
+        undecodable_names: usize,
+    ) -> String {
         let mut notes = Vec::new();
         if self.matches == 0 {
             notes.push(format!(
@@ -242,6 +250,7 @@ impl Search<'_> {
                 notes.push(format!("[skipped {} {why}]", plural(n, "file")));
             }
         }
+        notes.extend(goat_pen::fs::undecodable_note(undecodable_names));
         self.out.finish(Some(notes.join("\n")))
     }
 }

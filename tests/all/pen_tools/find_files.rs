@@ -194,3 +194,28 @@ fn results_stop_at_1000_matches_with_a_note() {
         "[stopped at 1000 matches; use a narrower pattern or path]"
     );
 }
+
+#[test]
+fn undecodable_name_is_skipped_and_counted_not_failing_the_directory() {
+    let ws = undecodable_name_between_siblings();
+    assert_eq!(
+        find(&ws, json!({"pattern": "*.txt"})),
+        "a.txt\nz.txt\n[1 entry skipped: its name is not valid UTF-8]\n"
+    );
+    // A directory whose own name cannot be decoded is skipped whole.
+    write_raw_name(&ws, "src", b"b\xffd/inner.txt", "");
+    ws.write("src/ok.txt", "");
+    assert_eq!(
+        find(&ws, json!({"pattern": "**/*.txt"})),
+        "a.txt\nsrc/ok.txt\nz.txt\n[2 entries skipped: their names are not valid UTF-8]\n"
+    );
+}
+
+#[test]
+fn no_match_still_says_entries_were_skipped() {
+    let ws = undecodable_name_between_siblings();
+    assert_eq!(
+        find(&ws, json!({"pattern": "**/*.rs"})),
+        "No files match '**/*.rs'.\n[1 entry skipped: its name is not valid UTF-8]\n"
+    );
+}

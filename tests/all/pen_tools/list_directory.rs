@@ -128,3 +128,32 @@ fn listing_stops_after_1000_entries_with_a_note() {
     assert_eq!(text.lines().count(), 1000);
     assert!(!text.contains("stopped"), "exactly 1000 entries fit");
 }
+
+#[test]
+fn undecodable_name_is_skipped_and_counted_not_failing_the_directory() {
+    let ws = undecodable_name_between_siblings();
+    assert_eq!(
+        list(&ws, json!({})),
+        "a.txt  (file, 7 bytes)\nz.txt  (file, 7 bytes)\n\
+         [1 entry skipped: its name is not valid UTF-8]\n"
+    );
+    // Deeper down the skip is counted too, and the walk goes on.
+    write_raw_name(&ws, "sub", b"x\xfe", "");
+    write_raw_name(&ws, "sub", b"y\xfe", "");
+    ws.write("sub/ok.txt", "");
+    assert_eq!(
+        list(&ws, json!({"depth": 2})),
+        "a.txt  (file, 7 bytes)\nsub/  (dir)\nsub/ok.txt  (file, 0 bytes)\n\
+         z.txt  (file, 7 bytes)\n[3 entries skipped: their names are not valid UTF-8]\n"
+    );
+}
+
+#[test]
+fn directory_holding_only_an_undecodable_name_is_not_called_empty() {
+    let ws = Workspace::new();
+    write_raw_name(&ws, "d", b"\xff", "");
+    assert_eq!(
+        list(&ws, json!({"path": "d"})),
+        "[1 entry skipped: its name is not valid UTF-8]\n"
+    );
+}

@@ -60,6 +60,25 @@ fn symlink(ws: &Workspace, target: impl AsRef<std::path::Path>, rel: &str) {
     std::os::unix::fs::symlink(target, ws.root.join(rel)).unwrap();
 }
 
+/// Creates a file at raw path bytes `rel` (parents included) in directory
+/// `dir` of the workspace: names that are not valid UTF-8, which WASI
+/// cannot hand the tool as strings.
+fn write_raw_name(ws: &Workspace, dir: &str, rel: &[u8], content: &str) {
+    use std::os::unix::ffi::OsStrExt;
+    let path = ws.root.join(dir).join(std::ffi::OsStr::from_bytes(rel));
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, content).unwrap();
+}
+
+/// `a.txt`, a file named `bad\xff.txt` (not UTF-8) and `z.txt`, each one
+/// line `needle`: the undecodable name sits between two readable siblings.
+fn undecodable_name_between_siblings() -> Workspace {
+    let ws = Workspace::new();
+    ws.write("a.txt", "needle\n").write("z.txt", "needle\n");
+    write_raw_name(&ws, ".", b"bad\xff.txt", "needle\n");
+    ws
+}
+
 mod arguments;
 mod edit_file;
 mod find_files;

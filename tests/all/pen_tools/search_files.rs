@@ -235,3 +235,13 @@ fn missing_path_is_not_found() {
         &["'nope' does not exist"],
     );
 }
+
+#[test]
+fn undecodable_name_is_skipped_and_counted_not_failing_the_directory() {
+    let ws = undecodable_name_between_siblings();
+    assert_eq!(
+        search(&ws, json!({"pattern": "needle"})),
+        "a.txt:1:needle\nz.txt:1:needle\n[2 matching lines in 2 files; 2 files searched]\n\
+         [1 entry skipped: its name is not valid UTF-8]\n"
+    );
+}

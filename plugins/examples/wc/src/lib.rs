@@ -134,6 +134,7 @@ impl Guest for Wc {
         let mut files: Vec<WorkPath> = Vec::new();
         let mut capped = false;
         let mut unreadable_dirs = 0;
+        let mut undecodable_note = None;
         match ws.stat(&base)?.type_ {
             DescriptorType::RegularFile => {
                 if let Some(pattern) = pattern {
@@ -166,6 +167,7 @@ impl Guest for Wc {
                 })?;
                 capped |= end.hit_entry_cap;
                 unreadable_dirs = end.unreadable_dirs;
+                undecodable_note = end.undecodable_note();
             }
             _ => {
                 return Err(ToolError::Conflict(format!(
@@ -175,10 +177,15 @@ impl Guest for Wc {
         }
         files.sort();
         if files.is_empty() {
-            return Ok(format!(
+            let mut text = format!(
                 "No files match '{}' under '{base}'.\n",
                 pattern.unwrap_or("**")
-            ));
+            );
+            if let Some(note) = undecodable_note {
+                text.push_str(&note);
+                text.push('\n');
+            }
+            return Ok(text);
         }
 
         let mut out = Output::default();
@@ -212,6 +219,7 @@ impl Guest for Wc {
         if unreadable_dirs > 0 {
             notes.push(format!("[{unreadable_dirs} directories could not be read]"));
         }
+        notes.extend(undecodable_note);
         notes.extend(failed);
         Ok(out.finish(Some(notes.join("\n"))))
     }
