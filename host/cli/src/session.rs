@@ -18,7 +18,7 @@ use goat_engine::{EngineClient, EngineConfig};
 use goat_sandbox::{Limits, Sandbox, SandboxBuilder, Tool};
 use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{AppToolRouter, Approver, DEFAULT_MAX_ROUNDS, RouterConfig, Shepherd};
-use goat_store::{SessionInfo, Store};
+use goat_store::{SessionInfo, SessionLock, Store};
 
 use crate::args::TurnOptions;
 use crate::config::{Setting, Settings, Source, Writes};
@@ -33,6 +33,9 @@ pub(crate) struct Opened {
     pub workspace: PathBuf,
     pub engine_url: String,
     pub model: String,
+    /// This process drives the session while it holds this; dropping it
+    /// (or the process ending, however it ends) lets another take over.
+    pub lock: SessionLock,
 }
 
 impl Opened {
@@ -75,6 +78,14 @@ pub(crate) struct Parts<'a> {
 
 /// Builds the sandbox and tools, creates or resumes the session in the
 /// store, and puts the router (with its gate) and the Shepherd together.
+///
+/// # Security
+///
+/// A resumed session is locked first, before anything touches it: while
+/// another live process drives it, this fails at once (saying which
+/// process) rather than marking that process's live calls interrupted or
+/// adding a turn beside its turn. A new session is locked as soon as it
+/// exists, before its id is shown to anyone.
 pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
     let Parts {
         workspace,
@@ -91,28 +102,34 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         approver,
         max_rounds,
     } = parts;
+    let (resume, announce) = match start {
+        Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
+        Start::New { announce } => (None, announce),
+    };
     let (sandbox, tools) = sandbox_and_tools(plugins, &limits)?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
 
-    let session_id = match start {
-        Start::Resume(info) => {
+    let (session_id, lock) = match resume {
+        Some((lock, info)) => {
+            // Ours alone now: what is pending was left by a run that ended.
             let interrupted = store.interrupt_pending(&info.id)?;
             note(format_args!(
                 "resuming session {}; {interrupted} tool call(s) left pending by an earlier run \
                  marked interrupted",
                 info.id
             ));
-            info.id
+            (info.id, lock)
         }
-        Start::New { announce } => {
+        None => {
             let id = store.create_session(&workspace, &engine_url, &model)?;
+            let lock = store.lock_session(&id)?;
             if announce {
                 note(format_args!(
                     "session {id} (continue it with --session {id})"
                 ));
             }
-            id
+            (id, lock)
         }
     };
     let store = Arc::new(Mutex::new(store));
@@ -154,6 +171,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         workspace,
         engine_url,
         model,
+        lock,
     })
 }
 

@@ -37,10 +37,35 @@ pub enum StoreError {
         /// The workspace.
         workspace: PathBuf,
     },
+    /// Another process is driving the session (see [`crate::SessionLock`]).
+    #[error(
+        "session {id} is in use: another GOAT process{} is running turns in it. Wait for that \
+         process to finish (or stop it), or start a new session by leaving out --session",
+        holder(*.pid)
+    )]
+    SessionInUse {
+        /// The session.
+        id: String,
+        /// The process holding it, when it has said.
+        pid: Option<u32>,
+    },
+    /// The session's lock file cannot be used.
+    #[error("cannot lock the session with {path}: {reason}")]
+    Lock {
+        /// The lock file, or its directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// No such session.
     #[error("no session '{0}' in the store")]
     NoSession(String),
     /// SQLite failed.
     #[error("store error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+}
+
+/// " (pid N)" when the holder of a session is known.
+fn holder(pid: Option<u32>) -> String {
+    pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
 }

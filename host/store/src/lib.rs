@@ -19,11 +19,14 @@
 //! through `goat_state::sqlite`, which checks it is a GOAT store), `store`
 //! (the [`Store`], where it lives, its one way to write), `records`
 //! (sessions, turns, rounds, tool calls, recovery events), `history` (what
-//! the next prompt is rebuilt from) and `stats` (counts per model and
-//! engine).
+//! the next prompt is rebuilt from), `stats` (counts per model and
+//! engine) and `lock` (one process drives a session at a time: an OS
+//! advisory lock per session, which the kernel releases when the process
+//! ends, however it ends).
 
 mod error;
 mod history;
+mod lock;
 mod records;
 mod schema;
 mod stats;
@@ -34,6 +37,7 @@ pub use error::StoreError;
 /// Re-exported from `goat_state`, where every host-state directory is made.
 pub use goat_state::fs::create_private_dir;
 pub use history::{HistoryEntry, INTERRUPTED_RESULT};
+pub use lock::SessionLock;
 pub use records::{
     CallOutcome, CallRecord, NewCall, Recovery, RoundOk, RoundRecord, SessionInfo, TurnRecord,
 };

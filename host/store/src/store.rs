@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use crate::{StoreError, create_private_dir, schema};
+use crate::{SessionLock, StoreError, create_private_dir, lock, schema};
 
 /// The store.
 pub struct Store {
@@ -79,6 +79,25 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Takes the lock that says this process drives session `id`: it runs
+    /// the session's turns and may mark what an earlier run left pending
+    /// interrupted ([`Store::interrupt_pending`]). Held until the guard is
+    /// dropped or the process ends, however it ends.
+    ///
+    /// Fails at once with [`StoreError::SessionInUse`], naming the holder's
+    /// process id when known, if another process (or another guard in this
+    /// one) holds it. Reading a session needs no lock.
+    ///
+    /// # Security
+    ///
+    /// Take it before touching a resumed session: a second driver would
+    /// otherwise mark the first one's live calls interrupted. The lock
+    /// file is in a private directory beside the database, opened without
+    /// following symlinks.
+    pub fn lock_session(&self, id: &str) -> Result<SessionLock, StoreError> {
+        lock::lock_session(&self.path, id)
     }
 
     /// Every logical step is one `BEGIN IMMEDIATE` transaction.

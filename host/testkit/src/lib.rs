@@ -26,4 +26,4 @@ mod server;
 
 pub use events::*;
 pub use reply::{Arguments, ReplyBuilder, qwen_markup};
-pub use server::{Recorded, Reply, ScriptedServer, Step};
+pub use server::{Hold, Recorded, Reply, ScriptedServer, Step};

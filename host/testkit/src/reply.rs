@@ -272,4 +272,26 @@ mod tests {
         assert_eq!(requests[0].path, "/v1/chat/completions");
         assert_eq!(requests[0].body, json!({"model": "m"}));
     }
+
+    #[tokio::test]
+    async fn a_held_reply_waits_for_its_release() {
+        use std::time::Duration;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let hold = crate::Hold::new();
+        let server = crate::ScriptedServer::start(vec![Reply::text("late").held(&hold)]).await;
+        let mut socket = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        socket
+            .write_all(b"POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}")
+            .await
+            .unwrap();
+        assert!(server.wait_for_requests(1, Duration::from_secs(10)).await);
+        let mut first = [0u8; 1];
+        let early = tokio::time::timeout(Duration::from_millis(300), socket.read(&mut first)).await;
+        assert!(early.is_err(), "answered before the release: {early:?}");
+        hold.release();
+        let mut response = String::new();
+        socket.read_to_string(&mut response).await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    }
 }

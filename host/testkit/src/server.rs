@@ -19,6 +19,24 @@ pub enum Step {
     Sleep(Duration),
 }
 
+/// Holds a [`Reply`] back, before its status line, until the test calls
+/// [`release`](Self::release): the engine is "thinking" for as long as the
+/// test needs (a run mid-turn, to be raced or killed). A release before
+/// the reply is reached is remembered.
+#[derive(Clone, Debug, Default)]
+pub struct Hold(Arc<tokio::sync::Notify>);
+
+impl Hold {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Lets the held reply go on.
+    pub fn release(&self) {
+        self.0.notify_one();
+    }
+}
+
 /// How one connection is answered.
 #[derive(Clone, Debug)]
 pub struct Reply {
@@ -29,6 +47,8 @@ pub struct Reply {
     pub delay_headers: Duration,
     /// Close the connection without answering at all.
     pub hang_up: bool,
+    /// Wait for this to be released before answering.
+    pub hold: Option<Hold>,
 }
 
 impl Reply {
@@ -55,6 +75,7 @@ impl Reply {
             steps,
             delay_headers: Duration::ZERO,
             hang_up: false,
+            hold: None,
         }
     }
 
@@ -66,7 +87,14 @@ impl Reply {
             steps: vec![Step::Bytes(body.as_bytes().to_vec())],
             delay_headers: Duration::ZERO,
             hang_up: false,
+            hold: None,
         }
+    }
+
+    /// This reply, held back until `hold` is released (see [`Hold`]).
+    pub fn held(mut self, hold: &Hold) -> Self {
+        self.hold = Some(hold.clone());
+        self
     }
 
     /// Accept, read the request, and close without a response.
@@ -152,6 +180,19 @@ impl ScriptedServer {
         self.requests.lock().unwrap().clone()
     }
 
+    /// Waits until `n` requests have arrived, for at most `within`;
+    /// whether they did.
+    pub async fn wait_for_requests(&self, n: usize, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.requests.lock().unwrap().len() < n {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
     pub fn closed_early(&self) -> u32 {
         *self.closed_early.lock().unwrap()
     }
@@ -170,6 +211,9 @@ async fn serve(
     reqs.lock().unwrap().push(recorded);
     if reply.hang_up {
         return;
+    }
+    if let Some(hold) = &reply.hold {
+        hold.0.notified().await;
     }
     // A zero sleep still waits for the next timer tick (about 1 ms).
     if !reply.delay_headers.is_zero() {

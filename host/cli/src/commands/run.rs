@@ -63,10 +63,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     });
     let opened = session::for_turn(&args.turn, approver)?;
     let turns_before = opened.turn_count()?;
+    // `_lock` keeps the session ours until this function returns.
     let Opened {
         shepherd,
         store,
         session_id,
+        lock: _lock,
         ..
     } = opened;
 

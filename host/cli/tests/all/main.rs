@@ -11,6 +11,7 @@
 mod config;
 mod demo;
 mod detect;
+mod lock;
 mod permissions;
 mod plugins;
 mod probe;

@@ -3,6 +3,8 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod lock;
+
 use std::path::Path;
 use std::time::Duration;
 
