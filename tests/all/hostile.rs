@@ -572,3 +572,57 @@ fn stack_overflow_traps_instead_of_corrupting_memory() {
         other => panic!("expected a crash, got {other:?}"),
     }
 }
+
+/// The names in the workspace root, sorted.
+fn names(ws: &Workspace) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(&ws.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_write_that_fails_midway_leaves_the_file_as_it_was() {
+    let (sandbox, rw) = sandbox_with(tight(), HOSTILE_RW_WASM);
+    for then in ["loop", "panic", "error"] {
+        let ws = Workspace::new();
+        ws.write("keep.txt", "original contents\n");
+        let result = sandbox
+            .call(
+                &rw,
+                &json!({"action": "write-then", "path": "keep.txt", "then": then}).to_string(),
+                &ws.pen(Access::ReadWrite),
+            )
+            .unwrap();
+        assert!(result.is_err(), "{then}: {result:?}");
+        assert_eq!(ws.read("keep.txt"), "original contents\n", "{then}");
+        // Nor does a new file appear half-written.
+        let result = sandbox
+            .call(
+                &rw,
+                &json!({"action": "write-then", "path": "new.txt", "then": then}).to_string(),
+                &ws.pen(Access::ReadWrite),
+            )
+            .unwrap();
+        assert!(result.is_err(), "{then}: {result:?}");
+        assert_eq!(
+            names(&ws),
+            ["keep.txt"],
+            "{then}: no temporary file is left"
+        );
+    }
+    // Control: the same write, completed, takes effect.
+    let ws = Workspace::new();
+    ws.write("keep.txt", "original contents\n");
+    ok(sandbox
+        .call(
+            &rw,
+            &json!({"action": "write", "path": "keep.txt", "content": "new"}).to_string(),
+            &ws.pen(Access::ReadWrite),
+        )
+        .unwrap());
+    assert_eq!(ws.read("keep.txt"), "new");
+    assert_eq!(names(&ws), ["keep.txt"]);
+}

@@ -88,6 +88,11 @@ impl Boundary {
         }
     }
 
+    /// Whether any path could be invisible to the tool.
+    pub fn hides_anything(&self) -> bool {
+        !self.hidden.is_empty()
+    }
+
     /// Whether the tool may see `path` (workspace-relative, resolved, `/`
     /// between components, `.` for the root).
     pub fn visible(&self, path: &str) -> bool {

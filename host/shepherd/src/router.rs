@@ -16,8 +16,8 @@ use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
 use serde_json::Value;
 
 use crate::gate::{
-    self, Decision, Effect, Evaluation, GateRequest, Interactive, NewRule, PermissionDb, Scope,
-    WritePolicy,
+    self, Boundary, Decision, Effect, Evaluation, GateRequest, Interactive, NewRule, PermissionDb,
+    Scope, WritePolicy,
 };
 use crate::schema;
 
@@ -179,11 +179,11 @@ impl AppToolRouter {
             Ok(args) => args,
             Err(routed) => return Ok(routed),
         };
-        let granted = match self.gate(&tool, call, args) {
+        let (granted, boundary) = match self.gate(&tool, call, args) {
             Ok(granted) => granted,
             Err(routed) => return Ok(routed),
         };
-        self.run(&tool, call, args, granted)
+        self.run(&tool, call, args, granted, boundary)
     }
 
     /// The offered tool the call names.
@@ -221,13 +221,14 @@ impl AppToolRouter {
     }
 
     /// Asks the permission gate, and the person when the gate asks them.
-    /// `Ok` carries the decision's name and reason for the record.
+    /// `Ok` carries the decision and reason for the record, and the
+    /// boundary the sandbox holds the call to.
     fn gate(
         &mut self,
         tool: &Tool,
         call: &ToolCall,
         args: &Value,
-    ) -> Result<(CallDecision, String), Routed> {
+    ) -> Result<((CallDecision, String), Boundary), Routed> {
         // Only the declared path fields reach the gate; nothing else in the
         // arguments can sway it.
         let paths: Vec<&str> = tool
@@ -250,12 +251,24 @@ impl AppToolRouter {
             writes: self.config.writes,
             now: gate::now(),
         };
-        let evaluation = gate::decide(&self.config.permissions_db, &request);
-        match &evaluation.decision {
-            Decision::Allow { .. } => Ok((CallDecision::Allow, evaluation.reason())),
-            Decision::Deny(_) => Err(denied(CallDecision::Deny, evaluation.reason())),
-            Decision::Ask { asked } => self.ask(&evaluation, asked, call, &paths, args, access),
-        }
+        let (evaluation, boundary) =
+            gate::decide_with_boundary(&self.config.permissions_db, &request);
+        let granted = match &evaluation.decision {
+            Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
+            Decision::Deny(_) => return Err(denied(CallDecision::Deny, evaluation.reason())),
+            Decision::Ask { asked } => self.ask(&evaluation, asked, call, &paths, args, access)?,
+        };
+        // The gate gives a boundary with every call it lets through; without
+        // one, nothing runs.
+        let Some(boundary) = boundary else {
+            return Err(denied(
+                CallDecision::Deny,
+                "denied: the permission rules could not be applied to the files this call \
+                 reaches"
+                    .to_owned(),
+            ));
+        };
+        Ok((granted, boundary))
     }
 
     /// Puts the gate's question to the approver, and saves a "session" or
@@ -338,15 +351,18 @@ impl AppToolRouter {
     }
 
     /// Runs a call the gate allowed, with exactly the access the tool
-    /// declares: the sandbox never gives more.
+    /// declares (the sandbox never gives more), held to `boundary` on every
+    /// file it reaches.
     fn run(
         &self,
         tool: &Tool,
         call: &ToolCall,
         args: &Value,
         (decision, reason): (CallDecision, String),
+        boundary: Boundary,
     ) -> Result<Routed, SandboxError> {
-        let pen = Pen::new(&self.config.workspace, tool.spec().access)?;
+        let pen = Pen::new(&self.config.workspace, tool.spec().access)?
+            .with_policy(Arc::new(GatePolicy(boundary)));
         let started = Instant::now();
         let outcome = self.sandbox.call(tool, &args.to_string(), &pen)?;
         let duration = started.elapsed();
@@ -398,6 +414,27 @@ impl AppToolRouter {
                 .map(|rule| format!("#{}", rule.id))
             })
             .collect()
+    }
+}
+
+/// The gate's [`Boundary`] as the sandbox asks it, on resolved paths.
+struct GatePolicy(Boundary);
+
+impl goat_sandbox::PathPolicy for GatePolicy {
+    fn visible(&self, path: &str) -> bool {
+        self.0.visible(path)
+    }
+
+    fn writable(&self, path: &str) -> Result<(), String> {
+        self.0.writable(path).map_err(|refusal| refusal.0)
+    }
+
+    fn governs_below(&self, dir: &str) -> bool {
+        self.0.governs_below(dir)
+    }
+
+    fn hides_anything(&self) -> bool {
+        self.0.hides_anything()
     }
 }
 

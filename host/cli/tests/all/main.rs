@@ -8,6 +8,7 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod boundary;
 mod config;
 mod demo;
 mod detect;

@@ -32,7 +32,8 @@ pub fn spec(name: &str, access: Access) -> ToolSpec {
                 "action": {"type": "string"},
                 "path": {"type": "string"},
                 "content": {"type": "string"},
-                "bytes": {"type": "integer"}
+                "bytes": {"type": "integer"},
+                "then": {"type": "string"}
             }
         }),
         access,
@@ -42,7 +43,7 @@ pub fn spec(name: &str, access: Access) -> ToolSpec {
 
 /// Does what `arguments` asks, with no safety checks of its own.
 pub fn invoke(arguments: &str) -> ToolResult<String> {
-    let args = Args::parse(arguments, &["action", "path", "content", "bytes"])?;
+    let args = Args::parse(arguments, &["action", "path", "content", "bytes", "then"])?;
     match args.string("action")? {
         // Raw open + read of any path, no normalisation.
         "read" => {
@@ -70,6 +71,30 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
             fd.write(args.opt_string("content")?.unwrap_or("pwned").as_bytes(), 0)
                 .map_err(raw)?;
             Ok("wrote".to_owned())
+        }
+        // Truncates and half-writes a file, then fails as `then` says
+        // (`loop`: until the timeout; `panic`; `error`): the file must be
+        // left as it was.
+        "write-then" => {
+            let fd = root()?
+                .open_at(
+                    PathFlags::SYMLINK_FOLLOW,
+                    args.string("path")?,
+                    OpenFlags::CREATE | OpenFlags::TRUNCATE,
+                    DescriptorFlags::WRITE,
+                )
+                .map_err(raw)?;
+            fd.write(b"half", 0).map_err(raw)?;
+            match args.string("then")? {
+                "loop" => {
+                    let mut n = 0u64;
+                    loop {
+                        n = std::hint::black_box(n.wrapping_add(1));
+                    }
+                }
+                "panic" => panic!("hostile guest panics mid-write on purpose"),
+                _ => Err(ToolError::Io("failed mid-write on purpose".to_owned())),
+            }
         }
         "mkdir" => {
             root()?
