@@ -14,7 +14,35 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use goat_sandbox::{Access, Pen, SandboxBuilder};
+use std::sync::Arc;
+
+use goat_sandbox::{Access, PathPolicy, Pen, SandboxBuilder};
+
+/// A policy like one deny-read rule: `secrets/` is invisible, so every
+/// read pays for the visibility check.
+struct OneDenyRule;
+
+impl PathPolicy for OneDenyRule {
+    fn visible(&self, path: &str) -> bool {
+        path != "secrets" && !path.starts_with("secrets/")
+    }
+
+    fn writable(&self, path: &str) -> Result<(), String> {
+        if self.visible(path) {
+            Ok(())
+        } else {
+            Err("denied".to_owned())
+        }
+    }
+
+    fn governs_below(&self, _dir: &str) -> bool {
+        true
+    }
+
+    fn hides_anything(&self) -> bool {
+        true
+    }
+}
 
 /// Interleaved measurement rounds; the median is reported.
 /// `GOAT_BENCH_ROUNDS` lowers it, e.g. to run under a profiler.
@@ -63,7 +91,32 @@ fn main() {
     let args = r#"{"path": "file.rs"}"#;
 
     // Check once that the sandboxed call does the real work.
+    // The same tool without the fence (wasmtime-wasi's filesystem alone),
+    // and through the fence with a deny rule in force: the fence's cost.
+    let unfenced_sandbox = SandboxBuilder::new()
+        .cache_dir(dir.path().join("cache"))
+        .unfenced()
+        .build()
+        .unwrap();
+    let unfenced_tool = unfenced_sandbox
+        .load(read_file.name, read_file.wasm)
+        .unwrap();
+    let ruled_pen = Pen::new(&ws, Access::Read)
+        .unwrap()
+        .with_policy(Arc::new(OneDenyRule));
+
     let text = sandbox.call(&tool, args, &pen).unwrap().unwrap();
+    assert_eq!(
+        unfenced_sandbox
+            .call(&unfenced_tool, args, &pen)
+            .unwrap()
+            .unwrap(),
+        text
+    );
+    assert_eq!(
+        sandbox.call(&tool, args, &ruled_pen).unwrap().unwrap(),
+        text
+    );
     assert_eq!(text.lines().count(), 64);
     assert!(text.starts_with("     1\t    let value"));
 
@@ -95,12 +148,31 @@ fn main() {
     let mut sandboxed = || {
         black_box(sandbox.call(&tool, black_box(args), &pen).unwrap().unwrap());
     };
+    let mut ruled = || {
+        black_box(
+            sandbox
+                .call(&tool, black_box(args), &ruled_pen)
+                .unwrap()
+                .unwrap(),
+        );
+    };
+    let mut unfenced = || {
+        black_box(
+            unfenced_sandbox
+                .call(&unfenced_tool, black_box(args), &pen)
+                .unwrap()
+                .unwrap(),
+        );
+    };
     // Warm up both paths (page cache, code cache, allocator).
     per_op(&mut native);
     per_op(&mut sandboxed);
+    per_op(&mut ruled);
+    per_op(&mut unfenced);
     per_op(&mut noop);
 
     let (mut n, mut s, mut z) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut r, mut u) = (Vec::new(), Vec::new());
     let rounds = std::env::var("GOAT_BENCH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -108,13 +180,23 @@ fn main() {
     for _ in 0..rounds {
         n.push(per_op(&mut native));
         s.push(per_op(&mut sandboxed));
+        r.push(per_op(&mut ruled));
+        u.push(per_op(&mut unfenced));
         z.push(per_op(&mut noop));
     }
     let (n, s, z) = (median(n), median(s), median(z));
+    let (r, u) = (median(r), median(u));
     println!("read_file 4 KiB, median of {rounds} interleaved rounds x {OPS_PER_ROUND} ops");
     println!("  std::fs::read          {:>10.2?} per op", n);
     println!("  sandboxed read_file    {:>10.2?} per op", s);
     println!("  sandboxed no-op call   {:>10.2?} per op", z);
+    println!("  same, one deny rule    {:>10.2?} per op", r);
+    println!("  same, without fence    {:>10.2?} per op", u);
+    println!(
+        "  fence cost             {:>+10.1}% (no rules), {:+.1}% (one deny rule)",
+        (s.as_secs_f64() / u.as_secs_f64() - 1.0) * 100.0,
+        (r.as_secs_f64() / u.as_secs_f64() - 1.0) * 100.0
+    );
     println!(
         "  ratio sandboxed/native {:>10.2}x",
         s.as_secs_f64() / n.as_secs_f64()

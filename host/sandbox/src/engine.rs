@@ -19,6 +19,9 @@ use crate::{EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, SandboxError, ToolKind, ca
 pub struct SandboxBuilder {
     cache_dir: Option<PathBuf>,
     limits: Limits,
+    /// Off unless a benchmark asks (`unfenced-baseline`): a default builder
+    /// always fences.
+    unfenced: bool,
 }
 
 impl SandboxBuilder {
@@ -45,6 +48,17 @@ impl SandboxBuilder {
         self
     }
 
+    /// Links tools to wasmtime-wasi's filesystem directly, without the
+    /// fence: only for measuring what the fence costs
+    /// (`tests/benches/read_file.rs`). Never used by GOAT itself; the
+    /// feature that offers it is off unless a benchmark asks for it.
+    #[cfg(feature = "unfenced-baseline")]
+    #[must_use]
+    pub fn unfenced(mut self) -> Self {
+        self.unfenced = true;
+        self
+    }
+
     /// Creates the engine, the linker and the epoch ticker.
     pub fn build(self) -> Result<Sandbox, SandboxError> {
         let mut config = Config::new();
@@ -62,9 +76,10 @@ impl SandboxBuilder {
                 Engine::new(&config).map_err(SandboxError::Engine)?
             }
         };
-        let linker = restricted_linker(&engine, ToolKind::Builtin).map_err(SandboxError::Engine)?;
-        let plugin_linker =
-            restricted_linker(&engine, ToolKind::Plugin).map_err(SandboxError::Engine)?;
+        let linker = restricted_linker(&engine, ToolKind::Builtin, !self.unfenced)
+            .map_err(SandboxError::Engine)?;
+        let plugin_linker = restricted_linker(&engine, ToolKind::Plugin, !self.unfenced)
+            .map_err(SandboxError::Engine)?;
         let cache = self
             .cache_dir
             .map(|dir| cache::Cache::open(dir, &engine))

@@ -71,15 +71,24 @@ impl HasData for HasIo {
 
 /// A linker with exactly the imports `kind` allows ([`ALLOWED_IMPORTS`] or
 /// [`PLUGIN_IMPORTS`]), synchronous flavour.
-pub(crate) fn restricted_linker(engine: &Engine, kind: ToolKind) -> wasmtime::Result<Linker<Host>> {
+pub(crate) fn restricted_linker(
+    engine: &Engine,
+    kind: ToolKind,
+    fenced: bool,
+) -> wasmtime::Result<Linker<Host>> {
     use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, sync};
     let mut l = Linker::<Host>::new(engine);
     sync::io::error::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
     sync::io::poll::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
     sync::io::streams::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
     clocks::wall_clock::add_to_linker::<Host, WasiClocks>(&mut l, Host::clocks)?;
-    // Every path-taking filesystem operation goes through the call's fence.
-    sync::filesystem::types::add_to_linker::<Host, PolicyFilesystem>(&mut l, Host::policy_fs)?;
+    // Every path-taking filesystem operation goes through the call's fence
+    // (unfenced only in the benchmark that measures the fence).
+    if fenced {
+        sync::filesystem::types::add_to_linker::<Host, PolicyFilesystem>(&mut l, Host::policy_fs)?;
+    } else {
+        sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
+    }
     filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     match kind {
         ToolKind::Builtin => {

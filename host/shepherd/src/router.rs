@@ -282,18 +282,28 @@ impl AppToolRouter {
         args: &Value,
         access: gate::Access,
     ) -> Result<(CallDecision, String), Routed> {
-        let question = evaluation.question();
+        let mut question = evaluation.question();
+        // The gate has resolved these already, or it would not ask. The
+        // person is shown the file that will change: where a name is a
+        // link, the file it leads to.
+        let lexical: Vec<String> = paths
+            .iter()
+            .filter_map(|raw| gate::canonical_path(raw).ok())
+            .collect();
+        let resolved: Vec<String> = lexical.iter().map(|p| self.on_disk(p)).collect();
+        for (name, file) in lexical.iter().zip(&resolved) {
+            if name != file {
+                question.push_str(&format!(
+                    " ('{name}' is a link: the file written is '{file}')"
+                ));
+            }
+        }
         let Some(approver) = self.approver.as_mut() else {
             return Err(denied(
                 CallDecision::Deny,
                 format!("denied: {question}; no one is there to approve it"),
             ));
         };
-        // The gate has resolved these already, or it would not ask.
-        let resolved: Vec<String> = paths
-            .iter()
-            .filter_map(|raw| gate::canonical_path(raw).ok())
-            .collect();
         // What "session" and "always" would save: exactly the paths the
         // person is asked about (others are allowed by rules of their own),
         // in this workspace. A call naming no path is about the whole
@@ -386,6 +396,28 @@ impl AppToolRouter {
 }
 
 impl AppToolRouter {
+    /// The workspace path `path` (canonical, lexical) leads to on disk,
+    /// following links as the tool will: the file itself when it exists,
+    /// else its directory's target and its name. `path` itself when it
+    /// cannot be resolved inside the workspace (the tool will then fail).
+    fn on_disk(&self, path: &str) -> String {
+        let Ok(root) = self.config.workspace.canonicalize() else {
+            return path.to_owned();
+        };
+        let full = root.join(path);
+        let real = full.canonicalize().or_else(|_| {
+            let name = full.file_name().ok_or(std::io::ErrorKind::NotFound)?;
+            let parent = full.parent().ok_or(std::io::ErrorKind::NotFound)?;
+            parent.canonicalize().map(|dir| dir.join(name))
+        });
+        match real.as_deref().map(|r| r.strip_prefix(&root)) {
+            Ok(Ok(rel)) if !rel.as_os_str().is_empty() => {
+                rel.to_str().map_or_else(|| path.to_owned(), str::to_owned)
+            }
+            _ => path.to_owned(),
+        }
+    }
+
     /// Saves a person's "allow for this session" or "always allow" as allow
     /// rules for exactly this tool, access and these path patterns. Deny
     /// rules still win over them, as over any allow rule.

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 #[derive(Clone, Debug)]
 struct Asked {
     tool: String,
+    prompt: String,
     paths: Vec<String>,
     arguments: Value,
     can_remember: bool,
@@ -35,6 +36,7 @@ impl Approver for Scripted {
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
         self.asked.lock().unwrap().push(Asked {
             tool: request.tool.to_owned(),
+            prompt: request.prompt.to_owned(),
             paths: request.paths.to_vec(),
             arguments: request.arguments.clone(),
             can_remember: request.can_remember,
@@ -286,4 +288,28 @@ fn a_path_naming_the_workspace_root_is_never_remembered_as_the_whole_workspace()
         assert!(!asked[0].can_remember, "{raw:?}");
         assert_eq!(asked[0].paths, ["."], "{raw:?}");
     }
+}
+
+#[test]
+fn the_question_names_the_file_a_link_leads_to() {
+    let f = Fixture::new();
+    std::fs::create_dir(f.ws.join("src")).unwrap();
+    std::fs::write(f.ws.join("src/real.md"), "real\n").unwrap();
+    std::os::unix::fs::symlink("src/real.md", f.ws.join("NOTES.md")).unwrap();
+    let mut router = f.router("s1", vec![Approval::Once]);
+    let routed = router.route(&write("NOTES.md", "new\n")).unwrap();
+    assert_eq!(routed.status, CallStatus::Ok, "{}", routed.result);
+    let asked = f.asked();
+    assert_eq!(asked[0].paths, ["src/real.md"]);
+    assert!(
+        asked[0]
+            .prompt
+            .contains("'NOTES.md' is a link: the file written is 'src/real.md'"),
+        "{}",
+        asked[0].prompt
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("src/real.md")).unwrap(),
+        "new\n"
+    );
 }
