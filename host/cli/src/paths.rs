@@ -27,9 +27,18 @@ pub fn permissions_path(flag: Option<&Path>, db_flag: Option<&Path>) -> anyhow::
     Ok(state::permissions_path(flag, db_flag)?)
 }
 
-/// The plugin directory: see [`goat_state::paths::plugin_dir`].
+/// The plugin directory: see [`goat_state::paths::plugin_dir`]. One that
+/// exists must be private (see [`goat_state::fs::check_private_dir`]).
+///
+/// # Security
+///
+/// Its registry says which components the model may call: a directory
+/// another user owns or may write is refused before anything in it is read.
 pub fn plugin_dir(db_flag: Option<&Path>) -> anyhow::Result<HostPath> {
-    Ok(state::plugin_dir(db_flag)?)
+    let dir = state::plugin_dir(db_flag)?;
+    goat_state::fs::check_private_dir(dir.resolved())
+        .context("the plugin directory cannot be trusted")?;
+    Ok(dir)
 }
 
 /// The compiled-code cache: see [`goat_state::paths::cache_dir`].

@@ -137,7 +137,7 @@ fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow:
         }
     }
 
-    goat_store::create_private_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    goat_state::fs::open_private_dir(&dir).context("the plugin directory cannot be used")?;
     let stored = goat_catalog::approve(&dir, &candidate, &wasm, gate::now())?;
     println!(
         "added plugin '{name}': the model can call it as {exposed} (stored as {})",
