@@ -256,6 +256,8 @@ fn rule_json(rule: &Rule, now: i64) -> Value {
         "id": rule.id,
         "tool": rule.tool,
         "pattern": rule.pattern,
+        // Deny rules without wildcards also cover what is under the path.
+        "covers_below": rule.covers_below(),
         "access": rule.access.as_str(),
         "effect": rule.effect.as_str(),
         "scope": scope,
