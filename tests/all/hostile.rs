@@ -494,6 +494,106 @@ fn compiled_cache_is_reused_and_a_damaged_entry_is_recompiled() {
     assert_eq!(read, Ok("a\n".to_owned()));
 }
 
+/// Replaces the cached compiled code of `hostile` with `read_file`'s (a
+/// valid entry for this engine, so it would deserialize), leaves it as
+/// `tamper` says, and returns what a fresh sandbox then loads as `hostile`.
+#[cfg(unix)]
+fn load_with_substituted_entry(tamper: impl Fn(&std::path::Path)) -> (String, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    let hostile = sandbox.load("hostile", HOSTILE_WASM).unwrap();
+    let pen = sandbox.load_pen_tools().unwrap();
+    let read_file = pen.iter().find(|t| t.spec().name == "read_file").unwrap();
+    let entry_of = |sha: &str| {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with(sha))
+            .unwrap()
+    };
+    let hostile_entry = entry_of(hostile.sha256());
+    let planted = std::fs::read(entry_of(read_file.sha256())).unwrap();
+    std::fs::write(&hostile_entry, &planted).unwrap();
+    tamper(&hostile_entry);
+    let fresh = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    let loaded = fresh.load("hostile", HOSTILE_WASM).unwrap();
+    (
+        loaded.spec().name.clone(),
+        std::fs::read(&hostile_entry).unwrap(),
+    )
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cache_entry_others_may_write_is_never_deserialized() {
+    use std::os::unix::fs::PermissionsExt;
+    let expected = sandbox().load("hostile", HOSTILE_WASM).unwrap();
+    // Control: a planted entry that passes the checks is what runs (the
+    // cache cannot tell; that is why who may write it matters).
+    let (name, _) = load_with_substituted_entry(|_| {});
+    assert_eq!(name, "read_file", "the substitution itself works");
+    let (name, now) = load_with_substituted_entry(|entry| {
+        std::fs::set_permissions(entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+    });
+    assert_eq!(name, expected.spec().name, "a 0666 entry is not used");
+    assert!(now.len() > 1000, "it was compiled again and replaced");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cache_entry_owned_by_another_user_is_never_deserialized() {
+    if own_uid() != 0 {
+        eprintln!("skipped: giving a file to another user needs root");
+        return;
+    }
+    let expected = sandbox().load("hostile", HOSTILE_WASM).unwrap();
+    let (name, _) = load_with_substituted_entry(|entry| {
+        std::os::unix::fs::chown(entry, Some(4242), None).unwrap();
+    });
+    assert_eq!(
+        name,
+        expected.spec().name,
+        "another user's entry is not used"
+    );
+}
+
+/// The effective user id, from the owner of a file this process creates.
+#[cfg(unix)]
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("me"), b"").unwrap();
+    std::fs::metadata(dir.path().join("me")).unwrap().uid()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cache_directory_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    match SandboxBuilder::new().cache_dir(&cache).build() {
+        Err(e @ SandboxError::Cache { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("can be written by its group and everyone"),
+                "{msg}"
+            );
+            assert!(msg.contains("chmod 700"), "{msg}");
+        }
+        Err(other) => panic!("expected a cache error, got {other:?}"),
+        Ok(_) => panic!("a 0777 cache directory was used"),
+    }
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        0,
+        "nothing cached"
+    );
+}
+
 #[test]
 fn missing_workspace_is_a_host_error() {
     let dir = tempfile::tempdir().unwrap();

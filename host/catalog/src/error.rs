@@ -54,10 +54,12 @@ pub enum CatalogError {
         source: std::io::Error,
     },
     /// A file that must be a regular file is not.
-    #[error("{} is not a regular file", path.display())]
+    #[error("{} is not a regular file (it is {kind}); give a component's .wasm file", path.display())]
     NotRegular {
         /// The path.
         path: PathBuf,
+        /// What it is instead ("a FIFO", "a symlink").
+        kind: &'static str,
     },
     /// The sandbox refused the component.
     #[error(transparent)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use goat_sandbox::{MAX_PLUGIN_BYTES, Sandbox, Tool};
-use goat_state::fs::write_private_atomic;
+use goat_state::fs::{OpenRegularError, open_regular, write_private_atomic};
 use goat_state::sqlite::{self, DbError, DbSpec, Journal, Migration};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
@@ -120,23 +120,38 @@ pub(crate) fn read_stored(dir: &Path, sha256: &str) -> Result<Vec<u8>, CatalogEr
     let path = stored_file(dir, sha256);
     let meta = fs::symlink_metadata(&path).map_err(CatalogError::io("cannot read", &path))?;
     if !meta.file_type().is_file() {
-        return Err(CatalogError::NotRegular { path });
+        let kind = if meta.file_type().is_symlink() {
+            "a symlink"
+        } else {
+            "not a file"
+        };
+        return Err(CatalogError::NotRegular { path, kind });
     }
     read_capped(&path)
 }
 
 /// Reads at most one byte more than [`MAX_PLUGIN_BYTES`], so an enormous
 /// file is refused without being read whole; the sandbox says it is too big.
+///
+/// # Security
+///
+/// Anything but a regular file is refused without blocking: a FIFO given
+/// to `goat plugins add` (or swapped in for a stored plugin) would
+/// otherwise wait for a writer forever (see [`open_regular`]).
 pub fn read_capped(path: &Path) -> Result<Vec<u8>, CatalogError> {
-    let file = fs::File::open(path).map_err(CatalogError::io("cannot read", path))?;
-    let meta = file
-        .metadata()
-        .map_err(CatalogError::io("cannot read", path))?;
-    if !meta.is_file() {
-        return Err(CatalogError::NotRegular {
+    let file = open_regular(path).map_err(|e| match e {
+        OpenRegularError::NotAFile { path, kind } => CatalogError::NotRegular { path, kind },
+        OpenRegularError::Open { path, source } => CatalogError::Io {
+            what: "cannot read",
+            path,
+            source,
+        },
+        other => CatalogError::Io {
+            what: "cannot read",
             path: path.to_owned(),
-        });
-    }
+            source: std::io::Error::other(other),
+        },
+    })?;
     let mut bytes = Vec::new();
     file.take(u64::try_from(MAX_PLUGIN_BYTES).unwrap_or(u64::MAX) + 1)
         .read_to_end(&mut bytes)

@@ -15,48 +15,71 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use goat_sandbox::{Access, Pen, Sandbox};
 use goat_shepherd::gate::PermissionDb;
-use goat_state::paths as state;
-use goat_store::{Store, StoreError};
+use goat_state::paths::{self as state, HostPath};
 
 /// The store's file: see [`goat_state::paths::store_path`].
-pub fn store_path(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn store_path(flag: Option<&Path>) -> anyhow::Result<HostPath> {
     Ok(state::store_path(flag)?)
 }
 
 /// The permission database: see [`goat_state::paths::permissions_path`].
-pub fn permissions_path(flag: Option<&Path>, db_flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn permissions_path(flag: Option<&Path>, db_flag: Option<&Path>) -> anyhow::Result<HostPath> {
     Ok(state::permissions_path(flag, db_flag)?)
 }
 
-/// The plugin directory: see [`goat_state::paths::plugin_dir`].
-pub fn plugin_dir(db_flag: Option<&Path>) -> anyhow::Result<PathBuf> {
-    Ok(state::plugin_dir(db_flag)?)
+/// The plugin directory: see [`goat_state::paths::plugin_dir`]. One that
+/// exists must be private (see [`goat_state::fs::check_private_dir`]).
+///
+/// # Security
+///
+/// Its registry says which components the model may call: a directory
+/// another user owns or may write is refused before anything in it is read.
+pub fn plugin_dir(db_flag: Option<&Path>) -> anyhow::Result<HostPath> {
+    let dir = state::plugin_dir(db_flag)?;
+    goat_state::fs::check_private_dir(dir.resolved())
+        .context("the plugin directory cannot be trusted")?;
+    Ok(dir)
 }
 
 /// The compiled-code cache: see [`goat_state::paths::cache_dir`].
-pub fn cache_dir() -> anyhow::Result<PathBuf> {
+pub fn cache_dir() -> anyhow::Result<HostPath> {
     Ok(state::cache_dir()?)
-}
-
-/// Where `path` really is: see [`goat_state::paths::resolve`].
-pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
-    Ok(state::resolve(path)?)
 }
 
 /// Refuses a workspace that holds the plugin directory: a writing tool
 /// could replace a plugin or its registry. (A replaced file would fail its
 /// hash check; a rewritten registry would approve anything.)
-pub fn ensure_plugins_outside(plugins: &Path, workspace: &Path) -> anyhow::Result<()> {
-    if plugins.starts_with(workspace) {
+pub fn ensure_plugins_outside(plugins: &HostPath, workspace: &Path) -> anyhow::Result<()> {
+    if plugins.is_inside(workspace) {
         bail!(
             "the plugin directory {} is inside the workspace {}; tools could replace plugins or \
-             their approvals. Use --db (the plugin directory sits beside the store) to put it \
-             elsewhere",
-            plugins.display(),
-            workspace.display()
+             their approvals. {}",
+            plugins.describe(),
+            workspace.display(),
+            what_to_do(
+                plugins,
+                "use --db (the plugin directory sits beside the store) to put it elsewhere"
+            ),
         );
     }
     Ok(())
+}
+
+/// What to do about host state found inside the workspace: `otherwise`
+/// (a sentence without its capital), after removing the symlink that led
+/// there when one did.
+fn what_to_do(path: &HostPath, otherwise: &str) -> String {
+    if path.named() == path.resolved() {
+        let mut chars = otherwise.chars();
+        chars.next().map_or_else(String::new, |first| {
+            first.to_uppercase().chain(chars).collect()
+        })
+    } else {
+        format!(
+            "Remove the symlink {} or point it outside the workspace, or {otherwise}",
+            path.named().display()
+        )
+    }
 }
 
 /// The workspace, from `--workspace` or the current directory: an existing
@@ -71,40 +94,58 @@ pub fn workspace(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 /// Refuses a store inside the workspace.
-pub fn ensure_store_outside(store: &Path, workspace: &Path) -> anyhow::Result<()> {
-    Ok(Store::ensure_outside(store, workspace)?)
+///
+/// # Security
+///
+/// Tools can write anywhere in the workspace; a store there could be
+/// rewritten by a tool, and with it the history the model is shown. The
+/// store is compared where it really is, so a symlink (even a dangling
+/// one) cannot lead it inside.
+pub fn ensure_store_outside(store: &HostPath, workspace: &Path) -> anyhow::Result<()> {
+    if store.is_inside(workspace) {
+        bail!(
+            "the store {} is inside the workspace {}; tools could rewrite the history the model \
+             is shown. {}",
+            store.describe(),
+            workspace.display(),
+            what_to_do(store, "use --db (or GOAT_DB) to put it elsewhere"),
+        );
+    }
+    Ok(())
 }
 
 /// Refuses a config file inside the workspace: a writing tool could set
 /// `writes = "allow"`, or point the engine at its own server and name any
 /// secret variable as the API key.
 pub fn ensure_config_outside(config: &Path, workspace: &Path) -> anyhow::Result<()> {
-    let config = resolve(config)?;
-    match Store::ensure_outside(&config, workspace) {
-        Ok(()) => Ok(()),
-        Err(StoreError::InsideWorkspace { db, workspace }) => bail!(
+    let config = HostPath::new(config)?;
+    if config.is_inside(workspace) {
+        bail!(
             "the config file {} is inside the workspace {}; tools could rewrite GOAT's \
-             settings. Move it, or set GOAT_CONFIG to a file elsewhere",
-            db.display(),
-            workspace.display()
-        ),
-        Err(e) => Err(e.into()),
+             settings. {}",
+            config.describe(),
+            workspace.display(),
+            what_to_do(&config, "move it, or set GOAT_CONFIG to a file elsewhere"),
+        );
     }
+    Ok(())
 }
 
-/// Refuses a permission database inside the workspace, with the store's
-/// check but a message that names the right flag.
-pub fn ensure_permissions_outside(permissions: &Path, workspace: &Path) -> anyhow::Result<()> {
-    match Store::ensure_outside(permissions, workspace) {
-        Ok(()) => Ok(()),
-        Err(StoreError::InsideWorkspace { db, workspace }) => bail!(
+/// Refuses a permission database inside the workspace, where it really is.
+pub fn ensure_permissions_outside(permissions: &HostPath, workspace: &Path) -> anyhow::Result<()> {
+    if permissions.is_inside(workspace) {
+        bail!(
             "the permission database {} is inside the workspace {}; tools could rewrite the \
-             rules. Use --permissions (or --db, which it sits beside) to put it elsewhere",
-            db.display(),
-            workspace.display()
-        ),
-        Err(other) => Err(other.into()),
+             rules. {}",
+            permissions.describe(),
+            workspace.display(),
+            what_to_do(
+                permissions,
+                "use --permissions (or --db, which it sits beside) to put it elsewhere"
+            ),
+        );
     }
+    Ok(())
 }
 
 /// Refuses a workspace that holds the compiled-code cache before the turn
@@ -147,8 +188,9 @@ mod tests {
         let real = dir.path().canonicalize().unwrap();
         std::fs::create_dir(real.join("ws")).unwrap();
         std::os::unix::fs::symlink(real.join("ws"), real.join("link")).unwrap();
-        let resolved = resolve(&real.join("link/state/goat.db")).unwrap();
-        assert_eq!(resolved, real.join("ws/state/goat.db"));
-        assert!(ensure_store_outside(&resolved, &real.join("ws")).is_err());
+        let store = HostPath::new(&real.join("link/state/goat.db")).unwrap();
+        assert_eq!(store.resolved(), real.join("ws/state/goat.db"));
+        let err = ensure_store_outside(&store, &real.join("ws")).unwrap_err();
+        assert!(format!("{err:#}").contains("which resolves to"), "{err:#}");
     }
 }

@@ -187,8 +187,13 @@ pub(crate) fn for_turn(
     let workspace = paths::workspace(opts.workspace.as_deref())?;
     let store_path = paths::store_path(db)?;
     paths::ensure_store_outside(&store_path, &workspace)?;
+    let store_path = store_path.into_resolved();
     let permissions_db = paths::permissions_path(opts.permissions.permissions.as_deref(), db)?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
+    let permissions_db = permissions_db.into_resolved();
+    // Checked again when the plugins load; here so that nothing (not even
+    // the store) is created before a refusal.
+    paths::ensure_plugins_outside(&paths::plugin_dir(db)?, &workspace)?;
     let settings = settings(opts)?;
     if let Some(config) = settings.file_in_use() {
         paths::ensure_config_outside(config, &workspace)?;
@@ -366,7 +371,7 @@ pub enum Plugins<'a> {
 /// A sandbox with GOAT's compiled-code cache, running calls under `limits`.
 pub fn sandbox(limits: &Limits) -> anyhow::Result<Sandbox> {
     Ok(SandboxBuilder::new()
-        .cache_dir(paths::cache_dir()?)
+        .cache_dir(paths::cache_dir()?.into_resolved())
         .limits(limits.clone())
         .build()?)
 }
@@ -389,7 +394,7 @@ pub fn sandbox_and_tools(
             if let Some(workspace) = workspace {
                 paths::ensure_plugins_outside(&dir, workspace)?;
             }
-            Some(dir)
+            Some(dir.into_resolved())
         }
     };
     let source = match &dir {

@@ -479,7 +479,14 @@ fn decision(rules: &[Rule], request: &GateRequest<'_>) -> Decision {
             active
                 .iter()
                 .filter(|(rule, pattern)| {
-                    rule.effect == effect && rule.governs(request.access) && pattern.matches(path)
+                    rule.effect == effect
+                        && rule.governs(request.access)
+                        && match effect {
+                            // A deny rule naming a directory protects what
+                            // is in it; an allow rule grants what it names.
+                            Effect::Deny => pattern.covers(path),
+                            Effect::Allow => pattern.matches(path),
+                        }
                 })
                 .map(|(rule, _)| *rule)
                 .min_by_key(|rule| rule.id)

@@ -47,6 +47,15 @@
 //! is refused with a hint, since `dir/` would otherwise quietly mean the
 //! directory entry alone.
 //!
+//! A *deny* pattern without wildcards also covers everything below the
+//! path it names, as gitignore reads a name: `deny secrets` denies
+//! `secrets/prod.env` (it used to protect nothing inside `secrets/`), and
+//! rules show it (`deny read 'secrets' and everything under it`). An
+//! *allow* pattern grants exactly what it names: the router remembers a
+//! person's "always" as the exact path asked about, which may be a
+//! directory or a file never created, and that must not grow into
+//! everything below it. `dir/**` allows a directory's contents.
+//!
 //! # Key decision: pure logic, fail closed around it
 //!
 //! [`decide_with_rules`] is a pure function of the rules and the request, so

@@ -60,6 +60,28 @@ pub(crate) struct Pattern {
     /// The canonical spelling, as stored: `**` for the whole workspace.
     text: String,
     glob: Glob,
+    /// For a pattern without wildcards (see [`covers_below`]): the pattern
+    /// with `/**` added, matching the path and everything under it.
+    subtree: Option<Glob>,
+}
+
+/// Whether a deny rule with this (canonical) pattern also covers
+/// everything below the path it names: a pattern without wildcards, such
+/// as `secrets` or `config/prod`, as gitignore reads a name.
+///
+/// # Key decision: deny rules only
+///
+/// `goat permissions deny '*' secrets` used to be accepted and protect
+/// nothing inside `secrets/`: a deny rule that quietly protects less than
+/// it says is the worst kind. Deny rules therefore cover the subtree.
+/// Allow rules keep their exact meaning: the router remembers a person's
+/// "always" as the exact path they were asked about, and that path need
+/// not be a file (a write naming a directory, or a file that was never
+/// created because the write failed); widening it would let later writes
+/// under that name through unasked. So both kinds of rule err towards
+/// asking: `dir/**` allows a directory's contents.
+pub(crate) fn covers_below(pattern: &str) -> bool {
+    pattern != "**" && !pattern.contains(['*', '?'])
 }
 
 impl Pattern {
@@ -129,16 +151,32 @@ impl Pattern {
             canonical.push("**");
             glob.push_str("**");
         }
+        let text = canonical.join("/");
+        let subtree = if covers_below(&text) {
+            Some(Glob::new(&format!("{glob}/**")).map_err(|problem| problem.to_string())?)
+        } else {
+            None
+        };
         let glob = Glob::new(&glob).map_err(|problem| problem.to_string())?;
         Ok(Self {
-            text: canonical.join("/"),
+            text,
             glob,
+            subtree,
         })
     }
 
-    /// Whether `path` is covered by the pattern.
+    /// Whether `path` is what the pattern names: how allow rules match.
     pub(crate) fn matches(&self, path: &WorkspacePath) -> bool {
         self.glob.matches_path(path)
+    }
+
+    /// Whether `path` is what the pattern names or, for a pattern without
+    /// wildcards, below it: how deny rules match (see [`covers_below`]).
+    pub(crate) fn covers(&self, path: &WorkspacePath) -> bool {
+        match &self.subtree {
+            Some(subtree) => subtree.matches_path(path),
+            None => self.matches(path),
+        }
     }
 }
 
@@ -246,6 +284,33 @@ mod tests {
         assert!(!matches("*", "."));
         assert!(matches("src/*.rs", "src/main.rs"));
         assert!(matches("a?c", "abc"));
+    }
+
+    #[test]
+    fn a_pattern_without_wildcards_covers_its_subtree_for_denying() {
+        let covers = |pattern: &str, raw: &str| {
+            Pattern::parse(pattern)
+                .unwrap()
+                .covers(&resolve(raw).unwrap())
+        };
+        assert!(covers("secrets", "secrets"));
+        assert!(covers("secrets", "secrets/prod.env"));
+        assert!(covers("secrets", "./secrets/a/b/../c"));
+        assert!(covers("config/prod", "config/prod/db.toml"));
+        assert!(!covers("secrets", "secrets2/x"));
+        assert!(!covers("secrets", "secret"));
+        assert!(!covers("secrets", "."));
+        assert!(!covers("config/prod", "config"));
+        // With a wildcard, a pattern means what it says, nothing below.
+        assert!(covers("secrets/*", "secrets/a"));
+        assert!(!covers("secrets/*", "secrets/a/b"));
+        assert!(!covers("*.env", "a.env/inner"));
+        assert!(covers("secrets/**", "secrets/a/b"));
+        // `[`, `{` and `\` are literal, so such a pattern has no wildcard.
+        assert!(covers("pages/[id]", "pages/[id]/x.tsx"));
+        // Matching exactly (allow rules) is unchanged.
+        assert!(!matches("secrets", "secrets/prod.env"));
+        assert!(matches("secrets", "secrets"));
     }
 
     #[test]

@@ -132,6 +132,14 @@ impl Rule {
         session_ok && workspace_ok && tool_ok && !self.is_expired(request.now)
     }
 
+    /// Whether the rule also covers everything below the path its pattern
+    /// names: a deny rule whose pattern has no wildcards (`secrets`
+    /// denies `secrets/prod.env`). Allow rules grant exactly what they
+    /// name.
+    pub fn covers_below(&self) -> bool {
+        self.effect == Effect::Deny && crate::path::covers_below(&self.pattern)
+    }
+
     /// Whether the rule has a say over a call needing `access`.
     pub(crate) fn governs(&self, access: Access) -> bool {
         match (self.effect, self.access) {
@@ -153,11 +161,16 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "#{}: {} {} {} for ",
+            "#{}: {} {} {}{} for ",
             self.id,
             self.effect.as_str(),
             self.access.as_str(),
-            quoted(&self.pattern)
+            quoted(&self.pattern),
+            if self.covers_below() {
+                " and everything under it"
+            } else {
+                ""
+            }
         )?;
         match &self.tool {
             Some(tool) => f.write_str(tool)?,
@@ -223,6 +236,33 @@ mod tests {
         assert!(!rule(Effect::Allow, Access::Read).governs(Access::Write));
         assert!(!rule(Effect::Allow, Access::Write).governs(Access::Read));
         assert!(rule(Effect::Allow, Access::Write).governs(Access::Write));
+    }
+
+    #[test]
+    fn a_deny_rule_without_wildcards_says_it_covers_what_is_under_it() {
+        let rule = |effect, pattern: &str| Rule {
+            id: 2,
+            tool: None,
+            pattern: pattern.to_owned(),
+            access: Access::Read,
+            effect,
+            scope: Scope::Persistent,
+            workspace: None,
+            created_at: 0,
+            expires_at: None,
+        };
+        assert_eq!(
+            rule(Effect::Deny, "secrets").to_string(),
+            "#2: deny read 'secrets' and everything under it for all tools, persistent"
+        );
+        assert_eq!(
+            rule(Effect::Deny, "secrets/**").to_string(),
+            "#2: deny read 'secrets/**' for all tools, persistent"
+        );
+        assert_eq!(
+            rule(Effect::Allow, "notes").to_string(),
+            "#2: allow read 'notes' for all tools, persistent"
+        );
     }
 
     #[test]

@@ -6,12 +6,15 @@
 //! settings). Deserializing compiled code means trusting it as native code,
 //! so it is only ever read from this host-owned directory, which GOAT
 //! creates private to the user and refuses to share with a workspace; a
-//! plugin's or a workspace's `.cwasm` is never loaded.
+//! plugin's or a workspace's `.cwasm` is never loaded. A directory that
+//! another user owns or may write is refused, and each entry is checked
+//! (a regular file, ours, writable by no one else) on the descriptor it is
+//! read from, before a byte of it is deserialized.
 
-use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use goat_state::fs::{create_private_dir, write_private_atomic};
+use goat_state::fs::{open_private_dir, open_private_file, write_private_atomic};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -26,10 +29,16 @@ pub(crate) struct Cache {
 
 impl Cache {
     /// Opens (creating, private to the user) the cache directory.
+    ///
+    /// # Security
+    ///
+    /// A directory that already exists must be as private as a new one:
+    /// owned by the user running GOAT and writable by no one else. A 0777
+    /// cache would let any local user replace the code run as a tool.
     pub(crate) fn open(dir: PathBuf, engine: &Engine) -> Result<Self, SandboxError> {
-        create_private_dir(&dir).map_err(|source| SandboxError::Cache {
+        open_private_dir(&dir).map_err(|e| SandboxError::Cache {
             path: dir.clone(),
-            source,
+            source: std::io::Error::other(e),
         })?;
         let dir = dir.canonicalize().map_err(|source| SandboxError::Cache {
             path: dir.clone(),
@@ -50,12 +59,19 @@ impl Cache {
     /// engine cached one. A stale or damaged entry fails to deserialize
     /// (wasmtime checks its header and the engine's compatibility) and
     /// counts as absent: the caller compiles again and [`Cache::put`]s it.
+    ///
+    /// # Security
+    ///
+    /// An entry that is not a regular file owned by the user running GOAT
+    /// and closed to others' writes is a miss too, and is never
+    /// deserialized: it is checked on the open descriptor, and the bytes
+    /// deserialized are read from that same descriptor.
     pub(crate) fn get(&self, engine: &Engine, sha256: &str) -> Option<Component> {
         let path = self.path(sha256);
-        if !is_trustworthy(&path) {
-            return None;
-        }
-        deserialize(engine, &path).ok()
+        let mut file = open_private_file(&path).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        deserialize(engine, &bytes).ok()
     }
 
     /// Keeps `component`'s compiled form under `sha256`. Called only for a
@@ -82,12 +98,15 @@ impl Cache {
     reason = "deserializing compiled code trusts it as native code; the file comes only from \
               GOAT's private cache directory, written by GOAT itself"
 )]
-fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: `path` is inside the cache directory, which GOAT creates with
-    // mode 0700 and never shares with a workspace or plugin directory (see
-    // `Sandbox::call`), and `is_trustworthy` refused files others could
-    // have written. wasmtime validates the header and engine compatibility.
-    unsafe { Component::deserialize_file(engine, path) }
+fn deserialize(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `bytes` were read from an entry of the cache directory, which
+    // GOAT creates with mode 0700, refuses if another user owns or may
+    // write it, and never shares with a workspace or plugin directory (see
+    // `Sandbox::call`); `open_private_file` checked, on the descriptor they
+    // were read from, that the entry is a regular file of ours that no one
+    // else may write. wasmtime validates the header and engine
+    // compatibility.
+    unsafe { Component::deserialize(engine, bytes) }
 }
 
 /// sha256 of `bytes`, lowercase hex.
@@ -114,22 +133,4 @@ fn engine_key(engine: &Engine) -> String {
     let mut h = ShaHasher(Sha256::new());
     engine.precompile_compatibility_hash().hash(&mut h);
     hex(&h.0.finalize()[..8])
-}
-
-/// A regular file (not a symlink) that no one but its owner can write.
-fn is_trustworthy(path: &Path) -> bool {
-    let Ok(meta) = fs::symlink_metadata(path) else {
-        return false;
-    };
-    if !meta.file_type().is_file() {
-        return false;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o022 != 0 {
-            return false;
-        }
-    }
-    true
 }

@@ -5,6 +5,12 @@
 //! file is written whole or not at all: through a temporary file in the
 //! same directory, synced, then renamed over the target, so a reader (or a
 //! GOAT that crashed mid-write) never sees half of it.
+//!
+//! Where GOAT trusts what it finds (compiled code it runs as native code,
+//! approved plugins), making a directory private is not enough: one that
+//! already existed may belong to someone else or be open to them.
+//! [`open_private_dir`] and [`check_private_dir`] refuse such a directory,
+//! and [`check_private_file`] such a file, saying why and what to do.
 
 use std::ffi::OsString;
 use std::fs;
@@ -30,6 +36,287 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
 #[cfg(not(unix))]
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)
+}
+
+/// Why a directory or file GOAT would trust is not private to the user
+/// running it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrivacyError {
+    /// The directory could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Its owner and mode could not be read.
+    #[error("cannot look at {}: {source}", path.display())]
+    Inspect {
+        /// The directory or file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Something other than a directory (a symlink, a file) is where the
+    /// directory should be.
+    #[error(
+        "{} is not a directory (it is {kind}); remove it, and GOAT will make a private one",
+        path.display()
+    )]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// Something other than a regular file is where a file should be.
+    #[error("{} is not a regular file (it is {kind}); remove it", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// Another user owns it: they could change what GOAT trusts.
+    #[error(
+        "{} belongs to user {owner}, not to you (user {me}); GOAT trusts what it finds there, so \
+         it must be yours alone. Remove it (GOAT makes its own), or point GOAT elsewhere",
+        path.display()
+    )]
+    NotOwned {
+        /// The path.
+        path: PathBuf,
+        /// Its owner's user id.
+        owner: u32,
+        /// The user running GOAT.
+        me: u32,
+    },
+    /// Its group or everyone may write it.
+    #[error(
+        "{} can be written by {who} (mode {mode:03o}); they could plant what GOAT trusts there. \
+         Run `chmod {fix:o} {}`, or remove it",
+        path.display(),
+        path.display()
+    )]
+    Writable {
+        /// The path.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+        /// "its group", "everyone", "its group and everyone".
+        who: &'static str,
+        /// The mode to set instead (700 for a directory, 600 for a file).
+        fix: u32,
+    },
+}
+
+/// Creates `dir` (and its parents) private to the user running GOAT, as
+/// [`create_private_dir`] does, then [`check_private_dir`]s it: one that
+/// already existed must be as private as a new one.
+///
+/// # Security
+///
+/// For directories whose contents GOAT trusts: the compiled-code cache and
+/// the plugin directory. A 0777 cache directory would let any local user
+/// replace the native code run as `read_file`.
+pub fn open_private_dir(dir: &Path) -> Result<(), PrivacyError> {
+    create_private_dir(dir).map_err(|source| PrivacyError::Create {
+        path: dir.to_owned(),
+        source,
+    })?;
+    check_private_dir(dir)
+}
+
+/// Refuses `dir` unless it is a directory (not a symlink to one: callers
+/// pass resolved paths), owned by the user running GOAT and writable by no
+/// one else. A missing directory holds nothing to trust and passes.
+pub fn check_private_dir(dir: &Path) -> Result<(), PrivacyError> {
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(PrivacyError::Inspect {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+    };
+    if !meta.is_dir() {
+        return Err(PrivacyError::NotADirectory {
+            path: dir.to_owned(),
+            kind: kind_of(&meta.file_type()),
+        });
+    }
+    check_owner_and_mode(dir, &meta, DIR_MODE)
+}
+
+/// Refuses an open file unless it is a regular file owned by the user
+/// running GOAT and writable by no one else. Checked on the descriptor,
+/// so the file checked is the file read.
+pub fn check_private_file(file: &fs::File, path: &Path) -> Result<(), PrivacyError> {
+    let meta = file.metadata().map_err(|source| PrivacyError::Inspect {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(PrivacyError::NotAFile {
+            path: path.to_owned(),
+            kind: kind_of(&meta.file_type()),
+        });
+    }
+    check_owner_and_mode(path, &meta, FILE_MODE)
+}
+
+/// Opens `path` to read a file GOAT will trust (a compiled-code cache
+/// entry), refusing a symlink, anything but a regular file, and a file
+/// [`check_private_file`] refuses.
+///
+/// # Security
+///
+/// Opened without following a final symlink and without blocking (a FIFO
+/// put in its place cannot hang the caller), then checked on the
+/// descriptor: the file checked is the file read, whatever is renamed
+/// over the path meanwhile.
+pub fn open_private_file(path: &Path) -> Result<fs::File, PrivacyError> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(flags.bits().cast_signed());
+    }
+    let file = options.open(path).map_err(|source| PrivacyError::Inspect {
+        path: path.to_owned(),
+        source,
+    })?;
+    check_private_file(&file, path)?;
+    Ok(file)
+}
+
+/// Why [`open_regular`] refused a file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenRegularError {
+    /// It could not be opened.
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// It is not a regular file.
+    #[error("{} is not a regular file (it is {kind}); give a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+}
+
+/// Opens `path` for reading if it is a regular file (following symlinks),
+/// and refuses anything else (a FIFO, a device, a socket, a directory)
+/// without ever blocking on it.
+///
+/// # Security
+///
+/// Checking the type first and then opening leaves a gap: a FIFO swapped
+/// in between makes a plain open wait forever for a writer. So the file is
+/// opened with `O_NONBLOCK` (which a FIFO honours by opening at once and
+/// a regular file ignores) and its type checked on the descriptor.
+pub fn open_regular(path: &Path) -> Result<fs::File, OpenRegularError> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed());
+    }
+    let open_err = |source| OpenRegularError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let file = options.open(path).map_err(open_err)?;
+    let meta = file.metadata().map_err(open_err)?;
+    if !meta.is_file() {
+        return Err(OpenRegularError::NotAFile {
+            path: path.to_owned(),
+            kind: kind_of(&meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+/// The mode a private directory is made with.
+const DIR_MODE: u32 = 0o700;
+
+/// The mode a private file is written with.
+const FILE_MODE: u32 = 0o600;
+
+/// What a file type is, for a message.
+fn kind_of(file_type: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+        if file_type.is_block_device() || file_type.is_char_device() {
+            return "a device";
+        }
+    }
+    if file_type.is_symlink() {
+        "a symlink"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_file() {
+        "a regular file"
+    } else {
+        "something else"
+    }
+}
+
+#[cfg(unix)]
+fn check_owner_and_mode(path: &Path, meta: &fs::Metadata, fix: u32) -> Result<(), PrivacyError> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let owner = meta.uid();
+    if owner != me {
+        return Err(PrivacyError::NotOwned {
+            path: path.to_owned(),
+            owner,
+            me,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+        (false, false) => return Ok(()),
+        (true, false) => "its group",
+        (false, true) => "everyone",
+        (true, true) => "its group and everyone",
+    };
+    Err(PrivacyError::Writable {
+        path: path.to_owned(),
+        mode,
+        who,
+        fix,
+    })
+}
+
+/// Owners and modes are a unix idea; elsewhere the checks pass.
+#[cfg(not(unix))]
+fn check_owner_and_mode(_path: &Path, _meta: &fs::Metadata, _fix: u32) -> Result<(), PrivacyError> {
+    Ok(())
 }
 
 /// Writes `bytes` to `path` (mode 0600) through a new temporary file in the
@@ -108,6 +395,153 @@ mod tests {
                 assert_eq!(mode & 0o777, 0o700, "{}", d.display());
             }
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_open_to_others_is_refused_and_left_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        open_private_dir(&cache).unwrap();
+        for (mode, who) in [
+            (0o777, "its group and everyone"),
+            (0o770, "its group"),
+            (0o702, "everyone"),
+        ] {
+            fs::set_permissions(&cache, fs::Permissions::from_mode(mode)).unwrap();
+            let err = open_private_dir(&cache).unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                matches!(err, PrivacyError::Writable { .. }),
+                "{mode:o}: {msg}"
+            );
+            assert!(msg.contains(&format!("can be written by {who}")), "{msg}");
+            assert!(
+                msg.contains(&format!("chmod 700 {}", cache.display())),
+                "{msg}"
+            );
+            let kept = fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+            assert_eq!(kept, mode, "left as it was");
+        }
+        // Readable by others is not a way in.
+        fs::set_permissions(&cache, fs::Permissions::from_mode(0o755)).unwrap();
+        open_private_dir(&cache).unwrap();
+        // A symlink or a file where the directory should be.
+        let file = dir.path().join("file");
+        fs::write(&file, b"").unwrap();
+        assert!(matches!(
+            check_private_dir(&file),
+            Err(PrivacyError::NotADirectory {
+                kind: "a regular file",
+                ..
+            })
+        ));
+        std::os::unix::fs::symlink(&cache, dir.path().join("link")).unwrap();
+        assert!(matches!(
+            check_private_dir(&dir.path().join("link")),
+            Err(PrivacyError::NotADirectory {
+                kind: "a symlink",
+                ..
+            })
+        ));
+        check_private_dir(&dir.path().join("missing")).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_or_file_owned_by_another_user_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let me = rustix::process::geteuid().as_raw();
+        if me != 0 {
+            // Only root can give a file away; see the mode tests instead.
+            eprintln!("skipped: giving a file to another user needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        open_private_dir(&cache).unwrap();
+        let entry = cache.join("entry");
+        write_private_atomic(&entry, b"code").unwrap();
+        check_private_file(&fs::File::open(&entry).unwrap(), &entry).unwrap();
+        std::os::unix::fs::chown(&entry, Some(4242), None).unwrap();
+        assert!(matches!(
+            check_private_file(&fs::File::open(&entry).unwrap(), &entry),
+            Err(PrivacyError::NotOwned {
+                owner: 4242,
+                me: 0,
+                ..
+            })
+        ));
+        std::os::unix::fs::chown(&cache, Some(4242), None).unwrap();
+        let err = open_private_dir(&cache).unwrap_err();
+        assert!(
+            err.to_string().contains("belongs to user 4242, not to you"),
+            "{err}"
+        );
+        // A file open to others.
+        let other = dir.path().join("other");
+        fs::write(&other, b"code").unwrap();
+        fs::set_permissions(&other, fs::Permissions::from_mode(0o666)).unwrap();
+        let err = check_private_file(&fs::File::open(&other).unwrap(), &other).unwrap_err();
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn open_regular_refuses_a_fifo_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // Blocking here would hang the test: it has no writer.
+        let err = open_regular(&fifo).unwrap_err();
+        assert!(
+            matches!(err, OpenRegularError::NotAFile { kind: "a FIFO", .. }),
+            "{err}"
+        );
+        assert!(matches!(
+            open_regular(dir.path()),
+            Err(OpenRegularError::NotAFile {
+                kind: "a directory",
+                ..
+            })
+        ));
+        let file = dir.path().join("file");
+        fs::write(&file, b"text").unwrap();
+        let mut text = String::new();
+        io::Read::read_to_string(&mut open_regular(&file).unwrap(), &mut text).unwrap();
+        assert_eq!(text, "text");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_file_is_opened_only_if_regular_ours_and_closed_to_others() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let entry = dir.path().join("entry");
+        write_private_atomic(&entry, b"code").unwrap();
+        open_private_file(&entry).unwrap();
+        fs::set_permissions(&entry, fs::Permissions::from_mode(0o666)).unwrap();
+        let err = open_private_file(&entry).unwrap_err();
+        assert!(matches!(err, PrivacyError::Writable { .. }), "{err}");
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+        fs::set_permissions(&entry, fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&entry, dir.path().join("link")).unwrap();
+        assert!(open_private_file(&dir.path().join("link")).is_err());
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(matches!(
+            open_private_file(&fifo),
+            Err(PrivacyError::NotAFile { kind: "a FIFO", .. })
+        ));
     }
 
     #[test]

@@ -12,6 +12,12 @@
 //! reaches every file (cargo shares `util/sqlite.rs` across its databases for
 //! the same reason).
 //!
+//! Where each file is comes from [`paths`], resolved link by link (a
+//! dangling symlink included) so callers compare and open where a file
+//! really is; directories and files GOAT trusts (the cache, the plugin
+//! directory) are checked by [`fs`] to be the user's own and closed to
+//! others.
+//!
 //! Nothing here knows what the files hold: callers pass their migrations.
 
 pub mod fs;

@@ -58,11 +58,30 @@ pub enum PathError {
         /// The path as given.
         path: PathBuf,
     },
-    /// No prefix of the path exists (not even the root).
+    /// The path has no root to resolve from.
     #[error("cannot resolve {}", path.display())]
     Unresolvable {
         /// The path as given.
         path: PathBuf,
+    },
+    /// More symlinks than [`MAX_SYMLINK_HOPS`]: a loop, most likely.
+    #[error(
+        "{} leads through more than {MAX_SYMLINK_HOPS} symlinks (a loop?); fix or remove the links",
+        path.display()
+    )]
+    SymlinkLoop {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A component could not be looked at (no permission to search its
+    /// directory, say): where it leads is unknown, so it is not used.
+    #[error("cannot look at {} to see where it leads", path.display())]
+    Unreadable {
+        /// The component that could not be read.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -80,9 +99,94 @@ pub fn default_store_path() -> Option<PathBuf> {
     Some(base.join("goat").join(STORE_FILE))
 }
 
+/// A host-state path: as GOAT named it (from a flag, a variable or the
+/// default) and where it really is, every symlink followed.
+///
+/// # Security
+///
+/// Callers compare and open [`HostPath::resolved`]: the name may be a
+/// symlink (even a dangling one) into a workspace, and a file created
+/// through it would land there. The name is kept only to say, in an error,
+/// which path led where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPath {
+    named: PathBuf,
+    resolved: PathBuf,
+}
+
+impl HostPath {
+    /// Resolves `given` (see [`resolve`]).
+    pub fn new(given: &Path) -> Result<Self, PathError> {
+        let named = std::path::absolute(given).map_err(|source| PathError::NotAbsolute {
+            path: given.to_owned(),
+            source,
+        })?;
+        let resolved = resolve(&named)?;
+        Ok(Self { named, resolved })
+    }
+
+    /// The path as named, made absolute.
+    pub fn named(&self) -> &Path {
+        &self.named
+    }
+
+    /// Where it really is: the path to compare and to open.
+    pub fn resolved(&self) -> &Path {
+        &self.resolved
+    }
+
+    /// [`HostPath::resolved`], owned.
+    pub fn into_resolved(self) -> PathBuf {
+        self.resolved
+    }
+
+    /// Whether it is (really) inside `workspace`, a canonical directory.
+    pub fn is_inside(&self, workspace: &Path) -> bool {
+        self.resolved.starts_with(workspace)
+    }
+
+    /// The path for a message: the resolved path, and the name that led
+    /// there when that differs (`/a/goat.db (which resolves to /ws/x.db)`).
+    pub fn describe(&self) -> String {
+        if self.named == self.resolved {
+            self.resolved.display().to_string()
+        } else {
+            format!(
+                "{} (which resolves to {})",
+                self.named.display(),
+                self.resolved.display()
+            )
+        }
+    }
+
+    /// A path in this directory: `name` joined to the name, then resolved
+    /// on its own (it may be a symlink itself).
+    fn child(&self, name: &str) -> Result<Self, PathError> {
+        let named = self.named.join(name);
+        let resolved = resolve(&self.resolved.join(name))?;
+        Ok(Self { named, resolved })
+    }
+
+    /// The directory holding this file: the resolved path's parent, named
+    /// by the name's parent.
+    fn sibling(&self, name: &str) -> Result<Self, PathError> {
+        let dir = Self {
+            named: self
+                .named
+                .parent()
+                .map_or_else(|| self.named.clone(), Path::to_owned),
+            resolved: self
+                .resolved
+                .parent()
+                .map_or_else(|| self.resolved.clone(), Path::to_owned),
+        };
+        dir.child(name)
+    }
+}
+
 /// The store's file, from `--db`, else `$GOAT_DB`, else
 /// [`default_store_path`], resolved.
-pub fn store_path(flag: Option<&Path>) -> Result<PathBuf, PathError> {
+pub fn store_path(flag: Option<&Path>) -> Result<HostPath, PathError> {
     let given = match flag {
         Some(path) => path.to_owned(),
         None => match var("GOAT_DB") {
@@ -90,8 +194,8 @@ pub fn store_path(flag: Option<&Path>) -> Result<PathBuf, PathError> {
             None => default_store_path().ok_or(PathError::NoStoreHome)?,
         },
     };
-    let path = resolve(&given)?;
-    if path.file_name().is_none() {
+    let path = HostPath::new(&given)?;
+    if path.resolved.file_name().is_none() {
         return Err(PathError::NotAFile {
             what: "store",
             path: given,
@@ -101,12 +205,15 @@ pub fn store_path(flag: Option<&Path>) -> Result<PathBuf, PathError> {
 }
 
 /// The permission database, from `--permissions`, else `permissions.db`
-/// beside the store, resolved.
-pub fn permissions_path(flag: Option<&Path>, db_flag: Option<&Path>) -> Result<PathBuf, PathError> {
+/// beside the store, resolved (the default name too: it may be a symlink).
+pub fn permissions_path(
+    flag: Option<&Path>,
+    db_flag: Option<&Path>,
+) -> Result<HostPath, PathError> {
     match flag {
         Some(given) => {
-            let path = resolve(given)?;
-            if path.file_name().is_none() {
+            let path = HostPath::new(given)?;
+            if path.resolved.file_name().is_none() {
                 return Err(PathError::NotAFile {
                     what: "permission database",
                     path: given.to_owned(),
@@ -114,22 +221,22 @@ pub fn permissions_path(flag: Option<&Path>, db_flag: Option<&Path>) -> Result<P
             }
             Ok(path)
         }
-        None => Ok(store_path(db_flag)?.with_file_name(PERMISSIONS_FILE)),
+        None => store_path(db_flag)?.sibling(PERMISSIONS_FILE),
     }
 }
 
 /// The plugin directory: `plugins/` beside the store (`--db`, else
-/// `$GOAT_DB`, else the default), resolved. Holds the approved components,
-/// named by sha256, and the registry of approvals
+/// `$GOAT_DB`, else the default), resolved (it may be a symlink). Holds the
+/// approved components, named by sha256, and the registry of approvals
 /// ([`PLUGIN_REGISTRY_FILE`]).
-pub fn plugin_dir(db_flag: Option<&Path>) -> Result<PathBuf, PathError> {
-    Ok(store_path(db_flag)?.with_file_name(PLUGIN_DIR))
+pub fn plugin_dir(db_flag: Option<&Path>) -> Result<HostPath, PathError> {
+    store_path(db_flag)?.sibling(PLUGIN_DIR)
 }
 
 /// GOAT's compiled-code cache: `$GOAT_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/goat/compiled`, else `~/.cache/goat/compiled`, resolved
 /// (the sandbox compares it with canonical workspace roots).
-pub fn cache_dir() -> Result<PathBuf, PathError> {
+pub fn cache_dir() -> Result<HostPath, PathError> {
     let given = if let Some(dir) = var("GOAT_CACHE_DIR") {
         PathBuf::from(dir)
     } else if let Some(dir) = var("XDG_CACHE_HOME") {
@@ -143,46 +250,127 @@ pub fn cache_dir() -> Result<PathBuf, PathError> {
             None => return Err(PathError::NoCacheHome),
         }
     };
-    resolve(&given)
+    HostPath::new(&given)
 }
 
-/// Where `path` really is: its longest existing prefix canonicalized, then
-/// the components that do not exist yet.
+/// Symlinks [`resolve`] follows for one path before it gives up: Linux's
+/// own limit (`MAXSYMLINKS`), so a path the kernel would open resolves,
+/// and a loop ends.
+pub const MAX_SYMLINK_HOPS: usize = 40;
+
+/// One step of a path being resolved.
+enum Part {
+    /// Start again at this root (`/`, or a Windows prefix and root).
+    Root(PathBuf),
+    /// `..`.
+    Parent,
+    /// A name.
+    Name(OsString),
+}
+
+/// `path`'s steps, in order (`.` dropped).
+fn parts(path: &Path) -> Vec<Part> {
+    let mut parts = Vec::new();
+    let mut root = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(prefix) => root.push(prefix.as_os_str()),
+            Component::RootDir => {
+                root.push(Component::RootDir.as_os_str());
+                parts.push(Part::Root(std::mem::take(&mut root)));
+            }
+            Component::CurDir => {}
+            Component::ParentDir => parts.push(Part::Parent),
+            Component::Normal(name) => parts.push(Part::Name(name.to_owned())),
+        }
+    }
+    parts
+}
+
+/// Where `path` really is: each existing component looked at in turn and
+/// every symlink followed, a dangling one included (its text read and
+/// resolved relative to its directory), then the components that do not
+/// exist yet appended.
 ///
 /// # Security
 ///
-/// A path that does not exist yet cannot be canonicalized, and comparing it
-/// lexically would let `../ws/x` or a symlinked parent slip past the
-/// workspace check. The missing tail cannot contain symlinks (none of it
-/// exists), so appending it to the canonical prefix is exact; `..` in the
+/// `canonicalize` fails on a path that does not exist yet, and a
+/// dangling symlink does not exist: a `permissions.db` that is a symlink
+/// to a file not yet created in the workspace would compare as outside it,
+/// and then be created inside. So links are followed here by reading them,
+/// at most [`MAX_SYMLINK_HOPS`] of them. The missing tail cannot contain
+/// symlinks (none of it exists), so appending it is exact; `..` in the
 /// tail is refused rather than guessed at.
 pub fn resolve(path: &Path) -> Result<PathBuf, PathError> {
     let absolute = std::path::absolute(path).map_err(|source| PathError::NotAbsolute {
         path: path.to_owned(),
         source,
     })?;
-    let components: Vec<Component<'_>> = absolute.components().collect();
-    for split in (1..=components.len()).rev() {
-        let prefix: PathBuf = components[..split].iter().collect();
-        let Ok(mut resolved) = prefix.canonicalize() else {
-            continue;
-        };
-        for component in &components[split..] {
-            match component {
-                Component::Normal(name) => resolved.push(name),
-                Component::CurDir => {}
-                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                    return Err(PathError::ParentInMissingTail {
-                        path: path.to_owned(),
-                    });
+    // A stack: the next step is at the end.
+    let mut todo = parts(&absolute);
+    todo.reverse();
+    let mut resolved = PathBuf::new();
+    let mut missing = false;
+    let mut hops = 0;
+    while let Some(part) = todo.pop() {
+        match part {
+            Part::Root(root) => resolved = root,
+            Part::Parent if missing => {
+                return Err(PathError::ParentInMissingTail {
+                    path: path.to_owned(),
+                });
+            }
+            // Everything so far exists and is resolved, so `..` is its
+            // parent (at the root, the root).
+            Part::Parent => {
+                resolved.pop();
+            }
+            Part::Name(name) => {
+                let next = resolved.join(&name);
+                if missing {
+                    resolved = next;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&next) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        hops += 1;
+                        if hops > MAX_SYMLINK_HOPS {
+                            return Err(PathError::SymlinkLoop {
+                                path: path.to_owned(),
+                            });
+                        }
+                        let target =
+                            std::fs::read_link(&next).map_err(|source| PathError::Unreadable {
+                                path: next.clone(),
+                                source,
+                            })?;
+                        // Relative to the link's directory, which is
+                        // `resolved` as it stands.
+                        let mut steps = parts(&target);
+                        steps.reverse();
+                        todo.extend(steps);
+                    }
+                    Ok(_) => resolved = next,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                        ) =>
+                    {
+                        missing = true;
+                        resolved = next;
+                    }
+                    Err(source) => return Err(PathError::Unreadable { path: next, source }),
                 }
             }
         }
-        return Ok(resolved);
     }
-    Err(PathError::Unresolvable {
-        path: path.to_owned(),
-    })
+    if resolved.as_os_str().is_empty() {
+        return Err(PathError::Unresolvable {
+            path: path.to_owned(),
+        });
+    }
+    Ok(resolved)
 }
 
 #[cfg(test)]
@@ -225,19 +413,91 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().canonicalize().unwrap();
         let db = dir.path().join("state/my.db");
-        assert_eq!(store_path(Some(&db)).unwrap(), real.join("state/my.db"));
         assert_eq!(
-            permissions_path(None, Some(&db)).unwrap(),
+            store_path(Some(&db)).unwrap().resolved(),
+            real.join("state/my.db")
+        );
+        assert_eq!(
+            permissions_path(None, Some(&db)).unwrap().resolved(),
             real.join("state/permissions.db")
         );
         assert_eq!(
-            permissions_path(Some(&dir.path().join("p.db")), Some(&db)).unwrap(),
+            permissions_path(Some(&dir.path().join("p.db")), Some(&db))
+                .unwrap()
+                .resolved(),
             real.join("p.db")
         );
-        assert_eq!(plugin_dir(Some(&db)).unwrap(), real.join("state/plugins"));
+        assert_eq!(
+            plugin_dir(Some(&db)).unwrap().resolved(),
+            real.join("state/plugins")
+        );
         assert!(matches!(
             store_path(Some(Path::new("/"))),
             Err(PathError::NotAFile { what: "store", .. })
         ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_symlink_resolves_to_where_it_would_create() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(real.join("ws")).unwrap();
+        std::fs::create_dir_all(real.join("state")).unwrap();
+        // Relative link text, resolved from the link's own directory.
+        std::os::unix::fs::symlink("../ws/rules.db", real.join("state/permissions.db")).unwrap();
+        assert_eq!(
+            resolve(&real.join("state/permissions.db")).unwrap(),
+            real.join("ws/rules.db")
+        );
+        // A default name beside the store is resolved too, and keeps the
+        // name that led there for messages.
+        let perms = permissions_path(None, Some(&real.join("state/goat.db"))).unwrap();
+        assert_eq!(perms.resolved(), real.join("ws/rules.db"));
+        assert_eq!(perms.named(), real.join("state/permissions.db"));
+        assert!(perms.is_inside(&real.join("ws")));
+        assert!(perms.describe().contains("which resolves to"));
+        // A dangling link to a missing directory, then a name below it.
+        std::os::unix::fs::symlink(real.join("ws/new"), real.join("state/plugins")).unwrap();
+        assert_eq!(
+            plugin_dir(Some(&real.join("state/goat.db")))
+                .unwrap()
+                .resolved(),
+            real.join("ws/new")
+        );
+        assert_eq!(
+            resolve(&real.join("state/plugins/plugins.db")).unwrap(),
+            real.join("ws/new/plugins.db")
+        );
+        // A chain of links, the last one dangling.
+        std::os::unix::fs::symlink("permissions.db", real.join("state/goat.db")).unwrap();
+        assert_eq!(
+            store_path(Some(&real.join("state/goat.db")))
+                .unwrap()
+                .resolved(),
+            real.join("ws/rules.db")
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_loop_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink("b", real.join("a")).unwrap();
+        std::os::unix::fs::symlink("a", real.join("b")).unwrap();
+        assert!(matches!(
+            resolve(&real.join("a/x.db")),
+            Err(PathError::SymlinkLoop { .. })
+        ));
+    }
+
+    #[test]
+    fn existing_paths_resolve_as_canonicalize_does() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        let path = dir.path().join("a/./b/../b");
+        assert_eq!(resolve(&path).unwrap(), path.canonicalize().unwrap());
+        assert_eq!(resolve(Path::new("/")).unwrap(), Path::new("/"));
     }
 }

@@ -3,10 +3,11 @@
 //! arguments for any other tool.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::Path;
 
 use goat_shepherd::ApprovalRequest;
+use goat_state::fs::{OpenRegularError, open_regular};
 use serde_json::Value;
 
 use super::diff::{PREVIEW_LINE_CHARS, diff, side};
@@ -75,25 +76,33 @@ fn existing(workspace: &Path, path: &str) -> Existing {
         }
         Err(e) => return Existing::Unshown(format!("cannot resolve it ({e})")),
     }
-    let meta = match fs::metadata(&full) {
-        Ok(meta) => meta,
+    // Opened without blocking and checked on the descriptor: a FIFO put
+    // here (now, or between a check and the open) cannot hang the question.
+    let file = match open_regular(&full) {
+        Ok(file) => file,
+        Err(OpenRegularError::NotAFile { kind, .. }) => {
+            return Existing::Unshown(format!("it is {kind}, not a regular file"));
+        }
         Err(e) => return Existing::Unshown(format!("cannot read it to compare ({e})")),
     };
-    if !meta.is_file() {
-        return Existing::Unshown("it is not a regular file".to_owned());
+    let len = match file.metadata() {
+        Ok(meta) => meta.len(),
+        Err(e) => return Existing::Unshown(format!("cannot read it to compare ({e})")),
+    };
+    if len > PREVIEW_FILE_BYTES {
+        return Existing::Unshown(format!("it is {len} bytes, too large to compare here"));
     }
-    if meta.len() > PREVIEW_FILE_BYTES {
-        return Existing::Unshown(format!(
-            "it is {} bytes, too large to compare here",
-            meta.len()
-        ));
+    // Capped again while reading: the file may grow after the check.
+    let mut bytes = Vec::new();
+    if let Err(e) = file.take(PREVIEW_FILE_BYTES + 1).read_to_end(&mut bytes) {
+        return Existing::Unshown(format!("cannot read it to compare ({e})"));
     }
-    match fs::read(&full) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => Existing::Text(text),
-            Err(_) => Existing::Unshown("it is not UTF-8 text".to_owned()),
-        },
-        Err(e) => Existing::Unshown(format!("cannot read it to compare ({e})")),
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > PREVIEW_FILE_BYTES {
+        return Existing::Unshown("it grew too large to compare here".to_owned());
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Existing::Text(text),
+        Err(_) => Existing::Unshown("it is not UTF-8 text".to_owned()),
     }
 }
 
@@ -270,6 +279,39 @@ mod tests {
         assert_eq!(lines[0], "creates 'new.txt': 20 lines, 150 bytes");
         assert_eq!(lines.len(), 1 + PREVIEW_LINES + 1);
         assert_eq!(lines[PREVIEW_LINES + 1], "+ … 12 lines more");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_not_read_for_the_preview_and_does_not_block() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let status = std::process::Command::new("mkfifo")
+            .arg(root.join("pipe"))
+            .status()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(status.success());
+        // In a thread, so a blocking open fails the test instead of hanging
+        // it (the thread is left behind then; the process ends anyway).
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let write = existing(&root, "pipe");
+            let edit = edit_preview(&root, "pipe", "a", "b", false);
+            let lines = match write {
+                Existing::Unshown(why) => vec![why, edit.concat()],
+                Existing::Missing => vec!["missing".to_owned()],
+                Existing::Text(text) => vec![format!("read: {text}")],
+            };
+            let _ = sent.send(lines);
+        });
+        let lines = received
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("the preview blocked on a FIFO"));
+        assert_eq!(lines[0], "it is a FIFO, not a regular file", "{lines:?}");
+        assert!(
+            lines[1].starts_with("edits 'pipe'; the file is not shown: it is a FIFO"),
+            "{lines:?}"
+        );
     }
 
     #[cfg(unix)]

@@ -185,6 +185,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     std::fs::write(workspace.join("src/greet.py"), GREET_PY).context("writing the demo project")?;
     let workspace = workspace.canonicalize()?;
     paths::ensure_store_outside(&store_path, &workspace)?;
+    let store_path = store_path.into_resolved();
     let permissions_db = root.join("permissions.db");
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -90,10 +90,11 @@ pub fn permissions(command: PermissionsCommand) -> anyhow::Result<Outcome> {
 
 impl Location {
     fn path(&self) -> anyhow::Result<PathBuf> {
-        paths::permissions_path(
+        Ok(paths::permissions_path(
             self.permissions.permissions.as_deref(),
             self.store.db.as_deref(),
-        )
+        )?
+        .into_resolved())
     }
 
     /// The database, created if absent.
@@ -214,7 +215,7 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
 }
 
 fn session_exists(db: Option<&Path>, id: &str) -> anyhow::Result<()> {
-    let path = paths::store_path(db)?;
+    let path = paths::store_path(db)?.into_resolved();
     let shown = text::escape_controls(id);
     if !path.exists() {
         bail!(
@@ -255,6 +256,8 @@ fn rule_json(rule: &Rule, now: i64) -> Value {
         "id": rule.id,
         "tool": rule.tool,
         "pattern": rule.pattern,
+        // Deny rules without wildcards also cover what is under the path.
+        "covers_below": rule.covers_below(),
         "access": rule.access.as_str(),
         "effect": rule.effect.as_str(),
         "scope": scope,

@@ -87,7 +87,7 @@ pub fn plugins(command: PluginsCommand) -> anyhow::Result<Outcome> {
 }
 
 fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let dir = paths::plugin_dir(db)?;
+    let dir = paths::plugin_dir(db)?.into_resolved();
     let wasm =
         goat_catalog::read_capped(file).with_context(|| format!("reading {}", file.display()))?;
     let name = match name {
@@ -137,7 +137,7 @@ fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow:
         }
     }
 
-    goat_store::create_private_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    goat_state::fs::open_private_dir(&dir).context("the plugin directory cannot be used")?;
     let stored = goat_catalog::approve(&dir, &candidate, &wasm, gate::now())?;
     println!(
         "added plugin '{name}': the model can call it as {exposed} (stored as {})",
@@ -202,7 +202,7 @@ fn ask(question: &str) -> anyhow::Result<bool> {
 }
 
 fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let dir = paths::plugin_dir(db)?;
+    let dir = paths::plugin_dir(db)?.into_resolved();
     let approvals = match Registry::open_existing(&dir)? {
         Some(registry) => registry.all()?,
         None => Vec::new(),
@@ -231,7 +231,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
 }
 
 fn inspect(name: &str, json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let dir = paths::plugin_dir(db)?;
+    let dir = paths::plugin_dir(db)?.into_resolved();
     let approval = Registry::open_existing(&dir)?
         .map(|r| r.get(name))
         .transpose()?
@@ -279,7 +279,7 @@ fn inspect(name: &str, json: bool, db: Option<&Path>) -> anyhow::Result<Outcome>
 }
 
 fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let dir = paths::plugin_dir(db)?;
+    let dir = paths::plugin_dir(db)?.into_resolved();
     let Some(mut registry) = Registry::open_existing(&dir)? else {
         bail!("no plugin named '{}'", text::escape_controls(name));
     };
@@ -297,7 +297,7 @@ fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
     println!("removed plugin '{name}' (tool {})", approval.tool);
     // Rules outlive the plugin; a plugin added later under the same name
     // would inherit them, so say which they are.
-    let permissions = paths::permissions_path(None, db)?;
+    let permissions = paths::permissions_path(None, db)?.into_resolved();
     if permissions.exists()
         && let Ok(rules) = gate::PermissionDb::open(&permissions).and_then(|p| p.list())
     {
@@ -321,7 +321,7 @@ fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
 /// `--db` gives it), whether or not their files still pass the hash check:
 /// rules may name them.
 pub fn approved_names(db: Option<&Path>) -> anyhow::Result<Vec<String>> {
-    let dir = paths::plugin_dir(db)?;
+    let dir = paths::plugin_dir(db)?.into_resolved();
     Ok(match Registry::open_existing(&dir)? {
         Some(registry) => registry.all()?.into_iter().map(|a| a.tool).collect(),
         None => Vec::new(),

@@ -53,7 +53,7 @@ pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
 
 /// The store, if there is one.
 pub(crate) fn open_existing(db: Option<&Path>) -> anyhow::Result<Option<Store>> {
-    let path = paths::store_path(db)?;
+    let path = paths::store_path(db)?.into_resolved();
     if !path.exists() {
         return Ok(None);
     }

@@ -193,6 +193,7 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     let permissions_db = paths::permissions_path(call.permissions.as_deref(), call.db.as_deref())?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
+    let permissions_db = permissions_db.into_resolved();
     paths::prepare_permissions(&permissions_db)?;
 
     let mut router = AppToolRouter::new(

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::{Env, json_out, text};
+use crate::{Env, GoatRun, call_reply, json_out, text};
 
 fn write_call(env: &Env, path: &str) -> std::process::Output {
     let args = json!({"path": path, "content": "x"}).to_string();
@@ -165,4 +165,58 @@ fn bad_rules_are_exit_two_with_the_reason() {
         );
     }
     assert_eq!(text(&env.run(&["permissions", "list"]).stdout), "");
+}
+
+/// `goat permissions deny '*' secrets` (a directory named without `/**`)
+/// used to be accepted and protect nothing inside it (issue 11).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deny_rule_naming_a_directory_keeps_its_files_from_the_model() {
+    let builder = GoatRun::builder();
+    let env = &builder.env;
+    std::fs::create_dir(env.ws.join("secrets")).unwrap();
+    std::fs::write(
+        env.ws.join("secrets/prod.env"),
+        "API_KEY=sk-live-0123456789\n",
+    )
+    .unwrap();
+    let out = env.run(&["permissions", "deny", "*", "secrets"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rule = "#1: deny read 'secrets' and everything under it for all tools, persistent";
+    assert_eq!(text(&out.stdout), format!("{rule}\n"));
+    assert_eq!(
+        text(&env.run(&["permissions", "list"]).stdout),
+        format!("{rule}\n")
+    );
+    let listed = json_out(&env.run(&["permissions", "list", "--json"]));
+    assert_eq!(listed[0]["pattern"], "secrets");
+    assert_eq!(listed[0]["covers_below"], true);
+
+    let run = builder
+        .replies([
+            call_reply("call_1", "read_file", r#"{"path": "secrets/prod.env"}"#),
+            crate::content_reply("I could not read it."),
+        ])
+        .json()
+        .run("Show me secrets/prod.env")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(
+        run.summary()["tool_calls"],
+        json!([{"tool": "read_file", "status": "denied", "decision": "deny"}])
+    );
+    let requests = run.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = requests[1].body.to_string();
+    assert!(
+        sent.contains(&format!(
+            "denied: reading 'secrets/prod.env' with read_file is forbidden by permission rule {rule}"
+        )),
+        "{sent}"
+    );
+    for request in &requests {
+        assert!(
+            !request.body.to_string().contains("sk-live"),
+            "the secret reached the engine"
+        );
+    }
 }

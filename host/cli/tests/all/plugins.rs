@@ -584,3 +584,141 @@ fn remove_names_the_rules_that_still_name_the_plugins_tool() {
         "{err}"
     );
 }
+
+/// Runs `cmd` and kills it after `limit`: `None` if it had to be killed.
+#[cfg(unix)]
+fn output_within(
+    mut cmd: std::process::Command,
+    limit: std::time::Duration,
+) -> Option<std::process::Output> {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+#[cfg(unix)]
+#[test]
+fn add_refuses_a_fifo_at_once() {
+    let env = Env::new();
+    let fifo = env.root.join("plugin.wasm");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut cmd = env.cmd();
+    cmd.args(["plugins", "add", fifo.to_str().unwrap(), "--yes"]);
+    let Some(out) = output_within(cmd, std::time::Duration::from_secs(10)) else {
+        panic!("`goat plugins add FIFO` blocked (killed after 10 s)");
+    };
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} is not a regular file (it is a FIFO); give a component's .wasm file",
+            fifo.display()
+        )),
+        "{err}"
+    );
+    assert!(!env.plugin_dir().exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_plugin_directory_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    env.add_plugin(&wc(), &[]);
+    std::fs::set_permissions(env.plugin_dir(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let expected = format!(
+        "{} can be written by its group and everyone (mode 777); they could plant what GOAT \
+         trusts there. Run `chmod 700 {}`, or remove it",
+        env.plugin_dir().display(),
+        env.plugin_dir().display()
+    );
+    for args in [
+        vec!["plugins", "list"],
+        vec!["tools", "list"],
+        vec![
+            "plugins",
+            "add",
+            wc().to_str().unwrap(),
+            "--yes",
+            "--name",
+            "again",
+        ],
+    ] {
+        let out = env.run(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("the plugin directory cannot be trusted"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(&expected), "{args:?}: {err}");
+    }
+    // A run is refused before anything is created.
+    let out = env.run(&[
+        "run",
+        "--engine",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "q",
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&expected),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!env.db.exists());
+
+    std::fs::set_permissions(env.plugin_dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(env.tool_names().contains(&"wc__count".to_owned()));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cache_directory_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let cache = env.root.join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = env
+        .cmd()
+        .env("GOAT_CACHE_DIR", &cache)
+        .args(["tools", "call", "read_file", r#"{"path":"a"}"#])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot use the compiled-code cache at {}: {} can be written by its group and \
+             everyone (mode 777)",
+            cache.display(),
+            cache.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("chmod 700 {}", cache.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0);
+}

@@ -485,3 +485,76 @@ async fn ctrl_c_cancels_the_turn_and_it_is_recorded_as_cancelled() {
     assert_eq!(shown["turns"][0]["status"], "cancelled");
     assert_eq!(shown["turns"][0]["rounds"][0]["status"], "cancelled");
 }
+
+/// Every file and directory under `dir`, sorted, as paths relative to it.
+#[cfg(unix)]
+fn tree(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if path.is_dir() && !path.is_symlink() {
+                todo.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[cfg(unix)]
+#[test]
+fn host_state_symlinked_into_the_workspace_is_refused_even_dangling() {
+    for (name, what) in [
+        ("permissions.db", "the permission database"),
+        ("goat.db", "the store"),
+        ("plugins", "the plugin directory"),
+    ] {
+        for existing in [true, false] {
+            let env = Env::new();
+            let state = env.db.parent().unwrap();
+            std::fs::create_dir_all(state).unwrap();
+            let target = env.ws.join("state-here");
+            if existing {
+                if name == "plugins" {
+                    std::fs::create_dir(&target).unwrap();
+                } else {
+                    std::fs::write(&target, "").unwrap();
+                }
+            }
+            let link = state.join(name);
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            let before = tree(&env.ws);
+            let out = env.run(&[
+                "run",
+                "--engine",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "q",
+                "hi",
+            ]);
+            let err = text(&out.stderr);
+            let case = format!("{name}, target existing: {existing}");
+            assert_eq!(out.status.code(), Some(2), "{case}: {err}");
+            assert!(
+                err.contains(&format!(
+                    "{what} {} (which resolves to {}) is inside the workspace {}",
+                    link.display(),
+                    target.display(),
+                    env.ws.display()
+                )),
+                "{case}: {err}"
+            );
+            assert!(
+                err.contains(&format!("Remove the symlink {}", link.display())),
+                "{case}: {err}"
+            );
+            assert_eq!(tree(&env.ws), before, "{case}: nothing created inside");
+            if existing && name != "plugins" {
+                assert_eq!(std::fs::read(&target).unwrap(), b"", "{case}");
+            }
+        }
+    }
+}

@@ -284,7 +284,7 @@ fn explicit_rules_and_deny_over_allow() {
             write("write_file", &["src/main.rs"]).allow_writes(),
             Expect::Deny(&[
                 "denied: writing 'src/main.rs' with write_file is forbidden by permission rule \
-                 #2: deny write 'src/main.rs' for all tools, persistent",
+                 #2: deny write 'src/main.rs' and everything under it for all tools, persistent",
             ]),
         ),
         case(
@@ -459,10 +459,77 @@ fn paths_are_compared_after_resolution() {
             Expect::Deny(&["rule #1"]),
         ),
         case(
-            "a pattern of a file does not cover the directory of the same name's contents",
+            "a deny pattern without wildcards covers what is under it (issue 11)",
             vec![deny_read(1, None, "secrets")],
-            read("read_file", &["secrets/key"]),
+            read("read_file", &["secrets/prod.env"]),
+            Expect::Deny(&[
+                "denied: reading 'secrets/prod.env' with read_file is forbidden by permission \
+                 rule #1: deny read 'secrets' and everything under it for all tools, persistent",
+            ]),
+        ),
+        case(
+            "... at any depth, and the path itself",
+            vec![deny_read(1, None, "config/prod")],
+            read(
+                "search_files",
+                &["config/prod/db/../keys/a.pem", "config/prod"],
+            ),
+            Expect::Deny(&["'config/prod/keys/a.pem'", "rule #1"]),
+        ),
+        case(
+            "... and its deny-read keeps writes out too",
+            vec![deny_read(1, None, "secrets")],
+            write("write_file", &["secrets/new.env"]).allow_writes(),
+            Expect::Deny(&["writing 'secrets/new.env'", "rule #1"]),
+        ),
+        case(
+            "... and a deny-write one keeps writes out below it, reads allowed",
+            vec![deny_write(1, None, "secrets")],
+            write("edit_file", &["secrets/a/b.env"]).allow_writes(),
+            Expect::Deny(&["rule #1: deny write 'secrets' and everything under it"]),
+        ),
+        case(
+            "... but not a sibling that shares its prefix",
+            vec![deny_read(1, None, "secrets")],
+            read("read_file", &["secrets2/key", "secrets.md"]),
             Expect::Allow(&["reads are allowed by default"]),
+        ),
+        case(
+            "... nor the directory above it",
+            vec![deny_read(1, None, "config/prod")],
+            read("list_directory", &["config"]),
+            Expect::Allow(&["reads are allowed by default"]),
+        ),
+        case(
+            "a wildcard pattern still means only what it matches: secrets/* is one level",
+            vec![deny_read(1, None, "secrets/*")],
+            read("read_file", &["secrets/a/b.env"]),
+            Expect::Allow(&["reads are allowed by default"]),
+        ),
+        case(
+            "secrets/** keeps meaning the directory and everything under it",
+            vec![deny_read(1, None, "secrets/**")],
+            read("read_file", &["secrets", "secrets/a/b.env"]),
+            Expect::Deny(&["'secrets'", "rule #1: deny read 'secrets/**' for all tools"]),
+        ),
+        case(
+            "an allow pattern without wildcards grants exactly that path, nothing under it \
+             (an approval of a directory or of a never-created file must not widen)",
+            vec![allow_write(1, Some("write_file"), "notes")],
+            write("write_file", &["notes/run.sh"]).interactive(),
+            Expect::Ask(&["write_file wants to write 'notes/run.sh'"]),
+        ),
+        case(
+            "... and without a terminal the write under it is denied, not allowed",
+            vec![allow_write(1, Some("write_file"), "notes")],
+            write("write_file", &["notes/run.sh"]),
+            Expect::Deny(&["needs approval"]),
+        ),
+        case(
+            "... while the path itself is allowed by it",
+            vec![allow_write(1, Some("write_file"), "notes")],
+            write("write_file", &["./notes"]),
+            Expect::Allow(&["by permission rule #1: allow write 'notes' for write_file"]),
         ),
         case(
             "an active rule whose pattern does not compile denies: it might be a deny",

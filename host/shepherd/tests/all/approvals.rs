@@ -313,3 +313,74 @@ fn the_question_names_the_file_a_link_leads_to() {
         "new\n"
     );
 }
+
+/// A deny rule naming a directory covers what is inside it (issue 11), but
+/// an approval's exact rule never widens to what is under its path: a
+/// write naming a directory (it fails) answered "always" does not let
+/// later writes inside that directory through unasked.
+#[test]
+fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
+    let f = Fixture::new();
+    std::fs::create_dir(f.ws.join("notes")).unwrap();
+    let mut router = f.router("s1", vec![Approval::Always, Approval::Deny]);
+
+    let on_dir = router.route(&write("notes", "x")).unwrap();
+    assert_ne!(on_dir.status, CallStatus::Ok, "{}", on_dir.result);
+    let rules = f.rules();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0].pattern, "notes");
+    assert!(
+        !rules[0].covers_below(),
+        "an allow rule grants exactly its path"
+    );
+
+    let inside = router.route(&write("notes/run.sh", "rm -rf ~")).unwrap();
+    assert_eq!(inside.status, CallStatus::Denied, "{}", inside.result);
+    assert!(!f.ws.join("notes/run.sh").exists());
+    let asked = f.asked();
+    assert_eq!(
+        asked.len(),
+        2,
+        "the write inside was asked about: {asked:?}"
+    );
+    assert_eq!(asked[1].paths, ["notes/run.sh"]);
+
+    // A deny rule naming the directory keeps a remembered allow inside it
+    // from applying.
+    PermissionDb::open(&f.db)
+        .unwrap()
+        .add(NewRule {
+            tool: None,
+            pattern: "notes".to_owned(),
+            access: Access::Write,
+            effect: Effect::Deny,
+            scope: Scope::Persistent,
+            workspace: None,
+            created_at: goat_shepherd::gate::now(),
+            expires_at: None,
+        })
+        .unwrap();
+    PermissionDb::open(&f.db)
+        .unwrap()
+        .add(NewRule {
+            tool: Some("write_file".to_owned()),
+            pattern: "notes/a.txt".to_owned(),
+            access: Access::Write,
+            effect: Effect::Allow,
+            scope: Scope::Persistent,
+            workspace: None,
+            created_at: goat_shepherd::gate::now(),
+            expires_at: None,
+        })
+        .unwrap();
+    let denied = router.route(&write("notes/a.txt", "x")).unwrap();
+    assert_eq!(denied.status, CallStatus::Denied, "{}", denied.result);
+    assert!(
+        denied
+            .result
+            .contains("deny write 'notes' and everything under it"),
+        "{}",
+        denied.result
+    );
+    assert!(!f.ws.join("notes/a.txt").exists());
+}
