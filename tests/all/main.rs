@@ -5,6 +5,7 @@
 
 mod support;
 
+mod fence;
 mod hostile;
 mod pen_tools;
 mod plugins;

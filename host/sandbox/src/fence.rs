@@ -191,13 +191,35 @@ impl Fence {
     /// (following a final symlink only if `follow`), confined beneath `dir`,
     /// without opening the file itself for reading or writing.
     pub(crate) fn reach(&self, dir: impl AsFd, path: &str, follow: bool) -> io::Result<Reached> {
-        let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+        self.reach_as(dir, path, follow, OFlags::PATH, true)
+    }
+
+    /// [`Fence::reach`], opening with `access` (`O_PATH`, or `O_RDONLY` for
+    /// a read that will use the descriptor itself: `O_NONBLOCK` keeps a
+    /// FIFO from blocking the open) and naming the file only if `named`.
+    pub(crate) fn reach_as(
+        &self,
+        dir: impl AsFd,
+        path: &str,
+        follow: bool,
+        access: OFlags,
+        named: bool,
+    ) -> io::Result<Reached> {
+        let mut flags = access | OFlags::CLOEXEC;
+        if !access.contains(OFlags::PATH) {
+            // openat2 takes no other flags with O_PATH, which never blocks.
+            flags |= OFlags::NOCTTY | OFlags::NONBLOCK;
+        }
         if !follow {
             flags |= OFlags::NOFOLLOW;
         }
         let fd = rfs::openat2(dir, nonempty(path), flags, Mode::empty(), BENEATH)?;
         let stat = rfs::fstat(&fd)?;
-        let path = self.workspace_path(&fd)?;
+        let path = if named {
+            self.workspace_path(&fd)?
+        } else {
+            String::new()
+        };
         Ok(Reached { fd, stat, path })
     }
 

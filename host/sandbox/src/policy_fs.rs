@@ -99,7 +99,9 @@ impl PolicyFs<'_> {
                 if how.write {
                     return Err(ErrorCode::IsDirectory.into());
                 }
-                let dir = Fence::reopen(&reached, OFlags::RDONLY | OFlags::DIRECTORY)?;
+                // Only reads get here (a write was refused above), and a
+                // read's descriptor is already open for reading.
+                let dir = File::from(reached.fd);
                 Ok(Descriptor::Dir(Dir::new(dir, perms, how.mode, true)))
             }
             rfs::FileType::RegularFile => {
@@ -122,8 +124,12 @@ impl PolicyFs<'_> {
                 }
                 let file = if how.truncate {
                     self.stage_replacement(&reached)?
-                } else {
+                } else if how.write {
                     Fence::reopen(&reached, how.access())?
+                } else {
+                    // Already open for reading; regular files ignore
+                    // O_NONBLOCK.
+                    File::from(reached.fd)
                 };
                 Ok(Descriptor::File(wasmtime_wasi::filesystem::File::new(
                     file, perms, how.mode, true,
@@ -214,6 +220,33 @@ impl Open {
     }
 }
 
+/// A stat as WASI gives it, from the kernel's.
+fn descriptor_stat(stat: &rfs::Stat) -> sync::DescriptorStat {
+    let time = |secs: i64, nanos: u64| {
+        Some(sync::Datetime {
+            seconds: u64::try_from(secs).ok()?,
+            nanoseconds: u32::try_from(nanos).ok()?,
+        })
+    };
+    sync::DescriptorStat {
+        type_: match file_type(stat) {
+            rfs::FileType::RegularFile => sync::DescriptorType::RegularFile,
+            rfs::FileType::Directory => sync::DescriptorType::Directory,
+            rfs::FileType::Symlink => sync::DescriptorType::SymbolicLink,
+            rfs::FileType::Fifo => sync::DescriptorType::Fifo,
+            rfs::FileType::Socket => sync::DescriptorType::Socket,
+            rfs::FileType::CharacterDevice => sync::DescriptorType::CharacterDevice,
+            rfs::FileType::BlockDevice => sync::DescriptorType::BlockDevice,
+            rfs::FileType::Unknown => sync::DescriptorType::Unknown,
+        },
+        link_count: stat.st_nlink,
+        size: u64::try_from(stat.st_size).unwrap_or(0),
+        data_access_timestamp: time(stat.st_atime, stat.st_atime_nsec),
+        data_modification_timestamp: time(stat.st_mtime, stat.st_mtime_nsec),
+        status_change_timestamp: time(stat.st_ctime, stat.st_ctime_nsec),
+    }
+}
+
 fn not_found(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
 }
@@ -256,6 +289,16 @@ impl sync::HostDescriptor for PolicyFs<'_> {
             return Err(ErrorCode::NotPermitted.into());
         }
         let follow = path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW);
+        if !how.write {
+            // A read opens the file itself, non-blocking, and checks what it
+            // opened; it is named only when the policy could hide it.
+            let hides = self.fence.hides_anything();
+            let reached = self
+                .fence
+                .reach_as(&*dir, &path, follow, OFlags::RDONLY, hides)?;
+            let descriptor = self.open_reached(reached, &how, perms)?;
+            return Ok(self.inner.table.push(descriptor)?);
+        }
         let descriptor = match self.fence.reach(&*dir, &path, follow) {
             Ok(reached) => self.open_reached(reached, &how, perms)?,
             Err(e) if how.create && not_found(&e) => {
@@ -277,12 +320,17 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         path_flags: sync::PathFlags,
         path: String,
     ) -> FsResult<sync::DescriptorStat> {
-        self.require_visible(
-            &fd,
-            &path,
-            path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW),
-        )?;
-        sync::HostDescriptor::stat_at(&mut self.inner, fd, path_flags, path)
+        let follow = path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW);
+        if !self.fence.hides_anything() {
+            return sync::HostDescriptor::stat_at(&mut self.inner, fd, path_flags, path);
+        }
+        // Resolved once: the visibility check's own stat is the answer.
+        let (dir, _) = self.dir(&fd)?;
+        let reached = self.fence.reach(&*dir, &path, follow)?;
+        if !self.fence.visible(&reached.path) {
+            return Err(ErrorCode::NoEntry.into());
+        }
+        Ok(descriptor_stat(&reached.stat))
     }
 
     fn metadata_hash_at(
