@@ -697,6 +697,14 @@ fn a_write_that_fails_midway_leaves_the_file_as_it_was() {
             )
             .unwrap();
         assert!(result.is_err(), "{then}: {result:?}");
+        if then == "error" {
+            // The model is told its write did not happen.
+            let message = result.unwrap_err().to_string();
+            assert!(
+                message.contains("nothing was written: 'keep.txt' is as it was"),
+                "{message}"
+            );
+        }
         assert_eq!(ws.read("keep.txt"), "original contents\n", "{then}");
         // Nor does a new file appear half-written.
         let result = sandbox

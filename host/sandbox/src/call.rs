@@ -175,8 +175,13 @@ impl Sandbox {
                 Err(why) => Err(ToolFailure::Tool(ToolError::Io(why))),
             },
             Err(failure) => {
-                fence.discard();
-                Err(with_notes(failure, fence.notes()))
+                let kept: Vec<String> = fence
+                    .discard()
+                    .into_iter()
+                    .map(|path| format!("nothing was written: '{path}' is as it was"))
+                    .collect();
+                let notes: Vec<String> = fence.notes().iter().cloned().chain(kept).collect();
+                Err(with_notes(failure, &notes))
             }
         })
     }

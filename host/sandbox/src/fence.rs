@@ -345,11 +345,16 @@ impl Fence {
         result
     }
 
-    /// Drops every staged write: the targets stay as they were.
-    pub(crate) fn discard(&mut self) {
-        for s in std::mem::take(&mut self.staged) {
-            let _ = rfs::unlinkat(&s.dir, s.temp.as_str(), rfs::AtFlags::empty());
-        }
+    /// Drops every staged write: the targets stay as they were. Returns
+    /// them, as the model knows them.
+    pub(crate) fn discard(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.staged)
+            .into_iter()
+            .map(|s| {
+                let _ = rfs::unlinkat(&s.dir, s.temp.as_str(), rfs::AtFlags::empty());
+                s.shown
+            })
+            .collect()
     }
 
     /// The root's descriptor, when the call has a workspace.
@@ -360,7 +365,7 @@ impl Fence {
 
 impl Drop for Fence {
     fn drop(&mut self) {
-        self.discard();
+        let _ = self.discard();
     }
 }
 

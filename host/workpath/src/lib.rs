@@ -5,7 +5,9 @@
 //! while the tool opens another. So both call the functions here: [`resolve`]
 //! turns a raw workspace-relative path into a [`WorkspacePath`] or a typed
 //! [`PathProblem`], and [`Glob`] compiles and matches patterns over such
-//! paths.
+//! paths. [`edit`] holds the one other rule both sides must apply alike:
+//! how `edit_file` matches its text in a file, which the approval preview
+//! shows.
 //!
 //! # Key decision: lexical, dependency-free, one copy
 //!
@@ -18,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod edit;
 mod glob;
 mod path;
 

@@ -73,14 +73,9 @@ impl Guest for EditFile {
             ))
         })?;
 
-        // A model writes "\n"; a file checked out on Windows has "\r\n".
-        // Match in the file's own convention rather than fail on invisible
-        // differences, and write back in that convention.
-        let to_crlf = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
-        let (old, new) = match text.contains("\r\n").then(|| to_crlf(old)) {
-            Some(crlf_old) if text.contains(&crlf_old) => (crlf_old, to_crlf(new)),
-            _ => (old.to_owned(), new.to_owned()),
-        };
+        // Match in the file's own line endings, as the approval preview
+        // shows (one rule, in goat-workpath).
+        let (old, new) = goat_workpath::edit::in_file_convention(&text, old, new);
 
         let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
         let line_of = |at: usize| text[..at].matches('\n').count() + 1;

@@ -155,6 +155,10 @@ fn edit_preview(workspace: &Path, path: &str, old: &str, new: &str, all: bool) -
             return lines;
         }
     };
+    // Matched as edit_file will match it (a CRLF file in its own line
+    // endings): one rule, shared with the tool.
+    let (old, new) = goat_workpath::edit::in_file_convention(&current, old, new);
+    let (old, new) = (old.as_str(), new.as_str());
     let found = if old.is_empty() {
         0
     } else {
@@ -201,6 +205,20 @@ mod tests {
             workspace: &root,
             can_remember: true,
         })
+    }
+
+    #[test]
+    fn an_edit_of_a_crlf_file_is_previewed_as_the_tool_will_make_it() {
+        let lines = preview_in(
+            &[("w.txt", "one\r\ntwo\r\n")],
+            "edit_file",
+            json!({"path": "w.txt", "old_string": "one\ntwo", "new_string": "uno\ndos"}),
+        );
+        assert!(
+            lines[0].starts_with("edits 'w.txt' (1 occurrence replaced)"),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("will fail")), "{lines:?}");
     }
 
     #[test]
