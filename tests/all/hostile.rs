@@ -734,3 +734,24 @@ fn a_write_that_fails_midway_leaves_the_file_as_it_was() {
     assert_eq!(ws.read("keep.txt"), "new");
     assert_eq!(names(&ws), ["keep.txt"]);
 }
+
+#[test]
+fn a_file_opened_for_reading_cannot_be_changed_through_its_descriptor() {
+    let ws = Workspace::new();
+    ws.write("keep.txt", "original\n");
+    let before = std::fs::metadata(ws.root.join("keep.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    refused(
+        &ws,
+        "hostile_rw",
+        json!({"action": "touch-through-read", "path": "keep.txt"}),
+        Access::ReadWrite,
+    );
+    let after = std::fs::metadata(ws.root.join("keep.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(before, after);
+}

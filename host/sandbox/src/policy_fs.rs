@@ -57,6 +57,22 @@ impl PolicyFs<'_> {
         Ok(dir)
     }
 
+    /// Refuses a change made through a descriptor that was not opened for
+    /// writing: wasmtime-wasi checks only the preopen's permissions, and a
+    /// file opened for reading was checked for reading alone (a protected
+    /// file's times could otherwise be changed through it).
+    fn require_opened_for_write(&self, fd: &Fd) -> FsResult<()> {
+        let mode = match self.inner.table.get(fd)? {
+            Descriptor::File(f) => f.open_mode,
+            Descriptor::Dir(d) => d.open_mode,
+        };
+        if mode.contains(OpenMode::WRITE) {
+            Ok(())
+        } else {
+            Err(ErrorCode::NotPermitted.into())
+        }
+    }
+
     /// Refuses with "no such file" when `path`, reached from `fd`, is one
     /// the tool may not see. Failures to resolve are left to the operation
     /// itself, which reports them as it always does.
@@ -498,6 +514,7 @@ impl sync::HostDescriptor for PolicyFs<'_> {
     }
 
     fn set_size(&mut self, fd: Fd, size: sync::Filesize) -> FsResult<()> {
+        self.require_opened_for_write(&fd)?;
         sync::HostDescriptor::set_size(&mut self.inner, fd, size)
     }
 
@@ -507,6 +524,7 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         atim: sync::NewTimestamp,
         mtim: sync::NewTimestamp,
     ) -> FsResult<()> {
+        self.require_opened_for_write(&fd)?;
         sync::HostDescriptor::set_times(&mut self.inner, fd, atim, mtim)
     }
 
@@ -520,6 +538,7 @@ impl sync::HostDescriptor for PolicyFs<'_> {
     }
 
     fn write(&mut self, fd: Fd, buf: Vec<u8>, offset: sync::Filesize) -> FsResult<sync::Filesize> {
+        self.require_opened_for_write(&fd)?;
         sync::HostDescriptor::write(&mut self.inner, fd, buf, offset)
     }
 
@@ -548,10 +567,12 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         fd: Fd,
         offset: sync::Filesize,
     ) -> FsResult<Resource<streams::OutputStream>> {
+        self.require_opened_for_write(&fd)?;
         sync::HostDescriptor::write_via_stream(&mut self.inner, fd, offset)
     }
 
     fn append_via_stream(&mut self, fd: Fd) -> FsResult<Resource<streams::OutputStream>> {
+        self.require_opened_for_write(&fd)?;
         sync::HostDescriptor::append_via_stream(&mut self.inner, fd)
     }
 

@@ -5,7 +5,10 @@
 use goat_pen::args::Args;
 use goat_pen::{Access, ToolError, ToolResult, ToolSpec};
 use wasip2::filesystem::preopens::get_directories;
-use wasip2::filesystem::types::{Descriptor, DescriptorFlags, OpenFlags, PathFlags};
+use wasip2::clocks::wall_clock::Datetime;
+use wasip2::filesystem::types::{
+    Descriptor, DescriptorFlags, NewTimestamp, OpenFlags, PathFlags,
+};
 
 fn root() -> ToolResult<Descriptor> {
     get_directories()
@@ -71,6 +74,27 @@ pub fn invoke(arguments: &str) -> ToolResult<String> {
             fd.write(args.opt_string("content")?.unwrap_or("pwned").as_bytes(), 0)
                 .map_err(raw)?;
             Ok("wrote".to_owned())
+        }
+        // Opens a file for reading, then changes its modification time
+        // through that descriptor: a change the open never asked for.
+        "touch-through-read" => {
+            let fd = root()?
+                .open_at(
+                    PathFlags::SYMLINK_FOLLOW,
+                    args.string("path")?,
+                    OpenFlags::empty(),
+                    DescriptorFlags::READ,
+                )
+                .map_err(raw)?;
+            fd.set_times(
+                NewTimestamp::NoChange,
+                NewTimestamp::Timestamp(Datetime {
+                    seconds: 0,
+                    nanoseconds: 0,
+                }),
+            )
+            .map_err(raw)?;
+            Ok("touched".to_owned())
         }
         // Truncates and half-writes a file, then fails as `then` says
         // (`loop`: until the timeout; `panic`; `error`): the file must be
