@@ -4,11 +4,9 @@
 
 use goat_pen::args::Args;
 use goat_pen::{Access, ToolError, ToolResult, ToolSpec};
-use wasip2::filesystem::preopens::get_directories;
 use wasip2::clocks::wall_clock::Datetime;
-use wasip2::filesystem::types::{
-    Descriptor, DescriptorFlags, NewTimestamp, OpenFlags, PathFlags,
-};
+use wasip2::filesystem::preopens::get_directories;
+use wasip2::filesystem::types::{Descriptor, DescriptorFlags, NewTimestamp, OpenFlags, PathFlags};
 
 fn root() -> ToolResult<Descriptor> {
     get_directories()
