@@ -46,6 +46,19 @@ fn call(env: &Env, tool: &str, args: serde_json::Value, extra: &[&str]) -> Outpu
     env.run(&argv)
 }
 
+/// Adds the hostile test plugin as `evil` (tool `evil__hostile`).
+fn add_hostile_plugin(env: &Env) {
+    let out = env.run(&[
+        "plugins",
+        "add",
+        dist("testing/hostile_plugin.wasm").to_str().unwrap(),
+        "--name",
+        "evil",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+}
+
 fn all_output(out: &Output) -> String {
     format!("{}{}", text(&out.stdout), text(&out.stderr))
 }
@@ -102,15 +115,7 @@ fn a_symlink_does_not_reach_a_denied_file_for_reading_or_writing() {
     );
     // A plugin opening the file through the link, with writes allowed, is
     // told which rule refused it.
-    let out = env.run(&[
-        "plugins",
-        "add",
-        dist("testing/hostile_plugin.wasm").to_str().unwrap(),
-        "--name",
-        "evil",
-        "--yes",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    add_hostile_plugin(&env);
     let out = call(
         &env,
         "evil__hostile",
@@ -132,15 +137,7 @@ fn a_symlink_does_not_reach_a_denied_file_for_reading_or_writing() {
 #[test]
 fn a_plugin_gets_no_more_than_the_policy_allows() {
     let env = with_secrets();
-    let out = env.run(&[
-        "plugins",
-        "add",
-        dist("testing/hostile_plugin.wasm").to_str().unwrap(),
-        "--name",
-        "evil",
-        "--yes",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    add_hostile_plugin(&env);
     // A path in a field the gate never sees, and a raw walk of everything.
     for args in [
         json!({"action": "read-undeclared", "file": "secrets/prod.env"}),
@@ -291,15 +288,7 @@ fn a_fifo_is_refused_at_once_not_waited_on() {
         0,
     )
     .unwrap();
-    let out = env.run(&[
-        "plugins",
-        "add",
-        dist("testing/hostile_plugin.wasm").to_str().unwrap(),
-        "--name",
-        "evil",
-        "--yes",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    add_hostile_plugin(&env);
     // Before the fence, this open blocked the call's thread until a writer
     // came (none does), past every limit.
     let out = call(
