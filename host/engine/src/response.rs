@@ -109,7 +109,8 @@ pub enum ArgumentsError {
 /// One structured tool call, assembled from its fragments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCall {
-    /// The engine's index for the call.
+    /// The engine's index for the call. Two calls share one when the
+    /// engine reused it for a call with a new id.
     pub index: u64,
     /// The call's id (the engine's, or one GOAT made when it sent none).
     pub id: String,
@@ -130,7 +131,7 @@ pub struct Response {
     pub content: String,
     /// Reasoning the engine sent separately.
     pub reasoning: String,
-    /// Structured tool calls, by index.
+    /// Structured tool calls, in the order they began, each id unique.
     pub tool_calls: Vec<ToolCall>,
     /// Why it stopped. `Stop` beside tool calls (Ollama) is reported as
     /// `ToolCalls`.

@@ -97,3 +97,84 @@ pub(super) fn fit_request(
         limit,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use goat_engine::RequestToolCall;
+
+    use super::*;
+
+    fn call(id: &str) -> Message {
+        Message::Assistant {
+            content: None,
+            tool_calls: vec![RequestToolCall {
+                id: id.to_owned(),
+                name: "read_file".to_owned(),
+                arguments: json!({"path": "a.txt"}),
+            }],
+        }
+    }
+
+    fn result(id: &str, text: &str) -> Message {
+        Message::Tool {
+            tool_call_id: id.to_owned(),
+            content: text.to_owned(),
+        }
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            messages: vec![
+                Message::System {
+                    content: "s".repeat(1000),
+                },
+                Message::User {
+                    content: "u".repeat(1000),
+                },
+                call("c1"),
+                result("c1", &"1".repeat(5000)),
+                call("c2"),
+                result("c2", &"2".repeat(5000)),
+                Message::User {
+                    content: "latest".repeat(100),
+                },
+            ],
+            tools: vec![],
+        }
+    }
+
+    #[test]
+    fn the_oldest_result_goes_first_and_the_call_stays() {
+        let mut r = request();
+        let limit = r.body_bytes("m", true) - 4000;
+        fit_request(&mut r, "m", limit).unwrap();
+        assert!(r.body_bytes("m", true) <= limit);
+        assert_eq!(r.messages[3], result("c1", "[result elided: 5000 bytes]"));
+        assert_eq!(r.messages[5], result("c2", &"2".repeat(5000)));
+        assert_eq!(r.messages[2], call("c1"), "the call is kept");
+        assert_eq!(r.messages[..2], request().messages[..2]);
+        assert_eq!(r.messages[6], request().messages[6]);
+    }
+
+    #[test]
+    fn a_request_under_the_limit_is_untouched() {
+        let mut r = request();
+        let limit = r.body_bytes("m", true);
+        fit_request(&mut r, "m", limit).unwrap();
+        assert_eq!(r, request());
+    }
+
+    #[test]
+    fn what_cannot_be_elided_fails_instead_of_being_sent() {
+        let mut r = request();
+        match fit_request(&mut r, "m", 2000) {
+            Err(TurnError::RequestTooLarge { bytes, limit }) => {
+                assert_eq!(limit, 2000);
+                assert_eq!(bytes, r.body_bytes("m", true));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.messages[0], request().messages[0]);
+        assert_eq!(r.messages[1], request().messages[1]);
+    }
+}
