@@ -99,6 +99,7 @@ pub(super) fn fit_request(
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use goat_engine::RequestToolCall;
 
