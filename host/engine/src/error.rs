@@ -85,6 +85,17 @@ pub enum EngineError {
         /// What arrived before the cut.
         partial: Box<Response>,
     },
+    /// The response ended with a finish reason that does not mean it is
+    /// complete (`abort`, `error`, `content_filter`, or one GOAT does not
+    /// know); nothing in it may be taken as an answer.
+    #[error(
+        "the engine ended the response with finish_reason \"{reason}\" ({}); nothing in it was used",
+        unfinished_hint(reason)
+    )]
+    Unfinished {
+        /// The engine's word, as sent.
+        reason: String,
+    },
     /// The event stream could not be decoded.
     #[error("the engine's event stream is malformed: {0}")]
     Sse(#[from] SseError),
@@ -136,10 +147,24 @@ impl EngineError {
             | Self::StreamError { .. }
             | Self::Truncated { .. }
             | Self::Length { .. }
+            | Self::Unfinished { .. }
             | Self::Sse(_)
             | Self::InvalidChunk { .. }
             | Self::ResponseTooLarge { .. }
             | Self::Cancelled => false,
         }
+    }
+}
+
+/// What an unfinished response's reason means, and what to do.
+fn unfinished_hint(reason: &str) -> &'static str {
+    match reason {
+        "abort" => {
+            "the engine aborted the request, as vLLM and SGLang do when shutting down, scaling \
+             down or sleeping; check the engine and try again"
+        }
+        "error" => "the engine failed while generating; its log says why",
+        "content_filter" => "the engine's content filter stopped the answer",
+        _ => "a reason GOAT does not know, so the answer may be cut off; check the engine",
     }
 }

@@ -9,8 +9,10 @@
 //! calls, error events inside a 200 stream) is tested without a socket and
 //! any re-chunking of a stream gives the same [`Response`]. A response is
 //! only a success when the stream says it finished: a body that just stops
-//! is [`EngineError::Truncated`], and `finish_reason: "length"` is
-//! [`EngineError::Length`]. Tool call arguments are parsed once, at the
+//! is [`EngineError::Truncated`], `finish_reason: "length"` is
+//! [`EngineError::Length`], and any reason but `stop` or `tool_calls`
+//! (`abort`, `error`, `content_filter`, unknown words) is
+//! [`EngineError::Unfinished`]. Tool call arguments are parsed once, at the
 //! end; bad ones are an [`ArgumentsError`] for the model, never executed.
 //!
 //! Time is bounded per phase, never by one total timeout over the body: a

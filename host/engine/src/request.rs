@@ -100,7 +100,46 @@ impl Message {
     }
 }
 
+impl Message {
+    /// The bytes this message takes in a request body, exactly as
+    /// [`ChatRequest::body`] serializes it.
+    pub fn wire_bytes(&self) -> usize {
+        json_bytes(&self.to_json())
+    }
+}
+
+/// Bytes of `value` serialized compactly, counted without keeping them.
+fn json_bytes(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a Value to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 impl ChatRequest {
+    /// The bytes of [`body`](Self::body) for `model`, counted without
+    /// building it: the envelope with no messages, plus each message and
+    /// the commas between them.
+    pub fn body_bytes(&self, model: &str, include_usage: bool) -> usize {
+        let empty = ChatRequest {
+            messages: Vec::new(),
+            tools: self.tools.clone(),
+        };
+        let envelope = json_bytes(&empty.body(model, include_usage));
+        let messages: usize = self.messages.iter().map(Message::wire_bytes).sum();
+        envelope + messages + self.messages.len().saturating_sub(1)
+    }
+
     /// The request body for `model`. `include_usage` asks for a final usage
     /// chunk (`stream_options`), which some engines reject.
     pub fn body(&self, model: &str, include_usage: bool) -> Value {
@@ -130,5 +169,55 @@ impl ChatRequest {
             body["stream_options"] = json!({"include_usage": true});
         }
         body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_bytes_counts_the_body_exactly() {
+        let request = ChatRequest {
+            messages: vec![
+                Message::System {
+                    content: "sys \"q\"\n\u{1}é".into(),
+                },
+                Message::User {
+                    content: "hi".into(),
+                },
+                Message::Assistant {
+                    content: None,
+                    tool_calls: vec![RequestToolCall {
+                        id: "c".into(),
+                        name: "read_file".into(),
+                        arguments: json!({"path": "a\tb"}),
+                    }],
+                },
+                Message::Tool {
+                    tool_call_id: "c".into(),
+                    content: "x".repeat(100),
+                },
+            ],
+            tools: vec![ToolSchema {
+                name: "read_file".into(),
+                description: "reads".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        for usage in [true, false] {
+            assert_eq!(
+                request.body_bytes("qwen", usage),
+                request.body("qwen", usage).to_string().len()
+            );
+        }
+        let empty = ChatRequest {
+            messages: vec![],
+            tools: vec![],
+        };
+        assert_eq!(
+            empty.body_bytes("m", true),
+            empty.body("m", true).to_string().len()
+        );
     }
 }

@@ -10,10 +10,15 @@
 //! the first fragment only and whose arguments arrive in fragments or whole
 //! (as a string, or as an object some engines send); interleaved calls;
 //! missing ids (one is made) and numeric ids; Ollama's whole calls without
-//! an index and its `finish_reason: "stop"` beside tool calls; vLLM's empty
-//! `tool_calls: []` beside content; a usage chunk with no choices.
+//! an index and its `finish_reason: "stop"` beside tool calls; an index
+//! reused for a second parallel call with a new id (Ollama's qwen3-coder
+//! parser), told apart by id; vLLM's empty `tool_calls: []` beside content;
+//! a usage chunk with no choices. Duplicate ids within one response are
+//! made unique. Only `stop` and `tool_calls` (`function_call`) finish a
+//! response: `length` is [`EngineError::Length`], anything else
+//! [`EngineError::Unfinished`].
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
@@ -35,17 +40,21 @@ pub enum FinishReason {
     Stop,
     /// It made tool calls.
     ToolCalls,
-    /// Its output token limit.
+    /// Its output token limit: the response is cut off
+    /// ([`EngineError::Length`]).
     Length,
-    /// The engine's content filter.
+    /// The engine's content filter: the response is unusable
+    /// ([`EngineError::Unfinished`]).
     ContentFilter,
-    /// Anything else the engine said.
+    /// Anything else the engine said (`abort`, `error`, unknown words):
+    /// the response is unusable ([`EngineError::Unfinished`]).
     Other(String),
 }
 
 impl FinishReason {
     fn parse(s: &str) -> Self {
         match s {
+            // `eos` and `end_turn` are other engines' words for a natural end.
             "stop" | "eos" | "end_turn" => Self::Stop,
             "tool_calls" | "function_call" => Self::ToolCalls,
             "length" => Self::Length,
@@ -100,7 +109,8 @@ pub enum ArgumentsError {
 /// One structured tool call, assembled from its fragments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCall {
-    /// The engine's index for the call.
+    /// The engine's index for the call. Two calls share one when the
+    /// engine reused it for a call with a new id.
     pub index: u64,
     /// The call's id (the engine's, or one GOAT made when it sent none).
     pub id: String,
@@ -121,7 +131,7 @@ pub struct Response {
     pub content: String,
     /// Reasoning the engine sent separately.
     pub reasoning: String,
-    /// Structured tool calls, by index.
+    /// Structured tool calls, in the order they began, each id unique.
     pub tool_calls: Vec<ToolCall>,
     /// Why it stopped. `Stop` beside tool calls (Ollama) is reported as
     /// `ToolCalls`.
@@ -150,6 +160,7 @@ pub enum Delta<'a> {
 
 #[derive(Debug, Default)]
 struct PartialCall {
+    index: u64,
     id: Option<String>,
     name: String,
     arguments: String,
@@ -162,7 +173,11 @@ pub struct StreamAssembler {
     decoder: SseDecoder,
     events: Vec<SseEvent>,
     response: Response,
-    calls: BTreeMap<u64, PartialCall>,
+    /// Calls in the order they began.
+    calls: Vec<PartialCall>,
+    /// For each engine index, the position in `calls` of the call that
+    /// index currently continues (an index reused with a new id moves on).
+    by_index: HashMap<u64, usize>,
     done: bool,
 }
 
@@ -179,7 +194,8 @@ impl StreamAssembler {
             decoder: SseDecoder::new(),
             events: Vec::new(),
             response: Response::default(),
-            calls: BTreeMap::new(),
+            calls: Vec::new(),
+            by_index: HashMap::new(),
             done: false,
         }
     }
@@ -296,24 +312,12 @@ impl StreamAssembler {
                 Value::Number(n) => Some(n.to_string()),
                 _ => None,
             });
-            let index = match call.get("index").and_then(Value::as_u64) {
-                Some(i) => i,
-                // No index (Ollama sends whole calls): the call with this
-                // id, else a new one after the last.
-                None => id
-                    .as_ref()
-                    .and_then(|id| {
-                        self.calls
-                            .iter()
-                            .find(|(_, c)| c.id.as_ref() == Some(id))
-                            .map(|(i, _)| *i)
-                    })
-                    .unwrap_or_else(|| self.calls.keys().next_back().map_or(0, |k| k + 1)),
-            };
-            let entry = self.calls.entry(index).or_default();
+            let pos = self.call_position(call.get("index").and_then(Value::as_u64), id.as_deref());
+            let entry = &mut self.calls[pos];
             if entry.id.is_none() {
                 entry.id = id;
             }
+            let index = entry.index;
             let function = call.get("function");
             if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str)
                 && entry.name.is_empty()
@@ -336,6 +340,54 @@ impl StreamAssembler {
         }
     }
 
+    /// Which call a tool-call delta continues, beginning a new one when
+    /// it starts one. By index; but an index reused with a different id
+    /// is a different call (Ollama's qwen3-coder parser sent every
+    /// parallel call as index 0), so ids tell those apart, and later
+    /// deltas without an id continue the newest call at that index. With
+    /// no index (Ollama's whole calls): the call with this id, else a new
+    /// one after the last.
+    fn call_position(&mut self, index: Option<u64>, id: Option<&str>) -> usize {
+        let same_id = |c: &PartialCall| id.is_some() && c.id.as_deref() == id;
+        let Some(index) = index else {
+            if let Some(pos) = self.calls.iter().rposition(same_id) {
+                return pos;
+            }
+            let index = self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0);
+            return self.begin_call(index);
+        };
+        let Some(&current) = self.by_index.get(&index) else {
+            return self.begin_call(index);
+        };
+        match (self.calls[current].id.as_deref(), id) {
+            (Some(old), Some(new)) if old != new => {
+                // Back to an earlier call at this index, or a new one.
+                match self
+                    .calls
+                    .iter()
+                    .rposition(|c| c.index == index && same_id(c))
+                {
+                    Some(pos) => {
+                        self.by_index.insert(index, pos);
+                        pos
+                    }
+                    None => self.begin_call(index),
+                }
+            }
+            _ => current,
+        }
+    }
+
+    fn begin_call(&mut self, index: u64) -> usize {
+        self.calls.push(PartialCall {
+            index,
+            ..PartialCall::default()
+        });
+        let pos = self.calls.len() - 1;
+        self.by_index.insert(index, pos);
+        pos
+    }
+
     /// Ends the body. A body that ended without `[DONE]` or a finish reason
     /// is truncated, which is an error, never a success.
     pub fn finish(mut self) -> Result<Response, EngineError> {
@@ -347,7 +399,8 @@ impl StreamAssembler {
         }
         self.response.tool_calls = std::mem::take(&mut self.calls)
             .into_iter()
-            .map(|(index, c)| {
+            .map(|c| {
+                let index = c.index;
                 let (id, id_generated) = match c.id {
                     Some(id) => (id, false),
                     None => (generated_id(index), true),
@@ -362,17 +415,54 @@ impl StreamAssembler {
                 }
             })
             .collect();
+        unique_ids(&mut self.response.tool_calls);
         if !self.response.tool_calls.is_empty()
             && self.response.finish_reason == Some(FinishReason::Stop)
         {
             self.response.finish_reason = Some(FinishReason::ToolCalls);
         }
-        if self.response.finish_reason == Some(FinishReason::Length) {
-            return Err(EngineError::Length {
+        match &self.response.finish_reason {
+            Some(FinishReason::Length) => Err(EngineError::Length {
                 partial: Box::new(self.response),
-            });
+            }),
+            // Only a natural end or calls finish a response: anything else
+            // (vLLM's and SGLang's `abort`, `error`, a content filter, a
+            // word GOAT does not know) may have cut it off, so it is never
+            // taken as an answer.
+            Some(reason @ (FinishReason::ContentFilter | FinishReason::Other(_))) => {
+                Err(EngineError::Unfinished {
+                    reason: reason.as_str().to_owned(),
+                })
+            }
+            Some(FinishReason::Stop | FinishReason::ToolCalls) | None => Ok(self.response),
         }
-        Ok(self.response)
+    }
+}
+
+/// Makes the ids of one response's calls unique, so each tool result in the
+/// next request answers exactly one call: the first call keeps its id, a
+/// later one with the same id gets `-2`, `-3`, ... (the first suffix no
+/// other call has). Deterministic, so every re-chunking agrees.
+fn unique_ids(calls: &mut [ToolCall]) {
+    let mut taken: HashSet<String> = HashSet::with_capacity(calls.len());
+    let all: HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
+    if all.len() == calls.len() {
+        return;
+    }
+    for call in calls.iter_mut() {
+        if taken.insert(call.id.clone()) {
+            continue;
+        }
+        let mut n = 2u64;
+        let id = loop {
+            let candidate = format!("{}-{n}", call.id);
+            if !all.contains(&candidate) && !taken.contains(&candidate) {
+                break candidate;
+            }
+            n += 1;
+        };
+        taken.insert(id.clone());
+        call.id = id;
     }
 }
 

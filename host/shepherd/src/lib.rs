@@ -24,5 +24,6 @@ mod turn;
 
 pub use router::{AppToolRouter, Approval, ApprovalRequest, Approver, Routed, RouterConfig};
 pub use turn::{
-    DEFAULT_MAX_ROUNDS, RECOVERY_INSTRUCTION, Shepherd, TurnError, TurnEvent, TurnSummary,
+    DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION, Shepherd,
+    TurnError, TurnEvent, TurnSummary, too_many_calls_result,
 };

@@ -92,6 +92,9 @@ pub enum CallErrorKind {
     Crashed,
     /// The person cancelled the turn before the call ran.
     Cancelled,
+    /// The response made more calls than the host runs from one response;
+    /// this one was not run.
+    TooManyCalls,
     /// GOAT stopped while the call was pending.
     Interrupted,
 }
@@ -168,6 +171,7 @@ text_enum!(CallErrorKind {
     LimitExceeded => "limit-exceeded",
     Crashed => "crashed",
     Cancelled => "cancelled",
+    TooManyCalls => "too-many-calls",
     Interrupted => "interrupted",
 });
 text_enum!(RoundFailure {

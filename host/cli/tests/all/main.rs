@@ -9,6 +9,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 mod boundary;
+mod caps;
 mod config;
 mod demo;
 mod detect;

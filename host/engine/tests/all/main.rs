@@ -3,6 +3,7 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod assembly;
 mod dialects;
 mod failures;
 mod requests;

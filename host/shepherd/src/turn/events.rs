@@ -70,6 +70,17 @@ pub enum TurnError {
         /// The tool it named.
         tool: String,
     },
+    /// The request would exceed the byte bound even with every old tool
+    /// result and call argument elided; nothing was sent.
+    #[error(
+        "the conversation is too large to send: {bytes} bytes with every tool result and call argument elided, over the limit of {limit} bytes; nothing was sent. Start a new session, or send a shorter request"
+    )]
+    RequestTooLarge {
+        /// The body's size with everything elidable elided.
+        bytes: usize,
+        /// The bound.
+        limit: usize,
+    },
     /// The round cap was reached.
     #[error("the turn reached its cap of {0} rounds without a final answer")]
     RoundCap(usize),

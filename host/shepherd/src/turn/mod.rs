@@ -10,6 +10,7 @@
 //! The loop ([`Shepherd::rounds`]) is a short sequence of named steps;
 //! each step's doc comment says what it guarantees.
 
+mod caps;
 mod events;
 mod recovery;
 
@@ -23,6 +24,7 @@ use goat_store::{
     CallOutcome, HistoryEntry, NewCall, RoundFailure, RoundOk, Store, StoreError, TurnStatus,
 };
 
+pub use caps::{MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, too_many_calls_result};
 pub use events::{TurnError, TurnEvent, TurnSummary};
 pub use recovery::RECOVERY_INSTRUCTION;
 use recovery::{Markup, RecoveryBudget};
@@ -184,10 +186,11 @@ impl Shepherd {
         }];
         messages.extend(history.into_iter().map(to_message));
         messages.extend(instruction);
-        let request = ChatRequest {
+        let mut request = ChatRequest {
             messages,
             tools: schemas.to_vec(),
         };
+        caps::fit_request(&mut request, &self.engine.config().model, MAX_REQUEST_BYTES)?;
         let round_id = self.store(move |s| s.start_round(turn_id)).await?;
         Ok((round_id, request))
     }
@@ -258,7 +261,8 @@ impl Shepherd {
     }
 
     /// Stores the round as ok with its calls, then runs them one at a time,
-    /// in order, through the router. Every call row gets an outcome: once
+    /// in order, through the router; calls past [`MAX_CALLS_PER_RESPONSE`]
+    /// are answered "not run" and never reach it. Every call row gets an outcome: once
     /// the person cancels, the remaining calls are stored as not run and
     /// never reach the router. A store failure or a host failure running a
     /// tool stops the turn.
@@ -273,8 +277,11 @@ impl Shepherd {
         let rows = self
             .store(move |s| s.finish_round_ok(round_id, &ok))
             .await?;
-        for (call, row) in response.tool_calls.iter().zip(rows) {
-            if cancel.is_cancelled() {
+        for (n, (call, row)) in response.tool_calls.iter().zip(rows).enumerate() {
+            if n >= MAX_CALLS_PER_RESPONSE {
+                let outcome = caps::too_many_calls_outcome();
+                self.store(move |s| s.finish_call(row, &outcome)).await?;
+            } else if cancel.is_cancelled() {
                 self.skip_call(row).await?;
             } else {
                 self.run_call(row, call, on_event).await?;

@@ -5,5 +5,6 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 mod approvals;
+mod caps;
 mod live_engine;
 mod shepherd;

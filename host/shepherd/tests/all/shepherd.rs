@@ -37,16 +37,20 @@ fn shared_sandbox() -> (Arc<Sandbox>, Vec<Tool>) {
         .clone()
 }
 
-struct Fixture {
+pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
-    ws: PathBuf,
+    pub(crate) ws: PathBuf,
     store: Arc<Mutex<Store>>,
     session: String,
-    server: ScriptedServer,
+    pub(crate) server: ScriptedServer,
     shepherd: Shepherd,
 }
 
-async fn fixture(replies: Vec<Reply>, writes: WritePolicy, max_rounds: usize) -> Fixture {
+pub(crate) async fn fixture(
+    replies: Vec<Reply>,
+    writes: WritePolicy,
+    max_rounds: usize,
+) -> Fixture {
     fixture_with(replies, writes, max_rounds, shared_sandbox()).await
 }
 
@@ -97,7 +101,10 @@ async fn fixture_with(
 }
 
 impl Fixture {
-    async fn run(&self, prompt: &str) -> (Result<TurnSummary, TurnError>, Vec<TurnEvent>) {
+    pub(crate) async fn run(
+        &self,
+        prompt: &str,
+    ) -> (Result<TurnSummary, TurnError>, Vec<TurnEvent>) {
         let mut events = Vec::new();
         let result = self
             .shepherd
@@ -106,7 +113,7 @@ impl Fixture {
         (result, events)
     }
 
-    fn turns(&self) -> Vec<TurnRecord> {
+    pub(crate) fn turns(&self) -> Vec<TurnRecord> {
         self.store.lock().unwrap().turns(&self.session).unwrap()
     }
 
