@@ -19,6 +19,10 @@ use crate::{note, text};
 const RECOVERY_LINE: &str =
     "the model wrote a tool call as text; asking it once to use the structured format";
 
+/// Added to the recovery line when the call was in the reasoning channel.
+const REASONING_NOTE: &str =
+    " (the engine's reasoning parser kept the call in the reasoning channel)";
+
 /// Longest tool result line shown on stderr, in characters: enough for a
 /// denial's reason and its hint, short of a wall of text.
 const RESULT_LINE_CHARS: usize = 300;
@@ -104,12 +108,17 @@ impl Printer {
                 };
                 self.status(&line);
             }
-            TurnEvent::Recovery { .. } => {
+            TurnEvent::Recovery { in_reasoning, .. } => {
                 self.stop_spinner();
                 // On a terminal it was shown as it came; the recovery line
                 // says what it was.
                 self.pending.clear();
-                let line = self.style.yellow(RECOVERY_LINE);
+                let line = if in_reasoning {
+                    self.style
+                        .yellow(&format!("{RECOVERY_LINE}{REASONING_NOTE}"))
+                } else {
+                    self.style.yellow(RECOVERY_LINE)
+                };
                 self.status(&line);
             }
         }

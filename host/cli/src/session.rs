@@ -74,6 +74,8 @@ pub(crate) struct Parts<'a> {
     /// one they are denied.
     pub approver: Option<Box<dyn Approver>>,
     pub max_rounds: usize,
+    /// ADR-0067: unwrapped Qwen3-Coder calls count as unexecuted markup.
+    pub unwrapped_calls: bool,
 }
 
 /// Builds the sandbox and tools, creates or resumes the session in the
@@ -101,6 +103,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         writes,
         approver,
         max_rounds,
+        unwrapped_calls,
     } = parts;
     let (resume, announce) = match start {
         Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
@@ -162,7 +165,8 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         session_id.clone(),
         system_prompt(&workspace),
         max_rounds,
-    );
+    )
+    .with_unwrapped_calls(unwrapped_calls);
     Ok(Opened {
         shepherd,
         store,
@@ -249,6 +253,7 @@ pub(crate) fn for_turn(
         max_rounds: settings.max_rounds.value.map_or(DEFAULT_MAX_ROUNDS, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
+        unwrapped_calls: settings.unwrapped_calls(),
     })
 }
 

@@ -16,6 +16,12 @@
 //!   must carry an envelope marker, `<tool_call>` or `</tool_call>`, somewhere
 //!   live. A bare `<function=read_file>` in prose is not an attempted call; the
 //!   failure the ADR records is function markup with an orphan `</tool_call>`.
+//! - Opt in (ADR-0067, [`Detector::unwrapped_calls`]): a *complete*
+//!   Qwen3-Coder block with no envelope marker, `<function=NAME>` then at
+//!   least one `<parameter=KEY>` then `</function>`, NAME offered, also
+//!   counts. vLLM's streaming qwen3_coder parser passes exactly this on as
+//!   text. The verdict reports such a block ([`Verdict::unwrapped`]) whether
+//!   or not it counts, so a probe can advise turning the rule on.
 //! - Nothing inside Markdown fenced code blocks, inline code spans or
 //!   `<think>…</think>` counts, neither markup nor envelope markers.
 //! - Inside a parameter value only `</parameter>`, `</function>` and the

@@ -12,6 +12,11 @@ use crate::verdict::{Form, Marker, Verdict};
 /// line, then walk the visible text, looking ahead for each code span's
 /// closing run.
 pub(crate) fn reference(tools: &[&str], text: &[u8]) -> Verdict {
+    reference_with(tools, text, false)
+}
+
+/// [`reference`], with ADR-0067's unwrapped-call rule on or off.
+pub(crate) fn reference_with(tools: &[&str], text: &[u8], unwrapped_calls: bool) -> Verdict {
     let n = text.len();
     let mut visible = vec![true; n];
     let mut para = vec![0usize; n];
@@ -99,6 +104,10 @@ pub(crate) fn reference(tools: &[&str], text: &[u8]) -> Verdict {
     let mut region = R::Normal;
     let (mut call, mut tail, mut opener) = (None::<bool>, None::<bool>, None::<usize>);
     let mut first: Option<(usize, usize)> = None;
+    // The open qualifying call (tool, start, saw a parameter), and the first
+    // complete one.
+    let mut open_call = (0, 0, false);
+    let mut complete: Option<(usize, usize)> = None;
     let (mut span_end, mut open, mut close) = (0, false, false);
     let mut i = 0;
     while i < n {
@@ -147,6 +156,9 @@ pub(crate) fn reference(tools: &[&str], text: &[u8]) -> Verdict {
             if rest.starts_with(b"</function>") && call.is_some() {
                 if call == Some(true) {
                     span_end = i + 11;
+                    if open_call.2 {
+                        complete.get_or_insert((open_call.0, open_call.1));
+                    }
                 }
                 (region, tail, call) = (R::Normal, call, None);
                 i += 11;
@@ -171,6 +183,7 @@ pub(crate) fn reference(tools: &[&str], text: &[u8]) -> Verdict {
                     call = Some(tool.is_some());
                     i += 10 + name.len() + 1;
                     if let Some(tool) = tool {
+                        open_call = (tool, start, false);
                         first.get_or_insert((tool, start));
                         span_end = i;
                     }
@@ -184,6 +197,7 @@ pub(crate) fn reference(tools: &[&str], text: &[u8]) -> Verdict {
                     i += 11 + key.len() + 1;
                     region = R::Param;
                     if call == Some(true) {
+                        open_call.2 = true;
                         span_end = i;
                     }
                     continue;
@@ -206,16 +220,24 @@ pub(crate) fn reference(tools: &[&str], text: &[u8]) -> Verdict {
         .into_iter()
         .filter_map(|(seen, m)| seen.then_some(m))
         .collect();
-    match first {
-        Some((tool, start)) if !markers.is_empty() => Verdict {
+    let unwrapped = markers.is_empty() && complete.is_some();
+    let call = if markers.is_empty() {
+        complete.filter(|_| unwrapped_calls)
+    } else {
+        first
+    };
+    match call {
+        Some((tool, start)) => Verdict {
             unexecuted: true,
             tool: Some(tools[tool].to_owned()),
             form: Some(Form::QwenXml),
             markers,
             span: Some((start, span_end)),
+            unwrapped,
         },
-        _ => Verdict {
+        None => Verdict {
             markers,
+            unwrapped,
             ..Verdict::default()
         },
     }

@@ -28,12 +28,18 @@ pub(crate) struct Scan {
     pub(crate) json: Json,
     /// An XML function is open: `Some(qualifying)`.
     pub(crate) call: Option<bool>,
+    /// The open qualifying function, when `call` is `Some(true)`: where it
+    /// starts, the offered tool it names, whether a `<parameter=…>` was read.
+    pub(crate) open_call: OpenCall,
     /// Only whitespace since a call ended: `Some(qualifying)`; a
     /// `</tool_call>` now belongs to that call.
     pub(crate) tail: Option<bool>,
     /// Only whitespace since a live `<tool_call>` that started here.
     pub(crate) opener: Option<usize>,
     pub(crate) first: Option<FirstCall>,
+    /// The first complete qualifying XML block: `<function=NAME>`, at least
+    /// one `<parameter=…>`, `</function>` (ADR-0067).
+    pub(crate) complete: Option<FirstCall>,
     /// End of the last tag belonging to a qualifying call.
     pub(crate) span_end: usize,
     pub(crate) markers: u8,
@@ -45,9 +51,15 @@ impl Scan {
             region: Region::Normal,
             json: Json::new(0, 0),
             call: None,
+            open_call: OpenCall {
+                tool: 0,
+                start: 0,
+                parameters: false,
+            },
             tail: None,
             opener: None,
             first: None,
+            complete: None,
             span_end: 0,
             markers: 0,
         }
@@ -75,4 +87,14 @@ pub(crate) struct FirstCall {
     pub(crate) tool: usize,
     pub(crate) form: Form,
     pub(crate) start: usize,
+}
+
+/// The XML function being read, for ADR-0067's complete-block rule.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpenCall {
+    /// Index into `Detector::tools`.
+    pub(crate) tool: usize,
+    pub(crate) start: usize,
+    /// A `<parameter=…>` tag was read inside it.
+    pub(crate) parameters: bool,
 }

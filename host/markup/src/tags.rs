@@ -2,7 +2,7 @@
 //! (`<function=…>`, `<parameter=…>`) and `<think>`, matched byte by byte.
 
 use crate::detector::{Detector, Mode};
-use crate::scan::{MARKER_CLOSE, MARKER_OPEN, Region};
+use crate::scan::{FirstCall, MARKER_CLOSE, MARKER_OPEN, OpenCall, Region};
 use crate::verdict::Form;
 
 /// Longest tool name captured from `<function=NAME>`, a `<parameter=KEY>` key
@@ -150,6 +150,11 @@ impl Detector {
         s.tail = None;
         s.call = Some(tool.is_some());
         if let Some(tool) = tool {
+            s.open_call = OpenCall {
+                tool,
+                start: call_start,
+                parameters: false,
+            };
             s.qualifying(tool, Form::QwenXml, call_start, end);
         }
     }
@@ -160,6 +165,7 @@ impl Detector {
             Some(qualifying) => {
                 s.region = Region::Parameter;
                 if qualifying {
+                    s.open_call.parameters = true;
                     s.span_end = end;
                 }
             }
@@ -194,6 +200,16 @@ impl Detector {
                     s.tail = Some(qualifying);
                     if qualifying {
                         s.span_end = end;
+                        // ADR-0067: the first complete block, `</function>`
+                        // after at least one parameter.
+                        let c = s.open_call;
+                        if c.parameters && s.complete.is_none() {
+                            s.complete = Some(FirstCall {
+                                tool: c.tool,
+                                form: Form::QwenXml,
+                                start: c.start,
+                            });
+                        }
                     }
                 }
                 None => s.cancel_pending(),

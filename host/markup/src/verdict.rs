@@ -52,7 +52,9 @@ impl Marker {
 #[non_exhaustive]
 pub struct Verdict {
     /// The content holds unexecuted tool-call markup: a call naming an
-    /// offered tool, and an envelope marker, both outside code and reasoning.
+    /// offered tool, and an envelope marker, both outside code and reasoning
+    /// (ADR-0065); or, when the detector counts them, a complete unwrapped
+    /// block (see `unwrapped`, ADR-0067).
     pub unexecuted: bool,
     /// The offered tool named by the first qualifying call, when
     /// `unexecuted`.
@@ -67,5 +69,14 @@ pub struct Verdict {
     /// whitespace separates them) to the end of the last tag belonging to any
     /// qualifying call (its `</tool_call>` when only whitespace follows the
     /// call, or the Hermes object's closing brace).
+    ///
+    /// When `unexecuted` only by the unwrapped rule, the span starts at the
+    /// first *complete* block.
     pub span: Option<(usize, usize)>,
+    /// The content holds a complete Qwen3-Coder block naming an offered tool
+    /// (`<function=NAME>`, at least one `<parameter=…>`, `</function>`),
+    /// outside code and reasoning, and no envelope marker anywhere live: a
+    /// call vLLM's streaming qwen3_coder parser passes on as text (ADR-0067).
+    /// Reported whether or not the detector counts it as `unexecuted`.
+    pub unwrapped: bool,
 }

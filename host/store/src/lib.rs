@@ -43,5 +43,7 @@ pub use records::{
 };
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
 pub use stats::{MARKUP_FAILURE_PREFIX, Stats};
-pub use status::{CallDecision, CallErrorKind, CallStatus, RoundFailure, RoundStatus, TurnStatus};
+pub use status::{
+    CallDecision, CallErrorKind, CallStatus, MarkupChannel, RoundFailure, RoundStatus, TurnStatus,
+};
 pub use store::Store;

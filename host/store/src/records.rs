@@ -10,7 +10,7 @@ use rusqlite::{OptionalExtension, params};
 use crate::store::now;
 use crate::{
     CallDecision, CallErrorKind, CallStatus, INTERRUPTED_RESULT, MARKUP_FAILURE_PREFIX,
-    RoundFailure, RoundStatus, Store, StoreError, TurnStatus,
+    MarkupChannel, RoundFailure, RoundStatus, Store, StoreError, TurnStatus,
 };
 
 /// A session as listed.
@@ -82,8 +82,10 @@ pub struct Recovery {
     pub tool: String,
     /// The envelope markers seen, e.g. `</tool_call>`.
     pub markers: Vec<String>,
-    /// Where in the content, byte offsets.
+    /// Where in the channel's text, byte offsets.
     pub span: Option<(usize, usize)>,
+    /// Which channel held the markup.
+    pub channel: MarkupChannel,
 }
 
 /// One stored tool call, for showing a session.
@@ -116,12 +118,16 @@ pub struct RoundRecord {
     pub status: RoundStatus,
     /// What the model said.
     pub content: String,
+    /// What it reasoned, as the engine's reasoning channel gave it.
+    pub reasoning: String,
     /// Why it stopped.
     pub finish_reason: Option<String>,
     /// Why it failed, for a program to count.
     pub failure_kind: Option<RoundFailure>,
     /// Why it failed, in words.
     pub failure: Option<String>,
+    /// For a markup round, which channel held the call.
+    pub markup_channel: Option<MarkupChannel>,
     /// Its calls.
     pub calls: Vec<CallRecord>,
 }
@@ -292,13 +298,46 @@ impl Store {
         Ok(())
     }
 
+    /// Records a malformed response that gets no recovery (the turn's one
+    /// is spent, or no round is left): failed as markup, with both
+    /// channels' text and the channel that held the call.
+    pub fn finish_round_markup(
+        &mut self,
+        round_id: i64,
+        content: &str,
+        reasoning: &str,
+        channel: MarkupChannel,
+        failure: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "UPDATE rounds SET status = ?2, content = ?3, reasoning = ?4, failure = ?5,
+                    failure_kind = ?6, markup_channel = ?7, ended_at = ?8
+             WHERE id = ?1",
+            params![
+                round_id,
+                RoundFailure::Markup.status(),
+                content,
+                reasoning,
+                failure,
+                RoundFailure::Markup,
+                channel,
+                now()
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// ADR-0065: records a malformed response as failed, with what the
-    /// detector saw, and marks the turn's one recovery as used, all in one
-    /// transaction. If this fails, recovery must stop.
+    /// detector saw and both channels' text, and marks the turn's one
+    /// recovery as used, all in one transaction. If this fails, recovery
+    /// must stop.
     pub fn record_recovery(
         &mut self,
         round_id: i64,
         content: &str,
+        reasoning: &str,
         recovery: &Recovery,
     ) -> Result<(), StoreError> {
         let tx = self.write()?;
@@ -307,17 +346,28 @@ impl Store {
             [round_id],
             |r| r.get(0),
         )?;
+        let failure = match recovery.channel {
+            MarkupChannel::Content => {
+                format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one")
+            }
+            MarkupChannel::Reasoning => format!(
+                "{MARKUP_FAILURE_PREFIX} in the reasoning channel: no structured call was made; \
+                 asked once for one"
+            ),
+        };
         tx.execute(
-            "UPDATE rounds SET status = ?5, content = ?2,
-                    failure = ?4, failure_kind = ?6, ended_at = ?3
+            "UPDATE rounds SET status = ?5, content = ?2, reasoning = ?7,
+                    failure = ?4, failure_kind = ?6, markup_channel = ?8, ended_at = ?3
              WHERE id = ?1",
             params![
                 round_id,
                 content,
                 now(),
-                format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one"),
+                failure,
                 RoundFailure::Markup.status(),
                 RoundFailure::Markup,
+                reasoning,
+                recovery.channel,
             ],
         )?;
         tx.execute(
@@ -418,7 +468,7 @@ impl Store {
             "SELECT id, prompt, status, error, recovery_used FROM turns WHERE session_id = ?1 ORDER BY id",
         )?;
         let mut rounds = self.conn.prepare(
-            "SELECT id, status, content, finish_reason, failure, failure_kind FROM rounds
+            "SELECT id, status, content, finish_reason, failure, failure_kind, reasoning, markup_channel FROM rounds
              WHERE turn_id = ?1 ORDER BY id",
         )?;
         let mut calls = self.conn.prepare(
@@ -447,6 +497,8 @@ impl Store {
                         finish_reason: r.get(3)?,
                         failure: r.get(4)?,
                         failure_kind: r.get(5)?,
+                        reasoning: r.get(6)?,
+                        markup_channel: r.get(7)?,
                         calls: Vec::new(),
                     })
                 })?

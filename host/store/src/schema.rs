@@ -101,6 +101,17 @@ const MIGRATIONS: &[Migration] = &[
     UPDATE rounds SET failure_kind = 'cancelled' WHERE status = 'cancelled';
     UPDATE rounds SET failure_kind = 'engine' WHERE status = 'failed' AND failure_kind IS NULL;",
     ),
+    // 3: which channel held a markup round's call (issue 12): the content,
+    // or the reasoning channel when the engine's reasoning parser kept the
+    // call there. On the round, not on `recovery_events`, because a second
+    // malformed response in a turn is a markup round with no recovery event
+    // and `stats` counts rounds. Every markup round stored before was found
+    // in the content: that was the only channel GOAT read.
+    Migration::sql(
+        "ALTER TABLE rounds ADD COLUMN markup_channel TEXT
+         CHECK (markup_channel IN ('content', 'reasoning'));
+    UPDATE rounds SET markup_channel = 'content' WHERE failure_kind = 'markup';",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -1,7 +1,9 @@
 //! Counts per model and engine, to make persistent engine or template
 //! mismatches visible.
 
-use crate::{RoundFailure, Store, StoreError};
+use rusqlite::params;
+
+use crate::{MarkupChannel, RoundFailure, Store, StoreError};
 
 /// How every round that failed because the model wrote a tool call as
 /// text begins its failure text, recovered or not. `stats` counts such
@@ -27,6 +29,9 @@ pub struct Stats {
     pub tool_calls: i64,
     /// Responses that wrote a tool call as text (recovered or not).
     pub markup_responses: i64,
+    /// Of those, responses whose call was in the reasoning channel, the
+    /// content empty: the engine's reasoning parser kept the call there.
+    pub markup_in_reasoning: i64,
     /// Turns that used their one recovery.
     pub recoveries: i64,
     /// Of those, turns that then completed: one recovery fixed it.
@@ -40,7 +45,9 @@ impl Store {
     pub fn stats(&self) -> Result<Vec<Stats>, StoreError> {
         let mut stmt = self.conn.prepare(
             "WITH markup AS (
-                 SELECT r.turn_id, count(*) AS n FROM rounds r
+                 SELECT r.turn_id, count(*) AS n,
+                        count(CASE WHEN r.markup_channel = ?2 THEN 1 END) AS in_reasoning
+                 FROM rounds r
                  WHERE r.failure_kind = ?1 GROUP BY r.turn_id
              )
              SELECT s.model, s.engine_url,
@@ -53,6 +60,7 @@ impl Store {
                        JOIN turns t2 ON r.turn_id = t2.id JOIN sessions s2 ON t2.session_id = s2.id
                        WHERE s2.model = s.model AND s2.engine_url = s.engine_url),
                     coalesce(sum(m.n), 0),
+                    coalesce(sum(m.in_reasoning), 0),
                     count(DISTINCT CASE WHEN t.recovery_used = 1 THEN t.id END),
                     count(DISTINCT CASE WHEN t.recovery_used = 1 AND t.status = 'completed' THEN t.id END),
                     count(DISTINCT CASE WHEN m.n >= 2 THEN t.id END)
@@ -63,20 +71,24 @@ impl Store {
              ORDER BY count(DISTINCT t.id) DESC, s.model",
         )?;
         let rows = stmt
-            .query_map([RoundFailure::Markup], |r| {
-                Ok(Stats {
-                    model: r.get(0)?,
-                    engine_url: r.get(1)?,
-                    sessions: r.get(2)?,
-                    turns: r.get(3)?,
-                    rounds: r.get(4)?,
-                    tool_calls: r.get(5)?,
-                    markup_responses: r.get(6)?,
-                    recoveries: r.get(7)?,
-                    recovered: r.get(8)?,
-                    failed_twice: r.get(9)?,
-                })
-            })?
+            .query_map(
+                params![RoundFailure::Markup, MarkupChannel::Reasoning],
+                |r| {
+                    Ok(Stats {
+                        model: r.get(0)?,
+                        engine_url: r.get(1)?,
+                        sessions: r.get(2)?,
+                        turns: r.get(3)?,
+                        rounds: r.get(4)?,
+                        tool_calls: r.get(5)?,
+                        markup_responses: r.get(6)?,
+                        markup_in_reasoning: r.get(7)?,
+                        recoveries: r.get(8)?,
+                        recovered: r.get(9)?,
+                        failed_twice: r.get(10)?,
+                    })
+                },
+            )?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }

@@ -122,6 +122,17 @@ impl RoundFailure {
     }
 }
 
+/// Which channel of a response held the tool-call markup of a round that
+/// failed with [`RoundFailure::Markup`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkupChannel {
+    /// The answer's content (ADR-0065).
+    Content,
+    /// The reasoning channel, the content empty: the engine's reasoning
+    /// parser kept the call there.
+    Reasoning,
+}
+
 macro_rules! text_enum {
     ($ty:ident { $($variant:ident => $text:literal),* $(,)? }) => {
         impl $ty {
@@ -174,6 +185,7 @@ text_enum!(CallErrorKind {
     TooManyCalls => "too-many-calls",
     Interrupted => "interrupted",
 });
+text_enum!(MarkupChannel { Content => "content", Reasoning => "reasoning" });
 text_enum!(RoundFailure {
     Engine => "engine",
     Markup => "markup",
@@ -210,5 +222,6 @@ sql_text!(
     CallStatus,
     CallDecision,
     CallErrorKind,
-    RoundFailure
+    RoundFailure,
+    MarkupChannel
 );

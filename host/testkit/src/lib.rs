@@ -25,5 +25,5 @@ mod reply;
 mod server;
 
 pub use events::*;
-pub use reply::{Arguments, ReplyBuilder, qwen_markup};
+pub use reply::{Arguments, ReplyBuilder, qwen_markup, qwen_unwrapped_markup};
 pub use server::{Hold, Recorded, Reply, ScriptedServer, Step};

@@ -170,6 +170,19 @@ pub fn qwen_markup(name: &str, parameters: &[(&str, &str)]) -> String {
     text
 }
 
+/// A complete Qwen3-Coder call with no `<tool_call>` envelope at all:
+/// `<function=NAME>`, one `<parameter=KEY>` block per parameter,
+/// `</function>`. vLLM's streaming qwen3_coder parser passes this on as
+/// content (ADR-0067); the detector counts it only when asked to.
+pub fn qwen_unwrapped_markup(name: &str, parameters: &[(&str, &str)]) -> String {
+    let mut text = format!("<function={name}>\n");
+    for (key, value) in parameters {
+        text.push_str(&format!("<parameter={key}>\n{value}\n</parameter>\n"));
+    }
+    text.push_str("</function>");
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -219,6 +219,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         writes: WritePolicy::AllowAll,
         approver: None,
         max_rounds: 8,
+        unwrapped_calls: false,
     })?;
     let session_id = opened.session_id.clone();
 

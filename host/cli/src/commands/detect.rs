@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use goat_markup::{Detector, Verdict};
 
 use crate::Outcome;
+use crate::config::Settings;
 
 #[derive(clap::Args)]
 pub struct DetectArgs {
@@ -29,7 +30,9 @@ pub fn detect(args: DetectArgs) -> anyhow::Result<Outcome> {
             "--tools needs comma-separated tool names, none empty, e.g. --tools read_file,write_file"
         );
     }
-    let mut detector = Detector::new(&tools);
+    // ADR-0067's rule as run and chat apply it: markup.unwrapped_calls.
+    let unwrapped_calls = Settings::load()?.unwrapped_calls();
+    let mut detector = Detector::new(&tools).unwrapped_calls(unwrapped_calls);
     let mut input: Box<dyn Read> = match file {
         Some(path) => {
             Box::new(File::open(path).with_context(|| format!("reading {}", path.display()))?)
@@ -60,12 +63,13 @@ fn verdict_json(v: &Verdict) -> String {
     let string = |s: &str| serde_json::Value::from(s).to_string();
     let markers: Vec<String> = v.markers.iter().map(|m| string(m.as_str())).collect();
     format!(
-        "{{\"unexecuted\": {}, \"tool\": {}, \"form\": {}, \"markers\": [{}], \"span\": {}}}",
+        "{{\"unexecuted\": {}, \"tool\": {}, \"form\": {}, \"markers\": [{}], \"span\": {}, \"unwrapped\": {}}}",
         v.unexecuted,
         v.tool.as_deref().map_or("null".into(), string),
         v.form.map_or("null".into(), |f| string(f.as_str())),
         markers.join(", "),
         v.span
             .map_or("null".into(), |(start, end)| format!("[{start}, {end}]")),
+        v.unwrapped,
     )
 }

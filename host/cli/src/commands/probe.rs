@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use goat_engine::{CancellationToken, ChatRequest, Delta, Message, ToolSchema};
-use goat_markup::detect;
+use goat_markup::{Detector, Verdict};
 
 use crate::args::EngineArgs;
 use crate::config::Settings;
@@ -27,6 +27,10 @@ enum Finding {
     Structured(String),
     InvalidCall(String),
     Markup(String),
+    /// Markup in the reasoning channel, the content empty.
+    ReasoningMarkup(String),
+    /// A complete unwrapped Qwen3-Coder block the setting leaves as text.
+    Unwrapped(String),
     Neither,
     Failed(String),
 }
@@ -117,16 +121,25 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
                 }
             }
             Ok(r) => {
-                let verdict = detect(&names, &r.content);
-                if verdict.unexecuted {
-                    let markers: Vec<&str> = verdict.markers.iter().map(|m| m.as_str()).collect();
-                    Finding::Markup(format!(
-                        "{} written as text ({})",
-                        verdict.tool.unwrap_or_default(),
-                        markers.join(" ")
-                    ))
-                } else {
-                    Finding::Neither
+                let unwrapped_calls = settings.unwrapped_calls();
+                let check = |text: &str| {
+                    let mut d = Detector::new(&names).unwrapped_calls(unwrapped_calls);
+                    d.feed(text.as_bytes());
+                    d.finish()
+                };
+                let content = check(&r.content);
+                let reasoning = r
+                    .content
+                    .trim()
+                    .is_empty()
+                    .then(|| check(&r.reasoning))
+                    .filter(|v| v.unexecuted || v.unwrapped);
+                match (content, reasoning) {
+                    (v, _) if v.unexecuted => Finding::Markup(described(&v)),
+                    (_, Some(v)) if v.unexecuted => Finding::ReasoningMarkup(described(&v)),
+                    (v, _) if v.unwrapped => Finding::Unwrapped("in the content".to_owned()),
+                    (_, Some(_)) => Finding::Unwrapped("in the reasoning channel".to_owned()),
+                    _ => Finding::Neither,
                 }
             }
         };
@@ -138,6 +151,14 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
             Finding::Structured(c) => format!("structured call: {c}"),
             Finding::InvalidCall(c) => format!("structured call with bad arguments: {c}"),
             Finding::Markup(m) => format!("UNEXECUTED MARKUP: {m}"),
+            Finding::ReasoningMarkup(m) => format!(
+                "UNEXECUTED MARKUP in the reasoning channel: {m}; the engine's reasoning parser \
+                 kept the call in the reasoning channel"
+            ),
+            Finding::Unwrapped(at) => format!(
+                "UNWRAPPED CALL {at}: a complete <function=...> block with no <tool_call>, \
+                 left as text because markup.unwrapped_calls is off"
+            ),
             Finding::Neither => "neither: answered in text without calling a tool".to_owned(),
             Finding::Failed(e) => format!("request failed: {e}"),
         };
@@ -151,7 +172,15 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
         .count();
     let markup = findings
         .iter()
-        .filter(|f| matches!(f, Finding::Markup(_)))
+        .filter(|f| matches!(f, Finding::Markup(_) | Finding::ReasoningMarkup(_)))
+        .count();
+    let in_reasoning = findings
+        .iter()
+        .filter(|f| matches!(f, Finding::ReasoningMarkup(_)))
+        .count();
+    let unwrapped = findings
+        .iter()
+        .filter(|f| matches!(f, Finding::Unwrapped(_)))
         .count();
     let failed = findings
         .iter()
@@ -180,7 +209,27 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
              template declares tools. GOAT recovers once per turn, but a mismatch that keeps \
              coming must be fixed in the engine."
         )?;
-    } else {
+        if in_reasoning > 0 {
+            writeln!(
+                out,
+                "  {in_reasoning} of them in the reasoning channel: the engine's reasoning parser \
+                 kept the call in the reasoning channel (vLLM --reasoning-parser: the model did \
+                 not close its thinking before the call); check the reasoning parser and chat \
+                 template for this model."
+            )?;
+        }
+    }
+    if unwrapped > 0 {
+        writeln!(
+            out,
+            "advice: {unwrapped} of {n} responses wrote a complete Qwen3-Coder call with no \
+             <tool_call> envelope, which vLLM's streaming qwen3_coder parser passes on as text. \
+             GOAT leaves it as the answer unless you turn on markup.unwrapped_calls = true in \
+             the config file (or GOAT_MARKUP_UNWRAPPED_CALLS=1); then it gets the one recovery \
+             (ADR-0067)."
+        )?;
+    }
+    if failed < n && markup == 0 && unwrapped == 0 {
         writeln!(
             out,
             "verdict: {structured} of {n} requests came back as valid structured calls; the rest \
@@ -189,4 +238,18 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
         )?;
     }
     Ok(Outcome::Failed)
+}
+
+/// A verdict's tool and markers, for a probe line.
+fn described(v: &Verdict) -> String {
+    let markers: Vec<&str> = v.markers.iter().map(|m| m.as_str()).collect();
+    let how = if markers.is_empty() {
+        "no <tool_call> envelope".to_owned()
+    } else {
+        markers.join(" ")
+    };
+    format!(
+        "{} written as text ({how})",
+        v.tool.as_deref().unwrap_or_default()
+    )
 }

@@ -41,6 +41,7 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<Outcome> {
                     "rounds": s.rounds,
                     "tool_calls": s.tool_calls,
                     "markup_responses": s.markup_responses,
+                    "markup_in_reasoning": s.markup_in_reasoning,
                     "recoveries": s.recoveries,
                     "recovered": s.recovered,
                     "failed_twice": s.failed_twice,
@@ -72,6 +73,14 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<Outcome> {
             s.recovered,
             n(s.failed_twice, "turn"),
         )?;
+        if s.markup_in_reasoning > 0 {
+            writeln!(
+                out,
+                "  of those, {} in the reasoning channel: the engine's reasoning parser kept the \
+                 call in the reasoning channel (check --reasoning-parser and the chat template)",
+                n(s.markup_in_reasoning, "response"),
+            )?;
+        }
         if s.failed_twice > 0 || (s.turns > 0 && s.markup_responses * 4 >= s.turns) {
             writeln!(
                 out,

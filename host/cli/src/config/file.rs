@@ -14,7 +14,7 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::Settings;
 use super::Source;
-use super::table::{Raw, SETTINGS, SettingDef};
+use super::table::{Raw, RawType, SETTINGS, SettingDef};
 
 /// A value the file gives, its type checked, not yet validated.
 struct Given {
@@ -69,10 +69,12 @@ fn collect(
         };
         if let Some(def) = SETTINGS.iter().find(|d| d.key == full) {
             let span = value.span();
-            let raw = if def.takes_text() {
-                String::deserialize(ValueDeserializer::from(value)).map(Raw::Text)
-            } else {
-                u64::deserialize(ValueDeserializer::from(value)).map(Raw::Number)
+            let raw = match def.takes() {
+                RawType::Text => String::deserialize(ValueDeserializer::from(value)).map(Raw::Text),
+                RawType::Number => {
+                    u64::deserialize(ValueDeserializer::from(value)).map(Raw::Number)
+                }
+                RawType::Bool => bool::deserialize(ValueDeserializer::from(value)).map(Raw::Bool),
             }
             .map_err(|e| (e.span().unwrap_or(span.clone()), e.message().to_owned()))?;
             given.push(Given { def, raw, span });

@@ -130,6 +130,7 @@ pub struct Settings {
     pub tool_timeout_secs: Setting<u64>,
     pub tool_memory_mib: Setting<u64>,
     pub tool_output_kib: Setting<u64>,
+    pub markup_unwrapped_calls: Setting<bool>,
 }
 
 impl Settings {
@@ -210,6 +211,12 @@ impl Settings {
             limits.result_bytes = usize::try_from(kib * 1024).unwrap_or(usize::MAX);
         }
         limits
+    }
+
+    /// Whether complete unwrapped Qwen3-Coder calls count as unexecuted
+    /// markup (ADR-0067): `markup.unwrapped_calls`, default off.
+    pub fn unwrapped_calls(&self) -> bool {
+        self.markup_unwrapped_calls.value.unwrap_or(false)
     }
 
     /// Each setting as (key, value, source), in the table's order.

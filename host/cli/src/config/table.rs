@@ -80,6 +80,9 @@ pub(super) enum Kind {
     },
     /// `"ask"` or `"allow"`, default ask.
     Writes(Field<Writes>),
+    /// `true` or `false` (in the environment also `1` or `0`), default
+    /// false.
+    Bool(Field<bool>),
 }
 
 /// Every setting, in the order the file documents and `config show`
@@ -171,18 +174,38 @@ pub static SETTINGS: &[SettingDef] = &[
             default: || u64::try_from(Limits::default().result_bytes / 1024).unwrap_or(u64::MAX),
         },
     },
+    SettingDef {
+        key: "markup.unwrapped_calls",
+        env: "GOAT_MARKUP_UNWRAPPED_CALLS",
+        flag: None,
+        doc: "Count a complete <function=NAME> block with no <tool_call> as a tool call written as text (ADR-0067)",
+        example: "false",
+        kind: Kind::Bool(field!(markup_unwrapped_calls)),
+    },
 ];
 
 /// A value as the file gives it, its TOML type checked.
 pub(super) enum Raw {
     Text(String),
     Number(u64),
+    Bool(bool),
+}
+
+/// The TOML type a setting takes in the file.
+pub(super) enum RawType {
+    Text,
+    Number,
+    Bool,
 }
 
 impl SettingDef {
-    /// Whether the file must give text (else a whole number).
-    pub(super) fn takes_text(&self) -> bool {
-        matches!(self.kind, Kind::Text(_) | Kind::Writes(_))
+    /// The TOML type the file must give.
+    pub(super) fn takes(&self) -> RawType {
+        match self.kind {
+            Kind::Text(_) | Kind::Writes(_) => RawType::Text,
+            Kind::Number { .. } => RawType::Number,
+            Kind::Bool(_) => RawType::Bool,
+        }
     }
 
     /// Sets the built-in default.
@@ -193,6 +216,7 @@ impl SettingDef {
                 *(field.set)(s) = Setting::by_default(Some(default()));
             }
             Kind::Writes(field) => *(field.set)(s) = Setting::by_default(Some(Writes::Ask)),
+            Kind::Bool(field) => *(field.set)(s) = Setting::by_default(Some(false)),
         }
     }
 
@@ -210,8 +234,10 @@ impl SettingDef {
             (Kind::Writes(field), Raw::Text(text)) => {
                 *(field.set)(s) = Setting::new(Writes::parse(&text)?, source);
             }
-            (Kind::Text(_) | Kind::Writes(_), Raw::Number(_))
-            | (Kind::Number { .. }, Raw::Text(_)) => {
+            (Kind::Bool(field), Raw::Bool(on)) => *(field.set)(s) = Setting::new(on, source),
+            (Kind::Text(_) | Kind::Writes(_), Raw::Number(_) | Raw::Bool(_))
+            | (Kind::Number { .. }, Raw::Text(_) | Raw::Bool(_))
+            | (Kind::Bool(_), Raw::Text(_) | Raw::Number(_)) => {
                 return Err(format!("{} takes a different type", self.key));
             }
         }
@@ -230,6 +256,13 @@ impl SettingDef {
             Kind::Writes(_) => self
                 .set(s, Raw::Text(text), source)
                 .map_err(|why| format!("{var}: {why}")),
+            Kind::Bool(_) => match text.trim() {
+                "1" | "true" => self.set(s, Raw::Bool(true), source),
+                "0" | "false" => self.set(s, Raw::Bool(false), source),
+                _ => Err(format!(
+                    "{var}={text}: use 1 or true to turn it on, 0 or false to turn it off"
+                )),
+            },
         }
         .map_err(|why| anyhow!(why))
     }
@@ -252,6 +285,10 @@ impl SettingDef {
                     &setting.source,
                 )
             }
+            Kind::Bool(field) => {
+                let setting = (field.get)(s);
+                (setting.value.map(|on| on.to_string()), &setting.source)
+            }
         }
     }
 
@@ -264,7 +301,7 @@ impl SettingDef {
             Kind::Number { range, unit, .. } => {
                 format!("; {} to {} {unit}", range.start, range.end - 1)
             }
-            Kind::Text(_) | Kind::Writes(_) => String::new(),
+            Kind::Text(_) | Kind::Writes(_) | Kind::Bool(_) => String::new(),
         };
         let leaf = self.key.rsplit('.').next().unwrap_or(self.key);
         format!(

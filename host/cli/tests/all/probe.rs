@@ -102,3 +102,66 @@ fn probe_without_an_engine_says_how_to_name_one() {
         "{err}"
     );
 }
+
+/// A call kept in the reasoning channel (vLLM's reasoning parser on
+/// Qwen3.5), then a complete unwrapped Qwen3-Coder block as content.
+fn reasoning_and_unwrapped() -> Vec<goat_testkit::Reply> {
+    use goat_testkit::{Reply, qwen_unwrapped_markup};
+    let call = qwen_unwrapped_markup("read_file", &[("path", "README.md")]);
+    vec![
+        Reply::builder()
+            .reasoning(
+                "reasoning_content",
+                &format!("I'll read it.\n<tool_call>\n{call}\n</tool_call>"),
+            )
+            .build(),
+        Reply::text(&format!("Reading it.\n{call}\n")),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_names_the_reasoning_channel_and_always_reports_unwrapped_calls() {
+    for on in [false, true] {
+        let env = Env::new();
+        let server = ScriptedServer::start(reasoning_and_unwrapped()).await;
+        let url = server.base_url();
+        let args = ["probe", "--engine", &url, "--model", "qwen", "--count", "2"];
+        if on {
+            env.write_config("[markup]\nunwrapped_calls = true\n");
+        }
+        let out = env.run_async(&args).await;
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{stdout}\n{}",
+            text(&out.stderr)
+        );
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert!(
+            lines[1].starts_with(
+                "  1. UNEXECUTED MARKUP in the reasoning channel: read_file written as text \
+                 (<tool_call> </tool_call>); the engine's reasoning parser kept the call in the \
+                 reasoning channel;"
+            ),
+            "{stdout}"
+        );
+        let second = if on {
+            "  2. UNEXECUTED MARKUP: read_file written as text (no <tool_call> envelope);"
+        } else {
+            "  2. UNWRAPPED CALL in the content: a complete <function=...> block with no \
+             <tool_call>, left as text because markup.unwrapped_calls is off;"
+        };
+        assert!(lines[2].starts_with(second), "{stdout}");
+        assert!(
+            stdout.contains("the engine's reasoning parser kept the call in the reasoning channel (vLLM --reasoning-parser"),
+            "{stdout}"
+        );
+        assert_eq!(
+            stdout.contains("turn on markup.unwrapped_calls = true"),
+            !on,
+            "{stdout}"
+        );
+        assert_eq!(server.requests().len(), 2);
+    }
+}

@@ -558,3 +558,126 @@ fn host_state_symlinked_into_the_workspace_is_refused_even_dangling() {
         }
     }
 }
+
+/// A complete Qwen3-Coder write with no `<tool_call>` envelope (ADR-0067).
+fn unwrapped_write_text() -> String {
+    format!(
+        "I'll create it.\n{}\n",
+        goat_testkit::qwen_unwrapped_markup(
+            "write_file",
+            &[("path", "hello.txt"), ("content", "hello")]
+        )
+    )
+}
+
+/// The markup round rows of the run's store: (failure_kind, markup_channel).
+fn markup_rows(run: &GoatRun) -> Vec<(Option<String>, Option<String>)> {
+    let conn = rusqlite::Connection::open(&run.env.db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT failure_kind, markup_channel FROM rounds ORDER BY id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unwrapped_call_is_the_answer_unless_the_setting_is_on() {
+    let off = GoatRun::builder()
+        .replies([Reply::text(&unwrapped_write_text()), Reply::text("unused")])
+        .allow_writes()
+        .json()
+        .run("Create hello.txt")
+        .await;
+    assert_eq!(off.code(), Some(0), "{}", off.stderr());
+    assert_eq!(off.summary()["answer"], json!(unwrapped_write_text()));
+    assert_eq!(off.summary()["recovery_used"], false);
+    assert_eq!(off.requests().len(), 1);
+    assert_eq!(markup_rows(&off), [(None, None)]);
+
+    let on = GoatRun::builder()
+        .replies([
+            Reply::text(&unwrapped_write_text()),
+            Reply::tool_call(
+                "write_file",
+                r#"{"path": "hello.txt", "content": "hello\n"}"#,
+            ),
+            Reply::text("Created hello.txt."),
+        ])
+        .var("GOAT_MARKUP_UNWRAPPED_CALLS", "1")
+        .allow_writes()
+        .json()
+        .run("Create hello.txt")
+        .await;
+    let err = on.stderr();
+    assert_eq!(on.code(), Some(0), "{err}");
+    assert!(err.contains(RECOVERY_LINE), "{err}");
+    assert_eq!(on.summary()["recovery_used"], true);
+    assert_eq!(on.requests().len(), 3);
+    let second = on.request_text(1);
+    assert!(second.contains("[GOAT host]"), "{second}");
+    assert!(!second.contains("<function=write_file>"), "{second}");
+    assert_eq!(on.read("hello.txt"), "hello\n");
+    assert_eq!(
+        markup_rows(&on),
+        [
+            (Some("markup".into()), Some("content".into())),
+            (None, None),
+            (None, None)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_in_the_reasoning_channel_is_recovered_once_and_stats_name_it() {
+    let call = goat_testkit::qwen_unwrapped_markup(
+        "write_file",
+        &[("path", "hello.txt"), ("content", "hello")],
+    );
+    let run = GoatRun::builder()
+        .replies([
+            Reply::builder()
+                .reasoning(
+                    "reasoning_content",
+                    &format!("I'll write it.\n<tool_call>\n{call}\n</tool_call>"),
+                )
+                .build(),
+            Reply::tool_call(
+                "write_file",
+                r#"{"path": "hello.txt", "content": "hello\n"}"#,
+            ),
+            Reply::text("Created hello.txt."),
+        ])
+        .allow_writes()
+        .json()
+        .run("Create hello.txt")
+        .await;
+    let err = run.stderr();
+    assert_eq!(run.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the engine's reasoning parser kept the call in the reasoning channel"),
+        "{err}"
+    );
+    assert_eq!(run.summary()["recovery_used"], true);
+    assert_eq!(run.summary()["answer"], "Created hello.txt.");
+    assert_eq!(run.requests().len(), 3);
+    assert!(run.request_text(1).contains("[GOAT host]"));
+    assert_eq!(run.read("hello.txt"), "hello\n");
+    assert_eq!(
+        markup_rows(&run)[0],
+        (Some("markup".into()), Some("reasoning".into()))
+    );
+
+    let stats = run.env.run(&["stats"]);
+    let out = text(&stats.stdout);
+    assert!(
+        out.contains(
+            "of those, 1 response in the reasoning channel: the engine's reasoning parser kept \
+             the call in the reasoning channel"
+        ),
+        "{out}"
+    );
+    let json = json_out(&run.env.run(&["stats", "--json"]));
+    assert_eq!(json[0]["markup_in_reasoning"], 1);
+}

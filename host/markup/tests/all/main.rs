@@ -15,6 +15,10 @@ enum Want {
     /// Unexecuted, naming this tool in this form, with these markers. The span
     /// is marked in the case's text with `«` and `»`.
     Yes(&'static str, Form, &'static [Marker]),
+    /// A complete unwrapped Qwen3-Coder block naming this tool (ADR-0067):
+    /// reported as `unwrapped` always, and unexecuted, with no markers and
+    /// the marked span, only when the detector counts unwrapped calls.
+    Unwrapped(&'static str),
 }
 
 struct Case {
@@ -85,8 +89,74 @@ fn cases() -> Vec<Case> {
             Want::Yes("read_file", XML, BOTH),
         ),
         case(
-            "function_markup_without_envelope_is_not_a_call",
-            "Use <function=read_file> with <parameter=path>x</parameter></function> to read.",
+            "function_markup_without_envelope_counts_only_when_opted_in",
+            "Use «<function=read_file> with <parameter=path>x</parameter></function>» to read.",
+            Want::Unwrapped("read_file"),
+        ),
+        // ADR-0067: complete unwrapped Qwen3-Coder blocks.
+        case(
+            "unwrapped_qwen3_coder_call",
+            "I'll read it.\n«<function=read_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n</function>»\n",
+            Want::Unwrapped("read_file"),
+        ),
+        case(
+            "unwrapped_two_blocks_span_both",
+            "«<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n<function=write_file>\n<parameter=path>\nb\n</parameter>\n</function>»",
+            Want::Unwrapped("read_file"),
+        ),
+        case(
+            "unwrapped_span_starts_at_the_first_complete_block",
+            "Try <function=read_file> first, then «<function=write_file>\n<parameter=path>\na\n</parameter>\n</function>»",
+            Want::Unwrapped("write_file"),
+        ),
+        case(
+            "unwrapped_parameter_left_open_still_completes",
+            "«<function=read_file>\n<parameter=path>\na\n</function>»",
+            Want::Unwrapped("read_file"),
+        ),
+        case(
+            "unwrapped_block_in_a_fence_never_counts",
+            "Like this:\n```xml\n<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n```\n",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_block_in_a_tilde_fence_never_counts",
+            "~~~\n<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n~~~",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_block_in_inline_code_never_counts",
+            "Write `<function=read_file><parameter=path>a</parameter></function>` to call it.",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_block_split_by_a_fence_never_counts",
+            "```\n<function=read_file>\n<parameter=path>\n```\na\n</parameter>\n</function>",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_block_in_think_never_counts",
+            "<think>\n<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n</think>\nDone.",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_block_naming_a_tool_not_offered",
+            "<function=delete_file>\n<parameter=path>\na\n</parameter>\n</function>",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_function_without_a_parameter_is_not_complete",
+            "<function=list_directory>\n</function>",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_function_without_its_end_is_not_complete",
+            "<function=read_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n",
+            Want::No(NONE),
+        ),
+        case(
+            "unwrapped_parameter_outside_a_function_is_not_complete",
+            "<parameter=path>\na\n</parameter>\n</function>",
             Want::No(NONE),
         ),
         case(
@@ -410,10 +480,34 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn check(case: &Case, got: &Verdict, how: &str) {
+/// Checks `got`, made with unwrapped calls counted (`on`) or not.
+fn check(case: &Case, got: &Verdict, on: bool, how: &str) {
     let name = case.name;
+    let how = &format!("{how}, unwrapped calls {}", if on { "on" } else { "off" });
     let (_, span) = unmark(&case.text);
+    assert_eq!(
+        got.unwrapped,
+        matches!(case.want, Want::Unwrapped(_)),
+        "{name} ({how}): {got:?}"
+    );
     match case.want {
+        Want::Unwrapped(tool) if on => {
+            assert!(got.unexecuted, "{name} ({how}): {got:?}");
+            assert_eq!(got.tool.as_deref(), Some(tool), "{name} ({how})");
+            assert_eq!(got.form, Some(XML), "{name} ({how})");
+            assert_eq!(got.markers, NONE, "{name} ({how})");
+            assert!(span.is_some(), "{name}: mark the span in the case");
+            assert_eq!(got.span, span, "{name} ({how})");
+        }
+        Want::Unwrapped(_) => {
+            assert!(!got.unexecuted, "{name} ({how}): {got:?}");
+            assert_eq!(
+                (&got.tool, got.form, got.span),
+                (&None, None, None),
+                "{name} ({how})"
+            );
+            assert_eq!(got.markers, NONE, "{name} ({how})");
+        }
         Want::No(markers) => {
             assert!(!got.unexecuted, "{name} ({how}): {got:?}");
             assert_eq!(got.tool, None, "{name} ({how})");
@@ -441,18 +535,24 @@ fn verdict_table() {
     assert_eq!(names.len(), cases.len(), "case names are unique");
     for case in &cases {
         let (content, _) = unmark(&case.text);
-        check(case, &detect(case.tools, &content), "one-shot");
+        check(case, &detect(case.tools, &content), false, "one-shot");
         let bytes = content.as_bytes();
-        let mut d = Detector::new(case.tools);
-        for b in bytes.chunks(1) {
-            d.feed(b);
-        }
-        check(case, &d.finish(), "1-byte chunks");
-        for split in 0..=bytes.len() {
-            let mut d = Detector::new(case.tools);
-            d.feed(&bytes[..split]);
-            d.feed(&bytes[split..]);
-            check(case, &d.finish(), &format!("split at {split}"));
+        for on in [false, true] {
+            let new = || Detector::new(case.tools).unwrapped_calls(on);
+            let mut d = new();
+            d.feed(bytes);
+            check(case, &d.finish(), on, "one feed");
+            let mut d = new();
+            for b in bytes.chunks(1) {
+                d.feed(b);
+            }
+            check(case, &d.finish(), on, "1-byte chunks");
+            for split in 0..=bytes.len() {
+                let mut d = new();
+                d.feed(&bytes[..split]);
+                d.feed(&bytes[split..]);
+                check(case, &d.finish(), on, &format!("split at {split}"));
+            }
         }
     }
 }
@@ -539,8 +639,8 @@ fn generate(rng: &mut Rng) -> Vec<u8> {
     text
 }
 
-fn chunked(bytes: &[u8], sizes: &mut dyn FnMut() -> usize) -> Verdict {
-    let mut d = Detector::new(TOOLS);
+fn chunked(bytes: &[u8], on: bool, sizes: &mut dyn FnMut() -> usize) -> Verdict {
+    let mut d = Detector::new(TOOLS).unwrapped_calls(on);
     let mut rest = bytes;
     while !rest.is_empty() {
         let n = sizes().min(rest.len());
@@ -557,20 +657,31 @@ fn verdict_is_independent_of_chunking() {
     const INPUTS: usize = 3000;
     for n in 0..INPUTS {
         let bytes = generate(&mut rng);
-        let mut d = Detector::new(TOOLS);
-        d.feed(&bytes);
-        let whole = d.finish();
-        unexecuted += usize::from(whole.unexecuted);
         let shown = String::from_utf8_lossy(&bytes);
-        assert_eq!(
-            chunked(&bytes, &mut || 1),
-            whole,
-            "input {n}, 1-byte chunks: {shown:?}"
-        );
-        for round in 0..6 {
-            let mut sizes = Rng(rng.next());
-            let got = chunked(&bytes, &mut || 1 + sizes.below(64));
-            assert_eq!(got, whole, "input {n}, round {round}: {shown:?}");
+        // ADR-0067's rule on and off: the seed, and so the inputs, stay
+        // the same for the rule-off run.
+        let sizes_seed = rng.next();
+        for on in [false, true] {
+            let mut d = Detector::new(TOOLS).unwrapped_calls(on);
+            d.feed(&bytes);
+            let whole = d.finish();
+            if !on {
+                unexecuted += usize::from(whole.unexecuted);
+            }
+            assert_eq!(
+                chunked(&bytes, on, &mut || 1),
+                whole,
+                "input {n}, 1-byte chunks, unwrapped calls {on}: {shown:?}"
+            );
+            let mut seeds = Rng(sizes_seed);
+            for round in 0..6 {
+                let mut sizes = Rng(seeds.next());
+                let got = chunked(&bytes, on, &mut || 1 + sizes.below(64));
+                assert_eq!(
+                    got, whole,
+                    "input {n}, round {round}, unwrapped calls {on}: {shown:?}"
+                );
+            }
         }
     }
     // The generator must produce both outcomes, or the property says little.

@@ -37,7 +37,19 @@ pub enum TurnEvent {
     Recovery {
         /// The offered tool the markup named.
         tool: String,
+        /// The call was in the reasoning channel, the content empty: the
+        /// engine's reasoning parser kept it there.
+        in_reasoning: bool,
     },
+}
+
+/// What a markup error adds when the call was in the reasoning channel.
+fn channel_words(in_reasoning: &bool) -> &'static str {
+    if *in_reasoning {
+        " in the reasoning channel (the engine's reasoning parser kept the call in the reasoning channel)"
+    } else {
+        ""
+    }
 }
 
 /// Why a turn did not complete.
@@ -56,19 +68,25 @@ pub enum TurnError {
     /// The model wrote tool-call markup as text again after the one
     /// recovery; nothing was executed.
     #[error(
-        "the model wrote a tool call as text ({tool}) again after being asked to use the structured format; nothing was executed and the turn stopped. If this keeps happening, check the engine's tool-call template or parser (e.g. llama-server --jinja, vLLM --tool-call-parser)"
+        "the model wrote a tool call as text ({tool}){} again after being asked to use the structured format; nothing was executed and the turn stopped. If this keeps happening, check the engine's tool-call template or parser (e.g. llama-server --jinja, vLLM --tool-call-parser, and --reasoning-parser for a call kept as reasoning)",
+        channel_words(.in_reasoning)
     )]
     MarkupAgain {
         /// The tool it named.
         tool: String,
+        /// The call was in the reasoning channel.
+        in_reasoning: bool,
     },
     /// Markup appeared when the round cap left no room for a recovery.
     #[error(
-        "the model wrote a tool call as text ({tool}) in the last round the cap allows; nothing was executed"
+        "the model wrote a tool call as text ({tool}){} in the last round the cap allows; nothing was executed",
+        channel_words(.in_reasoning)
     )]
     MarkupNoRoom {
         /// The tool it named.
         tool: String,
+        /// The call was in the reasoning channel.
+        in_reasoning: bool,
     },
     /// The request would exceed the byte bound even with every old tool
     /// result and call argument elided; nothing was sent.

@@ -44,6 +44,9 @@ pub struct Shepherd {
     session_id: String,
     system_prompt: String,
     max_rounds: usize,
+    /// ADR-0067: complete unwrapped Qwen3-Coder blocks count as unexecuted
+    /// markup.
+    unwrapped_calls: bool,
 }
 
 impl Shepherd {
@@ -63,7 +66,18 @@ impl Shepherd {
             session_id,
             system_prompt,
             max_rounds: max_rounds.max(1),
+            unwrapped_calls: false,
         }
+    }
+
+    /// Whether a complete unwrapped Qwen3-Coder block (`<function=NAME>`,
+    /// a `<parameter=…>`, `</function>`, no `<tool_call>`) naming an
+    /// offered tool counts as unexecuted markup (ADR-0067; setting
+    /// `markup.unwrapped_calls`). Off by default, as ADR-0065 decided.
+    #[must_use]
+    pub fn with_unwrapped_calls(mut self, on: bool) -> Self {
+        self.unwrapped_calls = on;
+        self
     }
 
     /// Runs a blocking store step off the async threads.
@@ -134,14 +148,7 @@ impl Shepherd {
                 .await?;
             if response.tool_calls.is_empty() {
                 let markup = self
-                    .handle_markup(
-                        round_id,
-                        round,
-                        &response.content,
-                        &names,
-                        &mut recovery,
-                        on_event,
-                    )
+                    .handle_markup(round_id, round, &response, &names, &mut recovery, on_event)
                     .await?;
                 match markup {
                     Markup::Retry => continue,

@@ -11,10 +11,14 @@
 //! instruction not to repeat them. A second malformed answer ends the turn
 //! with an explicit error. Recovery changes no engine setting and no
 //! permission.
+//!
+//! The same rule reads the reasoning channel when the content is empty (a
+//! reasoning parser that kept the call there), and, when the person turned
+//! it on, counts complete unwrapped Qwen3-Coder blocks (ADR-0067).
 
-use goat_engine::Message;
+use goat_engine::{Message, Response};
 use goat_markup::Detector;
-use goat_store::{Recovery, RoundFailure};
+use goat_store::{MarkupChannel, Recovery};
 
 use super::{Shepherd, TurnError, TurnEvent};
 
@@ -62,6 +66,13 @@ impl Shepherd {
     /// Checks an answer that has no structured calls for tool-call text
     /// naming an offered tool, and applies ADR-0065.
     ///
+    /// The content is read first. When it is empty (whitespace only), the
+    /// reasoning channel is read by the same rule: vLLM's reasoning parser
+    /// on Qwen3.5 can keep a whole call there, and the turn would otherwise
+    /// end with an empty answer. Complete unwrapped Qwen3-Coder blocks count
+    /// only when [`Shepherd::with_unwrapped_calls`] turned them on
+    /// (ADR-0067).
+    ///
     /// Guarantees: the text is never turned into a call. [`Markup::Clean`]
     /// writes nothing; the caller finishes the round. [`Markup::Retry`] is
     /// returned at most once per turn, only when another round fits under
@@ -73,57 +84,80 @@ impl Shepherd {
         &self,
         round_id: i64,
         round: usize,
-        content: &str,
+        response: &Response,
         offered_names: &[String],
         budget: &mut RecoveryBudget,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<Markup, TurnError> {
-        let Some(recovery) = detect(content, offered_names) else {
+        let Some(recovery) = find_markup(response, offered_names, self.unwrapped_calls) else {
             return Ok(Markup::Clean);
         };
         let tool = recovery.tool.clone();
-        let content = content.to_owned();
+        let in_reasoning = recovery.channel == MarkupChannel::Reasoning;
+        let (content, reasoning) = (response.content.clone(), response.reasoning.clone());
         if budget.used || round == self.max_rounds {
             // Stored as failed too: it is not a usable answer.
             let failure = format!(
-                "{} naming {} ({}); no recovery left, nothing was executed",
+                "{}{} naming {} ({}); no recovery left, nothing was executed",
                 goat_store::MARKUP_FAILURE_PREFIX,
+                if in_reasoning {
+                    " in the reasoning channel"
+                } else {
+                    ""
+                },
                 recovery.tool,
                 recovery.markers.join(" ")
             );
+            let channel = recovery.channel;
             self.store(move |s| {
-                s.finish_round_failed(round_id, RoundFailure::Markup, &content, &failure)
+                s.finish_round_markup(round_id, &content, &reasoning, channel, &failure)
             })
             .await?;
             return Err(if budget.used {
-                TurnError::MarkupAgain { tool }
+                TurnError::MarkupAgain { tool, in_reasoning }
             } else {
-                TurnError::MarkupNoRoom { tool }
+                TurnError::MarkupNoRoom { tool, in_reasoning }
             });
         }
         // Persist first: if this fails, stop, no retry.
-        self.store(move |s| s.record_recovery(round_id, &content, &recovery))
+        self.store(move |s| s.record_recovery(round_id, &content, &reasoning, &recovery))
             .await?;
         budget.used = true;
         budget.instruct_next = true;
-        on_event(TurnEvent::Recovery { tool });
+        on_event(TurnEvent::Recovery { tool, in_reasoning });
         Ok(Markup::Retry)
     }
 }
 
-/// Runs the detector over a whole answer: `Some` when it holds unexecuted
-/// tool-call markup naming one of `offered_names`, with what to store.
-fn detect(content: &str, offered_names: &[String]) -> Option<Recovery> {
-    let mut detector = Detector::new(offered_names);
-    detector.feed(content.as_bytes());
-    let verdict = detector.finish();
-    verdict.unexecuted.then(|| Recovery {
-        tool: verdict.tool.clone().unwrap_or_default(),
-        markers: verdict
-            .markers
-            .iter()
-            .map(|m| m.as_str().to_owned())
-            .collect(),
-        span: verdict.span,
+/// Where an answer without structured calls holds unexecuted tool-call
+/// markup naming one of `offered_names`, with what to store: its content,
+/// or, when the content is empty, its reasoning channel.
+fn find_markup(
+    response: &Response,
+    offered_names: &[String],
+    unwrapped_calls: bool,
+) -> Option<Recovery> {
+    let detect = |text: &str, channel| {
+        let mut detector = Detector::new(offered_names).unwrapped_calls(unwrapped_calls);
+        detector.feed(text.as_bytes());
+        let verdict = detector.finish();
+        verdict.unexecuted.then(|| Recovery {
+            tool: verdict.tool.clone().unwrap_or_default(),
+            markers: verdict
+                .markers
+                .iter()
+                .map(|m| m.as_str().to_owned())
+                .collect(),
+            span: verdict.span,
+            channel,
+        })
+    };
+    detect(&response.content, MarkupChannel::Content).or_else(|| {
+        response
+            .content
+            .trim()
+            .is_empty()
+            .then(|| detect(&response.reasoning, MarkupChannel::Reasoning))
+            .flatten()
     })
 }

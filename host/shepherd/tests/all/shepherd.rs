@@ -12,7 +12,9 @@ use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{
     AppToolRouter, RECOVERY_INSTRUCTION, RouterConfig, Shepherd, TurnError, TurnEvent, TurnSummary,
 };
-use goat_store::{CallStatus, RoundStatus, Store, TurnRecord, TurnStatus};
+use goat_store::{
+    CallStatus, MarkupChannel, RoundFailure, RoundStatus, Store, TurnRecord, TurnStatus,
+};
 use goat_testkit::*;
 use serde_json::json;
 
@@ -101,6 +103,12 @@ async fn fixture_with(
 }
 
 impl Fixture {
+    /// ADR-0067's setting on: unwrapped Qwen3-Coder blocks count.
+    fn unwrapped_calls(mut self) -> Self {
+        self.shepherd = self.shepherd.with_unwrapped_calls(true);
+        self
+    }
+
     pub(crate) async fn run(
         &self,
         prompt: &str,
@@ -158,7 +166,8 @@ async fn missing_opening_envelope_triggers_one_retry_and_the_corrected_call_runs
         "hello\n"
     );
     assert!(events.contains(&TurnEvent::Recovery {
-        tool: "write_file".into()
+        tool: "write_file".into(),
+        in_reasoning: false,
     }));
 
     assert_eq!(f.server.requests().len(), 3);
@@ -230,7 +239,7 @@ async fn second_malformed_response_stops_with_an_explicit_error_and_nothing_runs
     .await;
     let result = f.run("Create hello.txt").await.0;
     assert!(
-        matches!(&result, Err(TurnError::MarkupAgain { tool }) if tool == "write_file"),
+        matches!(&result, Err(TurnError::MarkupAgain { tool, in_reasoning: false }) if tool == "write_file"),
         "{result:?}"
     );
     assert_eq!(f.server.requests().len(), 2);
@@ -457,5 +466,262 @@ async fn a_tool_timeout_does_not_trigger_recovery() {
         "{}",
         f.request_text(1)
     );
+    assert_eq!(f.recovery_rows(), 0);
+}
+
+/// What vLLM's reasoning parser gives for Qwen3.5 when the model does not
+/// close its thinking: the whole call in `reasoning_content`, no content.
+fn reasoning_kept_call(path: &str) -> Reply {
+    Reply::builder()
+        .reasoning(
+            "reasoning_content",
+            &format!(
+                "The user wants the first line. I'll read it.\n\n<tool_call>\n{}\n</tool_call>",
+                qwen_unwrapped_markup("read_file", &[("path", path)])
+            ),
+        )
+        .build()
+}
+
+fn markup_channels(turn: &TurnRecord) -> Vec<(Option<RoundFailure>, Option<MarkupChannel>)> {
+    turn.rounds
+        .iter()
+        .map(|r| (r.failure_kind, r.markup_channel))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_kept_in_the_reasoning_channel_gets_the_one_recovery() {
+    let f = fixture(
+        vec![
+            reasoning_kept_call("notes.txt"),
+            Reply::tool_call("read_file", json!({"path": "notes.txt"})),
+            Reply::text("It says hi."),
+        ],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    std::fs::write(f.ws.join("notes.txt"), "hi\n").unwrap();
+    let (result, events) = f.run("What does notes.txt say?").await;
+    let summary = result.unwrap();
+    assert_eq!(
+        (
+            summary.rounds,
+            summary.recovery_used,
+            summary.answer.as_str()
+        ),
+        (3, true, "It says hi.")
+    );
+    assert!(events.contains(&TurnEvent::Recovery {
+        tool: "read_file".into(),
+        in_reasoning: true,
+    }));
+
+    assert_eq!(f.server.requests().len(), 3);
+    let second = f.request_text(1);
+    assert!(
+        second.contains(&json!(RECOVERY_INSTRUCTION).to_string()[1..40]),
+        "{second}"
+    );
+    assert!(!second.contains("<function=read_file>"), "{second}");
+    assert!(!f.request_text(2).contains("[GOAT host]"));
+
+    let turns = f.turns();
+    assert_eq!(turns[0].status, TurnStatus::Completed);
+    assert_eq!(
+        statuses(&turns[0]),
+        [RoundStatus::Failed, RoundStatus::Ok, RoundStatus::Ok]
+    );
+    assert_eq!(
+        markup_channels(&turns[0]),
+        [
+            (Some(RoundFailure::Markup), Some(MarkupChannel::Reasoning)),
+            (None, None),
+            (None, None),
+        ]
+    );
+    let failed = &turns[0].rounds[0];
+    assert_eq!(failed.content, "");
+    assert!(
+        failed.reasoning.contains("<function=read_file>"),
+        "{failed:?}"
+    );
+    assert!(
+        failed
+            .failure
+            .as_deref()
+            .unwrap()
+            .contains("in the reasoning channel"),
+        "{failed:?}"
+    );
+    let calls: Vec<_> = turns[0].rounds.iter().flat_map(|r| &r.calls).collect();
+    assert_eq!(calls.len(), 1, "exactly one call ran: the structured one");
+    assert_eq!(f.recovery_rows(), 1);
+}
+
+#[tokio::test]
+async fn reasoning_is_not_read_when_the_answer_has_content() {
+    let reply = Reply::builder()
+        .reasoning(
+            "reasoning_content",
+            &format!(
+                "I could call {}",
+                qwen_markup("read_file", &[("path", "a")])
+            ),
+        )
+        .text("The file is not needed: the answer is 42.")
+        .build();
+    let f = fixture(vec![reply, Reply::text("unused")], WritePolicy::AllowAll, 8).await;
+    let summary = f.run("What is the answer?").await.0.unwrap();
+    assert_eq!(
+        (
+            summary.rounds,
+            summary.recovery_used,
+            summary.answer.as_str()
+        ),
+        (1, false, "The file is not needed: the answer is 42.")
+    );
+    assert_eq!(f.server.requests().len(), 1);
+    assert_eq!(f.recovery_rows(), 0);
+}
+
+#[tokio::test]
+async fn a_second_call_in_the_reasoning_channel_stops_the_turn_naming_the_channel() {
+    let f = fixture(
+        vec![
+            reasoning_kept_call("a"),
+            reasoning_kept_call("a"),
+            Reply::text("unused"),
+        ],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    let result = f.run("Read a").await.0;
+    let err = result.unwrap_err();
+    assert!(
+        matches!(&err, TurnError::MarkupAgain { tool, in_reasoning: true } if tool == "read_file"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("the engine's reasoning parser kept the call in the reasoning channel"),
+        "{err}"
+    );
+    assert_eq!(f.server.requests().len(), 2);
+    let turns = f.turns();
+    assert_eq!(turns[0].status, TurnStatus::Failed);
+    assert_eq!(
+        markup_channels(&turns[0]),
+        [
+            (Some(RoundFailure::Markup), Some(MarkupChannel::Reasoning)),
+            (Some(RoundFailure::Markup), Some(MarkupChannel::Reasoning)),
+        ]
+    );
+}
+
+fn unwrapped_write() -> String {
+    format!(
+        "I'll create the file.\n{}\n",
+        qwen_unwrapped_markup("write_file", &[("path", "hello.txt"), ("content", "hello")])
+    )
+}
+
+#[tokio::test]
+async fn an_unwrapped_call_completes_as_text_when_the_setting_is_off() {
+    let f = fixture(
+        vec![Reply::text(&unwrapped_write()), Reply::text("unused")],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await;
+    let summary = f.run("Create hello.txt").await.0.unwrap();
+    assert_eq!(
+        (
+            summary.rounds,
+            summary.recovery_used,
+            summary.answer.as_str()
+        ),
+        (1, false, unwrapped_write().as_str())
+    );
+    assert_eq!(f.server.requests().len(), 1);
+    assert_eq!(statuses(&f.turns()[0]), [RoundStatus::Ok]);
+    assert_eq!(f.recovery_rows(), 0);
+    assert!(!f.ws.join("hello.txt").exists());
+}
+
+#[tokio::test]
+async fn an_unwrapped_call_gets_the_one_recovery_when_the_setting_is_on() {
+    let f = fixture(
+        vec![
+            Reply::text(&unwrapped_write()),
+            Reply::tool_call(
+                "write_file",
+                json!({"path": "hello.txt", "content": "hello\n"}),
+            ),
+            Reply::text("Created hello.txt."),
+        ],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await
+    .unwrapped_calls();
+    let (result, events) = f.run("Create hello.txt").await;
+    let summary = result.unwrap();
+    assert_eq!((summary.rounds, summary.recovery_used), (3, true));
+    assert!(events.contains(&TurnEvent::Recovery {
+        tool: "write_file".into(),
+        in_reasoning: false,
+    }));
+    assert_eq!(f.server.requests().len(), 3);
+    let second = f.request_text(1);
+    assert!(
+        second.contains(&json!(RECOVERY_INSTRUCTION).to_string()[1..40]),
+        "{second}"
+    );
+    assert!(!second.contains("<function=write_file>"), "{second}");
+    let turns = f.turns();
+    assert_eq!(
+        statuses(&turns[0]),
+        [RoundStatus::Failed, RoundStatus::Ok, RoundStatus::Ok]
+    );
+    assert_eq!(
+        markup_channels(&turns[0])[0],
+        (Some(RoundFailure::Markup), Some(MarkupChannel::Content))
+    );
+    assert_eq!(turns[0].rounds[0].content, unwrapped_write());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("hello.txt")).unwrap(),
+        "hello\n",
+        "the structured call ran, once"
+    );
+    assert_eq!(f.recovery_rows(), 1);
+}
+
+#[tokio::test]
+async fn fenced_and_inline_unwrapped_examples_never_trigger_even_with_the_setting_on() {
+    let block = qwen_unwrapped_markup("write_file", &[("path", "a"), ("content", "b")]);
+    let inline = "<function=write_file><parameter=path>a</parameter></function>";
+    let text = format!(
+        "Qwen3-Coder writes calls like this:\n```xml\n{block}\n```\nor inline: `{inline}`."
+    );
+    let f = fixture(
+        vec![Reply::text(&text), Reply::text("unused")],
+        WritePolicy::AllowAll,
+        8,
+    )
+    .await
+    .unwrapped_calls();
+    let summary = f.run("How do tool calls look?").await.0.unwrap();
+    assert_eq!(
+        (
+            summary.rounds,
+            summary.recovery_used,
+            summary.answer.as_str()
+        ),
+        (1, false, text.as_str())
+    );
+    assert_eq!(f.server.requests().len(), 1);
     assert_eq!(f.recovery_rows(), 0);
 }

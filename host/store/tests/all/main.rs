@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use goat_store::{
-    CallOutcome, CallStatus, HistoryEntry, INTERRUPTED_RESULT, NewCall, Recovery, RoundOk,
-    RoundStatus, SCHEMA_VERSION, Store, StoreError, TurnStatus,
+    CallOutcome, CallStatus, HistoryEntry, INTERRUPTED_RESULT, MarkupChannel, NewCall, Recovery,
+    RoundOk, RoundStatus, SCHEMA_VERSION, Store, StoreError, TurnStatus,
 };
 use rusqlite::Connection;
 
@@ -310,10 +310,12 @@ fn a_recovered_round_is_kept_for_the_record_and_out_of_history() {
         .record_recovery(
             bad,
             malformed,
+            "",
             &Recovery {
                 tool: "read_file".into(),
                 markers: vec!["</tool_call>".into()],
                 span: Some((0, 82)),
+                channel: MarkupChannel::Content,
             },
         )
         .unwrap();
@@ -483,10 +485,12 @@ fn stats_count_markup_recoveries_and_double_failures_per_model_and_engine() {
             .record_recovery(
                 r,
                 "<function=x></tool_call>",
+                "",
                 &Recovery {
                     tool: "x".into(),
                     markers: vec!["</tool_call>".into()],
                     span: None,
+                    channel: MarkupChannel::Content,
                 },
             )
             .unwrap();
@@ -583,10 +587,12 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
             .record_recovery(
                 markup,
                 "<tool_call>",
+                "",
                 &Recovery {
                     tool: "read_file".into(),
                     markers: vec!["<tool_call>".into()],
                     span: None,
+                    channel: MarkupChannel::Content,
                 },
             )
             .unwrap();
@@ -638,6 +644,90 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 /// had a `failure_kind`.
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
-    conn.execute_batch("ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;")
+    conn.execute_batch(
+        "ALTER TABLE rounds DROP COLUMN markup_channel;
+         ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;",
+    )
+    .unwrap();
+}
+
+/// Takes a store back to schema version 2, as GOAT left it before markup
+/// rounds said which channel held the call.
+fn store_at_version_2(db: &Path) {
+    let conn = Connection::open(db).unwrap();
+    conn.execute_batch("ALTER TABLE rounds DROP COLUMN markup_channel; PRAGMA user_version = 2;")
         .unwrap();
+}
+
+#[test]
+fn markup_rounds_say_which_channel_held_the_call_and_stats_count_the_reasoning_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state/goat.db");
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen3.5")
+        .unwrap();
+    let turn = store.start_turn(&session, "go").unwrap();
+    let old = store.start_round(turn).unwrap();
+    let recovery = |channel| Recovery {
+        tool: "read_file".into(),
+        markers: vec!["<tool_call>".into()],
+        span: None,
+        channel,
+    };
+    store
+        .record_recovery(old, "<tool_call>", "", &recovery(MarkupChannel::Content))
+        .unwrap();
+    drop(store);
+    // A markup round stored before the column existed was found in the
+    // content, the only channel GOAT then read.
+    store_at_version_2(&db);
+    let mut store = open(dir.path());
+    let turn = store.start_turn(&session, "again").unwrap();
+    let first = store.start_round(turn).unwrap();
+    let call = "<tool_call>\n<function=read_file>\n</function>\n</tool_call>";
+    store
+        .record_recovery(first, "", call, &recovery(MarkupChannel::Reasoning))
+        .unwrap();
+    let second = store.start_round(turn).unwrap();
+    store
+        .finish_round_markup(second, "", call, MarkupChannel::Reasoning, "again")
+        .unwrap();
+    let turns = store.turns(&session).unwrap();
+    let rounds: Vec<_> = turns
+        .iter()
+        .flat_map(|t| &t.rounds)
+        .map(|r| {
+            (
+                r.failure_kind,
+                r.markup_channel,
+                r.content.as_str(),
+                r.reasoning.as_str(),
+            )
+        })
+        .collect();
+    use goat_store::RoundFailure::Markup;
+    assert_eq!(
+        rounds,
+        [
+            (
+                Some(Markup),
+                Some(MarkupChannel::Content),
+                "<tool_call>",
+                ""
+            ),
+            (Some(Markup), Some(MarkupChannel::Reasoning), "", call),
+            (Some(Markup), Some(MarkupChannel::Reasoning), "", call),
+        ]
+    );
+    assert!(
+        turns[1].rounds[0]
+            .failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with("unexecuted tool-call markup in the reasoning channel")),
+        "{:?}",
+        turns[1].rounds[0].failure
+    );
+    let stats = &store.stats().unwrap()[0];
+    assert_eq!((stats.markup_responses, stats.markup_in_reasoning), (3, 2));
 }
