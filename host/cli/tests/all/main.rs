@@ -12,6 +12,7 @@ mod boundary;
 mod config;
 mod demo;
 mod detect;
+mod engine;
 mod lock;
 mod permissions;
 mod plugins;
