@@ -76,7 +76,24 @@ pub fn error_chain<'a>(
 /// chat` print once for it. The engine's own words are in it, and they
 /// must not drive the terminal.
 pub fn turn_failure(error: goat_shepherd::TurnError) -> String {
-    escape_controls(&error_chain(anyhow::Error::new(error).chain()))
+    match &error {
+        goat_shepherd::TurnError::Engine(e) => escape_controls(&engine_failure(e)),
+        _ => escape_controls(&error_chain(anyhow::Error::new(error).chain())),
+    }
+}
+
+/// An engine failure as a person reads it: the error, and for a timeout
+/// the setting that sets it. Not escaped.
+pub fn engine_failure(error: &goat_engine::EngineError) -> String {
+    let said = error_chain([error as &(dyn std::error::Error + 'static)]);
+    match crate::config::timeout_setting(error) {
+        Some(def) => format!(
+            "{said}; that limit is {} in the config file or {} (seconds): raise it if the \
+             engine is only slow",
+            def.key, def.env
+        ),
+        None => said,
+    }
 }
 
 /// At most `max` characters of `text`, with `…` when cut.

@@ -89,7 +89,7 @@ pub enum EngineError {
     },
     /// No response byte arrived before the first-byte deadline.
     #[error(
-        "the engine sent nothing for {after:?} after the request (model load and prompt processing are included; raise the first-byte timeout for large prompts)"
+        "the engine sent nothing for {after:?} after the request (model load and prompt processing count; the first-byte timeout allows for them)"
     )]
     FirstByteTimeout {
         /// The deadline.

@@ -2,7 +2,9 @@
 //! redirect is never followed, and every failure is printed once, on one
 //! line, escaped, with its cause and what to do.
 
-use goat_testkit::{Reply, ScriptedServer, ev, ev_content};
+use std::time::Duration;
+
+use goat_testkit::{Reply, ScriptedServer, Step, ev, ev_content};
 use serde_json::json;
 
 use crate::{Env, GoatRun, text};
@@ -125,4 +127,94 @@ async fn a_404_for_the_model_lists_the_engines_models() {
          model\n"
     );
     assert_eq!(run.requests()[1].path, "/v1/models");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_stream_names_the_idle_timeout_setting() {
+    let run = GoatRun::builder()
+        .replies([Reply::sse_steps(vec![
+            Step::Bytes(ev_content("Hi").into_bytes()),
+            Step::Sleep(Duration::from_secs(5)),
+        ])])
+        .var("GOAT_IDLE_TIMEOUT_SECS", "1")
+        .run("hello")
+        .await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(
+        after_session_line(&run.stderr()),
+        "goat: error: the turn failed: the engine's stream went silent for 1s; that limit is \
+         timeouts.idle_secs in the config file or GOAT_IDLE_TIMEOUT_SECS (seconds): raise it if \
+         the engine is only slow\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_byte_timeout_comes_from_the_config_file() {
+    let run = GoatRun::builder()
+        .replies([Reply {
+            delay_headers: Duration::from_secs(5),
+            ..Reply::text("late")
+        }])
+        .config("[timeouts]\nfirst_byte_secs = 1\n")
+        .run("hello")
+        .await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(
+        after_session_line(&run.stderr()),
+        "goat: error: the turn failed: the engine sent nothing for 1s after the request (model \
+         load and prompt processing count; the first-byte timeout allows for them); that limit \
+         is timeouts.first_byte_secs in the config file or GOAT_FIRST_BYTE_TIMEOUT_SECS \
+         (seconds): raise it if the engine is only slow\n"
+    );
+}
+
+/// A `/models` listing of `ids`.
+fn models(ids: &[&str]) -> Reply {
+    let data: Vec<_> = ids
+        .iter()
+        .map(|id| json!({"id": id, "object": "model"}))
+        .collect();
+    Reply::error(
+        200,
+        "application/json",
+        &json!({"object": "list", "data": data}).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_model_the_engines_only_model_is_used_and_named() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![models(&["qwen3-coder-30b"]), Reply::text("Hi")]).await;
+    let out = env
+        .run_async(&["run", "--engine", &server.base_url(), "hello"])
+        .await;
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(text(&out.stdout), "Hi\n");
+    assert!(
+        err.starts_with(
+            "goat: no model named; the engine serves one, qwen3-coder-30b, so using it\n"
+        ),
+        "{err}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/models");
+    assert_eq!(requests[1].body["model"], "qwen3-coder-30b");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_model_and_several_served_the_choice_is_asked_for() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![models(&["a", "b"])]).await;
+    let out = env
+        .run_async(&["run", "--engine", &server.base_url(), "hello"])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "goat: error: no model name: pass --model NAME, set GOAT_MODEL, or put model = \"...\" \
+         in the config file; the engine serves a, b\n"
+    );
+    assert_eq!(server.requests().len(), 1);
+    assert!(!env.db.exists(), "a store was created before the refusal");
 }

@@ -209,6 +209,12 @@ impl GoatRunBuilder {
         self.arg("--json")
     }
 
+    /// This run's config file.
+    pub(crate) fn config(self, text: &str) -> Self {
+        self.env.write_config(text);
+        self
+    }
+
     /// An environment variable for this run only, on top of the isolation.
     pub(crate) fn var(mut self, name: &str, value: &str) -> Self {
         self.vars.push((name.to_owned(), value.to_owned()));
