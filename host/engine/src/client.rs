@@ -261,7 +261,7 @@ impl EngineClient {
             };
         }
         match self.list_models().await {
-            Ok(available) if !available.iter().any(|m| *m == self.config.model) => {
+            Ok(available) if !available.contains(&self.config.model) => {
                 EngineError::ModelNotFound {
                     model: self.config.model.clone(),
                     message,
