@@ -71,7 +71,7 @@ fn main() -> ExitCode {
             // terminal.
             note(format_args!(
                 "error: {}",
-                text::escape_for_terminal(&format!("{e:#}"))
+                text::escape_for_terminal(&text::error_chain(e.chain()))
             ));
             ExitCode::from(2)
         }

@@ -312,13 +312,50 @@ pub(crate) fn engine_with(
         "no engine URL: pass --engine URL, set GOAT_ENGINE_URL, or put engine = \"...\" in \
          the config file (e.g. http://127.0.0.1:8080/v1; `goat config show` says where it is)",
     )?;
-    let model = pick(&settings.model, resumed.map(|s| &s.model)).context(
-        "no model name: pass --model NAME, set GOAT_MODEL, or put model = \"...\" in the \
-         config file",
-    )?;
-    let mut config = EngineConfig::new(url.clone(), model.clone());
+    let model = pick(&settings.model, resumed.map(|s| &s.model));
+    let mut config = EngineConfig::new(url.clone(), model.clone().unwrap_or_default());
     config.api_key = api_key(&settings.api_key_env)?;
+    settings.apply_timeouts(&mut config);
+    let model = match model {
+        Some(model) => model,
+        None => only_model(&config)?,
+    };
+    config.model = model.clone();
     Ok((EngineClient::new(config)?, url, model))
+}
+
+/// With no model named: the engine's one model, when `/models` lists
+/// exactly one (llama-server serves the one it loaded); said on stderr.
+/// Otherwise what to pass, with the models it lists.
+fn only_model(config: &EngineConfig) -> anyhow::Result<String> {
+    const MISSING: &str = "no model name: pass --model NAME, set GOAT_MODEL, or put model = \
+                           \"...\" in the config file";
+    let client = EngineClient::new(config.clone())?;
+    let listed = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(client.list_models());
+    match listed {
+        Ok(models) => match models.as_slice() {
+            [one] => {
+                note(format_args!(
+                    "no model named; the engine serves one, {}, so using it",
+                    text::escape_controls(one)
+                ));
+                Ok(one.clone())
+            }
+            [] => bail!("{MISSING} (the engine lists no models at its /models)"),
+            many => bail!(
+                "{MISSING}; the engine serves {}",
+                text::escape_controls(&many.join(", "))
+            ),
+        },
+        Err(e) => bail!(
+            "{MISSING} (asking the engine which models it serves failed: {})",
+            text::engine_failure(&e)
+        ),
+    }
 }
 
 /// The bearer key from the variable `api_key_env` names. The key itself

@@ -50,6 +50,52 @@ pub fn escape_for_terminal(text: &str) -> String {
     out
 }
 
+/// An error and its causes as one text, `a: b: c`, leaving out each
+/// cause the text before it already says: an error that shows its source
+/// in its own message (thiserror's `#[error("{0}")]` over a `#[from]`)
+/// would otherwise print it twice. Not escaped; the caller escapes it for
+/// where it goes.
+pub fn error_chain<'a>(
+    chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> String {
+    let mut out = String::new();
+    for cause in chain {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+/// A failed turn's error, escaped, on one line: what `goat run` and `goat
+/// chat` print once for it. The engine's own words are in it, and they
+/// must not drive the terminal.
+pub fn turn_failure(error: goat_shepherd::TurnError) -> String {
+    match &error {
+        goat_shepherd::TurnError::Engine(e) => escape_controls(&engine_failure(e)),
+        _ => escape_controls(&error_chain(anyhow::Error::new(error).chain())),
+    }
+}
+
+/// An engine failure as a person reads it: the error, and for a timeout
+/// the setting that sets it. Not escaped.
+pub fn engine_failure(error: &goat_engine::EngineError) -> String {
+    let said = error_chain([error as &(dyn std::error::Error + 'static)]);
+    match crate::config::timeout_setting(error) {
+        Some(def) => format!(
+            "{said}; that limit is {} in the config file or {} (seconds): raise it if the \
+             engine is only slow",
+            def.key, def.env
+        ),
+        None => said,
+    }
+}
+
 /// At most `max` characters of `text`, with `…` when cut.
 pub fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -191,6 +237,25 @@ mod tests {
         assert_eq!(
             call_summary("t", "{\"p\":\"\u{9b}31m\"}"),
             "t(p=\"\\u{9b}31m\")"
+        );
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("boom")]
+        struct Inner;
+        #[derive(Debug, thiserror::Error)]
+        #[error("{0}")]
+        struct Echo(#[from] Inner);
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] Inner);
+        let echo = anyhow::Error::new(Echo(Inner)).context("the turn failed");
+        assert_eq!(error_chain(echo.chain()), "the turn failed: boom");
+        assert_eq!(
+            error_chain(anyhow::Error::new(Outer(Inner)).chain()),
+            "outer: boom"
         );
     }
 

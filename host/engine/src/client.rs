@@ -37,6 +37,17 @@ pub const RETRY_BACKOFF: Duration = Duration::from_millis(250);
 /// Bytes of an HTTP error body read for its message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
+/// Bytes of a `/models` answer read. A local engine lists a handful of
+/// models in a few KiB; a hosted one may list hundreds.
+const MAX_MODELS_BODY_BYTES: usize = 1024 * 1024;
+
+/// Time allowed for the whole `/models` request: it is a small listing,
+/// asked for only to explain a failure or to pick the one model served.
+pub const MODELS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most model names quoted in an error; the rest are counted.
+const MAX_MODELS_NAMED: usize = 20;
+
 /// How to reach an engine.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -121,6 +132,10 @@ impl EngineClient {
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .default_headers(headers)
+            // Never follow a redirect: a 307/308 would re-send the whole
+            // conversation (system prompt, file contents) to wherever the
+            // Location points, and its answer would be taken as the model's.
+            .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()
             .map_err(|e| EngineError::Transport {
@@ -190,8 +205,73 @@ impl EngineClient {
                         return Err(e);
                     }
                 }
+                Err(EngineError::Http {
+                    status: 404,
+                    message,
+                }) => return Err(self.explain_not_found(message).await),
                 other => return other,
             }
+        }
+    }
+
+    /// The models the engine lists at `{base}/models`, in its order.
+    pub async fn list_models(&self) -> Result<Vec<String>, EngineError> {
+        let url = self.models_url();
+        let fetch = async {
+            let mut response = self
+                .http
+                .get(&url)
+                .header(ACCEPT, "application/json")
+                .send()
+                .await
+                .map_err(|e| self.transport_error(e))?;
+            let status = response.status();
+            if !status.is_success() {
+                return Err(EngineError::Http {
+                    status: status.as_u16(),
+                    message: read_error_body(&mut response).await,
+                });
+            }
+            let body = read_body(&mut response, MAX_MODELS_BODY_BYTES).await;
+            Ok(model_ids(&body))
+        };
+        tokio::time::timeout(MODELS_TIMEOUT, fetch)
+            .await
+            .unwrap_or(Err(EngineError::TotalTimeout {
+                after: MODELS_TIMEOUT,
+            }))
+    }
+
+    fn models_url(&self) -> String {
+        format!("{}/models", self.config.base_url.trim_end_matches('/'))
+    }
+
+    /// A 404 from chat completions, with what to do: a base URL without
+    /// `/v1` is the usual mistake; otherwise the model may not exist, and
+    /// the engine's own list says which do.
+    async fn explain_not_found(&self, message: String) -> EngineError {
+        let base = self.config.base_url.trim_end_matches('/');
+        let path_ends_v1 = reqwest::Url::parse(base)
+            .is_ok_and(|u| u.path().trim_end_matches('/').ends_with("/v1"));
+        if !path_ends_v1 {
+            return EngineError::NotFoundTryV1 {
+                url: self.url.clone(),
+                message,
+                suggestion: format!("{base}/v1"),
+            };
+        }
+        match self.list_models().await {
+            Ok(available) if !available.contains(&self.config.model) => {
+                EngineError::ModelNotFound {
+                    model: self.config.model.clone(),
+                    message,
+                    available: named(&available),
+                }
+            }
+            _ => EngineError::Http {
+                status: 404,
+                message,
+            },
         }
     }
 
@@ -212,6 +292,17 @@ impl EngineClient {
             Ok(Ok(r)) => r,
         };
         let status = response.status();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            return Err(EngineError::Redirect {
+                url: self.url.clone(),
+                status: status.as_u16(),
+                location,
+            });
+        }
         if !status.is_success() {
             return Err(EngineError::Http {
                 status: status.as_u16(),
@@ -256,7 +347,7 @@ impl EngineClient {
     }
 
     fn transport_error(&self, e: reqwest::Error) -> EngineError {
-        let reason = error_chain(&e);
+        let reason = root_cause(&e);
         if e.is_connect() {
             if e.is_timeout() {
                 return EngineError::ConnectTimeout {
@@ -279,31 +370,64 @@ impl EngineClient {
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = vec![e.to_string()];
+/// The innermost cause of `e` (`Connection refused (os error 111)`),
+/// which is the part that says what went wrong; reqwest's and hyper's
+/// wrappers above it only repeat the URL and the layer.
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut last = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
+        last = s.to_string();
         source = s.source();
     }
-    parts.join(": ")
+    last
+}
+
+/// At most [`MAX_MODELS_NAMED`] names, then how many more.
+fn named(models: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = models.iter().take(MAX_MODELS_NAMED).cloned().collect();
+    if models.len() > MAX_MODELS_NAMED {
+        out.push(format!("and {} more", models.len() - MAX_MODELS_NAMED));
+    }
+    out
+}
+
+/// The ids in an OpenAI `/models` listing (`{"data": [{"id": ...}]}`);
+/// Ollama's `{"models": [{"name": ...}]}` too.
+fn model_ids(body: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return Vec::new();
+    };
+    let (list, key) = match (v.get("data"), v.get("models")) {
+        (Some(d), _) => (d, "id"),
+        (None, Some(m)) => (m, "name"),
+        (None, None) => return Vec::new(),
+    };
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get(key).and_then(serde_json::Value::as_str))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The body as text, at most `limit` bytes of it.
+async fn read_body(response: &mut reqwest::Response, limit: usize) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= limit {
+            body.truncate(limit);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// The message of an HTTP error body: a JSON error's message, an HTML
 /// page's title or text, or the text itself.
 async fn read_error_body(response: &mut reqwest::Response) -> String {
-    let mut body = Vec::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        body.extend_from_slice(&chunk);
-        if body.len() >= MAX_ERROR_BODY_BYTES {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&body);
-    error_body_message(&text)
+    error_body_message(&read_body(response, MAX_ERROR_BODY_BYTES).await)
 }
 
 /// See [`read_error_body`].

@@ -19,7 +19,7 @@ pub enum EngineError {
     },
     /// Nothing accepted the connection.
     #[error(
-        "cannot connect to the engine at {url}: {reason} (is the engine running, and is the URL right?)"
+        "cannot connect to the engine at {url}: {reason}; is the engine running, and is the URL right?"
     )]
     Connect {
         /// Where we tried.
@@ -43,9 +43,53 @@ pub enum EngineError {
         /// The message from the body (JSON error message, or an HTML page's title/text).
         message: String,
     },
+    /// The engine answered with a redirect, which is never followed.
+    ///
+    /// # Security
+    ///
+    /// Following it would send the whole conversation (system prompt,
+    /// workspace paths, file contents) to wherever `location` points, and
+    /// take that server's answer, tool calls included, as the model's.
+    #[error(
+        "the engine at {url} answered HTTP {status}, a redirect to {}; GOAT never follows redirects (the conversation would go to another server): if that is the engine, point the engine URL at it",
+        location.as_deref().unwrap_or("nowhere (no Location header)")
+    )]
+    Redirect {
+        /// Where we asked.
+        url: String,
+        /// The 3xx status.
+        status: u16,
+        /// The Location header, if any.
+        location: Option<String>,
+    },
+    /// A 404 at a base URL that does not end in `/v1`.
+    #[error(
+        "the engine answered HTTP 404 (not found) at {url}: {message}; OpenAI-compatible engines serve under /v1: try the engine URL {suggestion}"
+    )]
+    NotFoundTryV1 {
+        /// Where we asked.
+        url: String,
+        /// The body's message.
+        message: String,
+        /// The base URL with `/v1`.
+        suggestion: String,
+    },
+    /// A 404, and the engine's `/models` does not list the model asked for.
+    #[error(
+        "the engine has no model '{model}' (HTTP 404: {message}); it serves {}: use one of those as the model",
+        if available.is_empty() { "no models".to_owned() } else { available.join(", ") }
+    )]
+    ModelNotFound {
+        /// The model asked for.
+        model: String,
+        /// The body's message.
+        message: String,
+        /// What `/models` listed (cut short, see the client).
+        available: Vec<String>,
+    },
     /// No response byte arrived before the first-byte deadline.
     #[error(
-        "the engine sent nothing for {after:?} after the request (model load and prompt processing are included; raise the first-byte timeout for large prompts)"
+        "the engine sent nothing for {after:?} after the request (model load and prompt processing count; the first-byte timeout allows for them)"
     )]
     FirstByteTimeout {
         /// The deadline.
@@ -141,6 +185,9 @@ impl EngineError {
             } => *before_response,
             Self::InvalidUrl { .. }
             | Self::Http { .. }
+            | Self::Redirect { .. }
+            | Self::NotFoundTryV1 { .. }
+            | Self::ModelNotFound { .. }
             | Self::FirstByteTimeout { .. }
             | Self::IdleTimeout { .. }
             | Self::TotalTimeout { .. }

@@ -28,7 +28,7 @@ pub mod sse;
 
 pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_RETRIES,
-    DEFAULT_TOTAL_TIMEOUT, EngineClient, EngineConfig, RETRY_BACKOFF,
+    DEFAULT_TOTAL_TIMEOUT, EngineClient, EngineConfig, MODELS_TIMEOUT, RETRY_BACKOFF,
 };
 pub use error::EngineError;
 pub use request::{ChatRequest, Message, RequestToolCall, ToolSchema};

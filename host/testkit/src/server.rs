@@ -49,6 +49,8 @@ pub struct Reply {
     pub hang_up: bool,
     /// Wait for this to be released before answering.
     pub hold: Option<Hold>,
+    /// Extra response headers (`location` for a redirect).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Reply {
@@ -76,6 +78,7 @@ impl Reply {
             delay_headers: Duration::ZERO,
             hang_up: false,
             hold: None,
+            headers: Vec::new(),
         }
     }
 
@@ -88,7 +91,17 @@ impl Reply {
             delay_headers: Duration::ZERO,
             hang_up: false,
             hold: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// A redirect: `status` (301, 302, 303, 307, 308) to `location`.
+    pub fn redirect(status: u16, location: &str) -> Self {
+        let mut reply = Self::error(status, "text/plain", "moved");
+        reply
+            .headers
+            .push(("location".to_owned(), location.to_owned()));
+        reply
     }
 
     /// This reply, held back until `hold` is released (see [`Hold`]).
@@ -219,8 +232,13 @@ async fn serve(
     if !reply.delay_headers.is_zero() {
         tokio::time::sleep(reply.delay_headers).await;
     }
+    let extra: String = reply
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nconnection: close\r\ncache-control: no-cache\r\n\r\n",
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nconnection: close\r\ncache-control: no-cache\r\n{extra}\r\n",
         reply.status,
         if reply.status == 200 { "OK" } else { "Error" },
         reply.content_type

@@ -102,8 +102,8 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
                 note("the turn was cancelled and is recorded as cancelled")
             }
             Err(e) => note(format_args!(
-                "error: the turn failed: {:#}",
-                anyhow::Error::new(e)
+                "error: the turn failed: {}",
+                crate::text::turn_failure(e)
             )),
         }
     }

@@ -105,7 +105,7 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
             },
         ));
         let finding = match result {
-            Err(e) => Finding::Failed(format!("{e}")),
+            Err(e) => Finding::Failed(text::engine_failure(&e)),
             Ok(r) if !r.tool_calls.is_empty() => {
                 let call = &r.tool_calls[0];
                 let known = schemas.iter().find(|s| s.name == call.name);

@@ -108,8 +108,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         }
         Err(e) => {
             note(format_args!(
-                "error: the turn failed: {:#}",
-                anyhow::Error::new(e)
+                "error: the turn failed: {}",
+                crate::text::turn_failure(e)
             ));
             Outcome::Failed
         }

@@ -23,6 +23,7 @@ use anyhow::{Context, bail};
 use goat_sandbox::Limits;
 
 use table::SETTINGS;
+pub(crate) use table::timeout_setting;
 
 /// Where a setting's value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,6 +132,10 @@ pub struct Settings {
     pub tool_memory_mib: Setting<u64>,
     pub tool_output_kib: Setting<u64>,
     pub markup_unwrapped_calls: Setting<bool>,
+    pub connect_timeout_secs: Setting<u64>,
+    pub first_byte_timeout_secs: Setting<u64>,
+    pub idle_timeout_secs: Setting<u64>,
+    pub total_timeout_secs: Setting<u64>,
 }
 
 impl Settings {
@@ -217,6 +222,22 @@ impl Settings {
     /// markup (ADR-0067): `markup.unwrapped_calls`, default off.
     pub fn unwrapped_calls(&self) -> bool {
         self.markup_unwrapped_calls.value.unwrap_or(false)
+    }
+
+    /// Sets the engine timeouts on `config`.
+    pub fn apply_timeouts(&self, config: &mut goat_engine::EngineConfig) {
+        let secs = |s: &Setting<u64>, d: &mut Duration| {
+            if let Some(v) = s.value {
+                *d = Duration::from_secs(v);
+            }
+        };
+        secs(&self.connect_timeout_secs, &mut config.connect_timeout);
+        secs(
+            &self.first_byte_timeout_secs,
+            &mut config.first_byte_timeout,
+        );
+        secs(&self.idle_timeout_secs, &mut config.idle_timeout);
+        secs(&self.total_timeout_secs, &mut config.total_timeout);
     }
 
     /// Each setting as (key, value, source), in the table's order.

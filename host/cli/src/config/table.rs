@@ -7,6 +7,10 @@
 use std::ops::Range;
 
 use anyhow::anyhow;
+use goat_engine::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_TOTAL_TIMEOUT,
+};
 use goat_sandbox::Limits;
 use goat_shepherd::DEFAULT_MAX_ROUNDS;
 
@@ -182,7 +186,73 @@ pub static SETTINGS: &[SettingDef] = &[
         example: "false",
         kind: Kind::Bool(field!(markup_unwrapped_calls)),
     },
+    SettingDef {
+        key: "timeouts.connect_secs",
+        env: "GOAT_CONNECT_TIMEOUT_SECS",
+        flag: None,
+        doc: "Longest wait for the engine to accept the connection",
+        example: "10",
+        kind: Kind::Number {
+            field: field!(connect_timeout_secs),
+            range: 1..601,
+            unit: "seconds",
+            default: || DEFAULT_CONNECT_TIMEOUT.as_secs(),
+        },
+    },
+    SettingDef {
+        key: "timeouts.first_byte_secs",
+        env: "GOAT_FIRST_BYTE_TIMEOUT_SECS",
+        flag: None,
+        doc: "Longest wait for the first byte of an answer, model load and prompt processing included",
+        example: "600",
+        kind: Kind::Number {
+            field: field!(first_byte_timeout_secs),
+            range: 1..86_401,
+            unit: "seconds",
+            default: || DEFAULT_FIRST_BYTE_TIMEOUT.as_secs(),
+        },
+    },
+    SettingDef {
+        key: "timeouts.idle_secs",
+        env: "GOAT_IDLE_TIMEOUT_SECS",
+        flag: None,
+        doc: "Longest silence once the answer has started",
+        example: "120",
+        kind: Kind::Number {
+            field: field!(idle_timeout_secs),
+            range: 1..86_401,
+            unit: "seconds",
+            default: || DEFAULT_IDLE_TIMEOUT.as_secs(),
+        },
+    },
+    SettingDef {
+        key: "timeouts.total_secs",
+        env: "GOAT_TOTAL_TIMEOUT_SECS",
+        flag: None,
+        doc: "Longest one request to the engine may take, start to end",
+        example: "3600",
+        kind: Kind::Number {
+            field: field!(total_timeout_secs),
+            range: 1..86_401,
+            unit: "seconds",
+            default: || DEFAULT_TOTAL_TIMEOUT.as_secs(),
+        },
+    },
 ];
+
+/// The setting that bounds each engine timeout, for the message that
+/// reports it: its key and variable.
+pub(crate) fn timeout_setting(e: &goat_engine::EngineError) -> Option<&'static SettingDef> {
+    use goat_engine::EngineError as E;
+    let key = match e {
+        E::ConnectTimeout { .. } => "timeouts.connect_secs",
+        E::FirstByteTimeout { .. } => "timeouts.first_byte_secs",
+        E::IdleTimeout { .. } => "timeouts.idle_secs",
+        E::TotalTimeout { .. } => "timeouts.total_secs",
+        _ => return None,
+    };
+    SETTINGS.iter().find(|d| d.key == key)
+}
 
 /// A value as the file gives it, its TOML type checked.
 pub(super) enum Raw {

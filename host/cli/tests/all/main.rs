@@ -13,6 +13,7 @@ mod caps;
 mod config;
 mod demo;
 mod detect;
+mod engine;
 mod lock;
 mod permissions;
 mod plugins;
@@ -207,6 +208,12 @@ impl GoatRunBuilder {
     /// `--json`: a summary on stdout, read with [`GoatRun::summary`].
     pub(crate) fn json(self) -> Self {
         self.arg("--json")
+    }
+
+    /// This run's config file.
+    pub(crate) fn config(self, text: &str) -> Self {
+        self.env.write_config(text);
+        self
     }
 
     /// An environment variable for this run only, on top of the isolation.

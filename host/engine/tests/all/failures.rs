@@ -366,3 +366,75 @@ fn https_and_garbage_urls_are_refused_up_front() {
         );
     }
 }
+
+#[tokio::test]
+async fn redirects_are_never_followed_and_name_the_location() {
+    for status in [301, 302, 303, 307, 308] {
+        let target = ScriptedServer::start(vec![Reply::text("from elsewhere")]).await;
+        let location = format!("{}/chat/completions", target.base_url());
+        let server = ScriptedServer::start(vec![Reply::redirect(status, &location)]).await;
+        match run(config(&server)).await {
+            Err(EngineError::Redirect {
+                status: s,
+                location: Some(l),
+                ..
+            }) => {
+                assert_eq!((s, l.as_str()), (status, location.as_str()));
+            }
+            other => panic!("{status}: {other:?}"),
+        }
+        assert_eq!(server.requests().len(), 1, "{status}");
+        assert!(
+            target.requests().is_empty(),
+            "{status}: the conversation went to the redirect target"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_404_at_a_url_without_v1_suggests_v1() {
+    let server =
+        ScriptedServer::start(vec![Reply::error(404, "text/plain", "File Not Found")]).await;
+    let base = format!("http://{}", server.addr);
+    let mut c = EngineConfig::new(&base, "qwen");
+    c.retries = 0;
+    let e = run(c).await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the engine answered HTTP 404 (not found) at {base}/chat/completions: File Not Found; \
+             OpenAI-compatible engines serve under /v1: try the engine URL {base}/v1"
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_404_for_the_model_lists_the_engines_models() {
+    let server = ScriptedServer::start(vec![
+        Reply::error(
+            404,
+            "application/json",
+            r#"{"error":{"message":"model 'qwn' not found"}}"#,
+        ),
+        Reply::error(
+            200,
+            "application/json",
+            r#"{"object":"list","data":[{"id":"qwen3-coder"},{"id":"llama3"}]}"#,
+        ),
+    ])
+    .await;
+    let mut c = EngineConfig::new(server.base_url(), "qwn");
+    c.retries = 0;
+    let e = run(c).await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the engine has no model 'qwn' (HTTP 404: model 'qwn' not found); it serves qwen3-coder, \
+         llama3: use one of those as the model"
+    );
+    let requests = server.requests();
+    assert_eq!(
+        (requests[1].method.as_str(), requests[1].path.as_str()),
+        ("GET", "/v1/models")
+    );
+}
