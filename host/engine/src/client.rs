@@ -1,6 +1,8 @@
 //! The HTTP side: one streaming request, its timeouts, retries and
 //! cancellation.
 
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -33,6 +35,18 @@ pub const DEFAULT_RETRIES: u32 = 2;
 
 /// First backoff; doubled for each further retry.
 pub const RETRY_BACKOFF: Duration = Duration::from_millis(250);
+
+/// First wait before asking again an engine that answered 503 "Loading
+/// model" (llama-server while it reads the weights); doubled each time.
+pub const LOADING_BACKOFF: Duration = Duration::from_millis(500);
+
+/// Longest wait between two requests to a loading engine: loading takes
+/// seconds to minutes, and the person should not wait long past its end.
+pub const LOADING_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Largest CA certificate file read. A system bundle of every public root
+/// is about 200 KiB; a private CA's is a few KiB.
+const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Bytes of an HTTP error body read for its message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -68,6 +82,9 @@ pub struct EngineConfig {
     pub total_timeout: Duration,
     /// See [`DEFAULT_RETRIES`].
     pub retries: u32,
+    /// A PEM file of CA certificates trusted for an `https` engine besides
+    /// the system's roots (a private CA, a self-signed engine).
+    pub ca_cert: Option<PathBuf>,
 }
 
 impl EngineConfig {
@@ -82,6 +99,7 @@ impl EngineConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             total_timeout: DEFAULT_TOTAL_TIMEOUT,
             retries: DEFAULT_RETRIES,
+            ca_cert: None,
         }
     }
 }
@@ -106,16 +124,19 @@ impl EngineClient {
             url: config.base_url.clone(),
             reason: e.to_string(),
         })?;
-        if parsed.scheme() != "http" {
-            return Err(EngineError::InvalidUrl {
-                url: config.base_url.clone(),
-                reason: format!(
-                    "scheme '{}' is not supported; local engines speak plain http (e.g. \
-                     http://127.0.0.1:8080/v1)",
-                    parsed.scheme()
-                ),
-            });
-        }
+        let https = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(EngineError::InvalidUrl {
+                    url: config.base_url.clone(),
+                    reason: format!(
+                        "scheme '{other}' is not supported; use http:// (a local engine, e.g. \
+                         http://127.0.0.1:8080/v1) or https://"
+                    ),
+                });
+            }
+        };
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -129,7 +150,16 @@ impl EngineClient {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
+            // The system's roots only where they are used: reading them
+            // costs milliseconds an http engine need not pay.
+            .tls_built_in_root_certs(https);
+        if https {
+            for cert in extra_roots(config.ca_cert.as_deref())? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder
             .connect_timeout(config.connect_timeout)
             .default_headers(headers)
             // Never follow a redirect: a 307/308 would re-send the whole
@@ -172,8 +202,10 @@ impl EngineClient {
         cancel: &CancellationToken,
         on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Response, EngineError> {
-        let deadline = Instant::now() + self.config.total_timeout;
+        let started = Instant::now();
+        let deadline = started + self.config.total_timeout;
         let mut attempt = 0u32;
+        let mut loading_backoff = LOADING_BACKOFF;
         loop {
             let include_usage = self.include_usage.load(Ordering::Relaxed);
             let body = request.body(&self.config.model, include_usage);
@@ -193,6 +225,37 @@ impl EngineClient {
                     // from now on. Nothing was streamed, so this is not a retry.
                     self.include_usage.store(false, Ordering::Relaxed);
                     let _ = message;
+                }
+                Err(EngineError::Http {
+                    status: 503,
+                    message,
+                }) if is_loading(&message) => {
+                    // llama-server answers 503 "Loading model" until its
+                    // weights are in memory. Loading is what the
+                    // first-byte timeout allows for, so wait within it.
+                    let waited = started.elapsed();
+                    let allowed = self.config.first_byte_timeout;
+                    let Some(left) = allowed.checked_sub(waited).filter(|l| !l.is_zero()) else {
+                        return Err(EngineError::StillLoading {
+                            after: waited,
+                            message,
+                        });
+                    };
+                    on_delta(Delta::EngineLoading {
+                        message: &message,
+                        waited,
+                    });
+                    let pause = loading_backoff.min(left);
+                    loading_backoff = (loading_backoff * 2).min(LOADING_BACKOFF_MAX);
+                    tokio::select! {
+                        () = cancel.cancelled() => return Err(EngineError::Cancelled),
+                        () = tokio::time::sleep_until((Instant::now() + pause).min(deadline)) => {}
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(EngineError::TotalTimeout {
+                            after: self.config.total_timeout,
+                        });
+                    }
                 }
                 Err(e) if e.is_retryable() && attempt < self.config.retries => {
                     let backoff = RETRY_BACKOFF * 2u32.saturating_pow(attempt);
@@ -348,6 +411,18 @@ impl EngineClient {
 
     fn transport_error(&self, e: reqwest::Error) -> EngineError {
         let reason = root_cause(&e);
+        if let Some(tls) = tls_failure(&e) {
+            let url = self.url.clone();
+            let reason = tls.to_string();
+            return match tls {
+                rustls::Error::InvalidCertificate(why) => EngineError::Certificate {
+                    url,
+                    reason,
+                    advice: certificate_advice(why),
+                },
+                _ => EngineError::Tls { url, reason },
+            };
+        }
         if e.is_connect() {
             if e.is_timeout() {
                 return EngineError::ConnectTimeout {
@@ -368,6 +443,95 @@ impl EngineClient {
             before_response: true,
         }
     }
+}
+
+/// The rustls error somewhere in `e`'s chain, if the TLS handshake is
+/// what failed. tokio-rustls carries it inside an `io::Error`, which
+/// hyper-rustls wraps in another, and an `io::Error`'s `source` skips the
+/// error it wraps, so each one is opened too.
+fn tls_failure<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        if let Some(inner) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            current = Some(inner);
+            continue;
+        }
+        current = err.source();
+    }
+    None
+}
+
+/// What to do about a certificate rustls refused.
+fn certificate_advice(why: &rustls::CertificateError) -> &'static str {
+    use rustls::CertificateError as E;
+    match why {
+        E::NotValidForName | E::NotValidForNameContext { .. } => {
+            "the certificate is for another host name: put a name it lists in the engine URL"
+        }
+        E::Expired | E::ExpiredContext { .. } | E::NotValidYet | E::NotValidYetContext { .. } => {
+            "the certificate is outside its validity dates (or this machine's clock is wrong): renew it on the engine's side"
+        }
+        _ => {
+            "if the engine uses a private or self-signed CA, trust it with --ca-cert FILE, the ca_cert setting or GOAT_CA_CERT (a PEM file), or SSL_CERT_FILE"
+        }
+    }
+}
+
+/// Whether a 503's message says the engine is loading its model
+/// (llama-server: "Loading model").
+fn is_loading(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("loading")
+}
+
+/// The certificates to trust besides the system's: `ca_cert`'s, and a
+/// check that `SSL_CERT_FILE`, which replaces the system's roots when set,
+/// names a file that can be read (rustls-native-certs would otherwise
+/// leave no roots at all and every certificate would look untrusted).
+fn extra_roots(ca_cert: Option<&Path>) -> Result<Vec<reqwest::Certificate>, EngineError> {
+    if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
+        let path = Path::new(&file);
+        if let Err(e) = std::fs::metadata(path) {
+            return Err(EngineError::CaCert {
+                path: format!("{} (SSL_CERT_FILE)", path.display()),
+                reason: format!("{e}; point SSL_CERT_FILE at a PEM bundle, or unset it"),
+            });
+        }
+    }
+    let Some(path) = ca_cert else {
+        return Ok(Vec::new());
+    };
+    let problem = |reason: String| EngineError::CaCert {
+        path: path.display().to_string(),
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| problem(e.to_string()))?;
+    let mut pem = Vec::new();
+    file.take(MAX_CA_FILE_BYTES + 1)
+        .read_to_end(&mut pem)
+        .map_err(|e| problem(e.to_string()))?;
+    if pem.len() as u64 > MAX_CA_FILE_BYTES {
+        return Err(problem(format!(
+            "it is larger than {MAX_CA_FILE_BYTES} bytes; a CA file holds a few certificates"
+        )));
+    }
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+        problem(format!(
+            "it is not a PEM certificate bundle ({})",
+            root_cause(&e)
+        ))
+    })?;
+    if certs.is_empty() {
+        return Err(problem(
+            "it holds no PEM certificate (a -----BEGIN CERTIFICATE----- block)".to_owned(),
+        ));
+    }
+    Ok(certs)
 }
 
 /// The innermost cause of `e` (`Connection refused (os error 111)`),

@@ -27,6 +27,47 @@ pub enum EngineError {
         /// The system's reason.
         reason: String,
     },
+    /// The TLS handshake failed on the engine's certificate: it is not
+    /// signed by a trusted CA, names another host, or has expired.
+    #[error("the engine's TLS certificate at {url} was not accepted: {reason}; {advice}")]
+    Certificate {
+        /// Where we tried.
+        url: String,
+        /// rustls's reason.
+        reason: String,
+        /// What to do about this reason.
+        advice: &'static str,
+    },
+    /// The TLS handshake failed for a reason other than the certificate;
+    /// most often the port serves plain http.
+    #[error(
+        "the TLS handshake with the engine at {url} failed: {reason}; if the engine serves plain http on that port, use an http:// URL"
+    )]
+    Tls {
+        /// Where we tried.
+        url: String,
+        /// rustls's reason.
+        reason: String,
+    },
+    /// A CA certificate file given to trust could not be used.
+    #[error("cannot use the CA certificate file {path}: {reason}")]
+    CaCert {
+        /// The file, as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The engine answered 503 while loading its model for longer than
+    /// the first-byte timeout allows.
+    #[error(
+        "the engine was still loading the model after {after:?} ({message}); wait for it to finish, or raise timeouts.first_byte_secs (GOAT_FIRST_BYTE_TIMEOUT_SECS)"
+    )]
+    StillLoading {
+        /// How long GOAT waited.
+        after: Duration,
+        /// The engine's message.
+        message: String,
+    },
     /// Connecting took longer than the connect timeout.
     #[error("connecting to the engine at {url} timed out after {after:?}")]
     ConnectTimeout {
@@ -184,6 +225,10 @@ impl EngineError {
                 before_response, ..
             } => *before_response,
             Self::InvalidUrl { .. }
+            | Self::Certificate { .. }
+            | Self::Tls { .. }
+            | Self::CaCert { .. }
+            | Self::StillLoading { .. }
             | Self::Http { .. }
             | Self::Redirect { .. }
             | Self::NotFoundTryV1 { .. }

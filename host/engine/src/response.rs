@@ -20,6 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -149,6 +150,14 @@ pub enum Delta<'a> {
     Content(&'a str),
     /// Reasoning text.
     Reasoning(&'a str),
+    /// The engine answered 503 while loading its model; GOAT waits and
+    /// asks again (within the first-byte timeout). Nothing was streamed.
+    EngineLoading {
+        /// The engine's message ("Loading model").
+        message: &'a str,
+        /// How long GOAT has waited so far.
+        waited: Duration,
+    },
     /// A tool call began (its name is known).
     ToolCallStarted {
         /// Its index.

@@ -23,7 +23,9 @@
 mod events;
 mod reply;
 mod server;
+mod tls;
 
 pub use events::*;
 pub use reply::{Arguments, ReplyBuilder, qwen_markup, qwen_unwrapped_markup};
 pub use server::{Hold, Recorded, Reply, ScriptedServer, Step};
+pub use tls::TestCa;

@@ -7,8 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::tls::TestCa;
 
 /// One step of a scripted body.
 #[derive(Clone, Debug)]
@@ -144,6 +147,8 @@ pub struct ScriptedServer {
     /// Connections whose writes failed because the client went away.
     closed_early: Arc<Mutex<u32>>,
     task: tokio::task::JoinHandle<()>,
+    /// `http` or `https`.
+    scheme: &'static str,
 }
 
 impl Drop for ScriptedServer {
@@ -156,22 +161,49 @@ impl ScriptedServer {
     /// Listens on a free local port and answers connections with
     /// `replies` in order; connections beyond the script are dropped.
     pub async fn start(replies: Vec<Reply>) -> Self {
+        Self::listen(replies, None).await
+    }
+
+    /// As [`start`](Self::start), over TLS with a certificate `ca` signed;
+    /// [`base_url`](Self::base_url) is `https://`. A handshake that fails
+    /// (the client did not trust the certificate) uses up no reply.
+    pub async fn start_tls(replies: Vec<Reply>, ca: &TestCa) -> Self {
+        Self::listen(replies, Some(ca.acceptor())).await
+    }
+
+    async fn listen(replies: Vec<Reply>, tls: Option<TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let closed_early = Arc::new(Mutex::new(0));
         let script = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let tls_on = tls.is_some();
         let (reqs, closed) = (requests.clone(), closed_early.clone());
         let task = tokio::spawn(async move {
             loop {
                 let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
-                let reply = script.lock().unwrap().pop_front();
+                socket.set_nodelay(true).unwrap();
                 let (reqs, closed) = (reqs.clone(), closed.clone());
+                let (script, tls) = (script.clone(), tls.clone());
                 tokio::spawn(async move {
-                    if let Some(reply) = reply {
-                        serve(socket, reply, reqs, closed).await;
+                    match tls {
+                        None => {
+                            let reply = script.lock().unwrap().pop_front();
+                            if let Some(reply) = reply {
+                                serve(socket, reply, reqs, closed).await;
+                            }
+                        }
+                        Some(tls) => {
+                            let Ok(stream) = tls.accept(socket).await else {
+                                return;
+                            };
+                            let reply = script.lock().unwrap().pop_front();
+                            if let Some(reply) = reply {
+                                serve(stream, reply, reqs, closed).await;
+                            }
+                        }
                     }
                 });
             }
@@ -181,12 +213,13 @@ impl ScriptedServer {
             requests,
             closed_early,
             task,
+            scheme: if tls_on { "https" } else { "http" },
         }
     }
 
-    /// `http://127.0.0.1:PORT/v1`
+    /// `http://127.0.0.1:PORT/v1` (`https://` from [`start_tls`](Self::start_tls)).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("{}://{}/v1", self.scheme, self.addr)
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -211,13 +244,12 @@ impl ScriptedServer {
     }
 }
 
-async fn serve(
-    mut socket: TcpStream,
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut socket: S,
     reply: Reply,
     reqs: Arc<Mutex<Vec<Recorded>>>,
     closed: Arc<Mutex<u32>>,
 ) {
-    socket.set_nodelay(true).unwrap();
     let Some(recorded) = read_request(&mut socket).await else {
         return;
     };
@@ -261,7 +293,7 @@ async fn serve(
     let _ = socket.shutdown().await;
 }
 
-async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
+async fn read_request<S: AsyncRead + Unpin>(socket: &mut S) -> Option<Recorded> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     let header_end = loop {

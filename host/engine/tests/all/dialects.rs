@@ -272,6 +272,7 @@ fn deltas_stream_in_order() {
                 Delta::Content(t) => format!("c:{t}"),
                 Delta::Reasoning(t) => format!("r:{t}"),
                 Delta::ToolCallStarted { index, name } => format!("t:{index}:{name}"),
+                Delta::EngineLoading { message, .. } => format!("l:{message}"),
             })
         })
         .unwrap();

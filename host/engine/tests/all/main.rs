@@ -6,4 +6,6 @@
 mod assembly;
 mod dialects;
 mod failures;
+mod loading;
 mod requests;
+mod tls;

@@ -14,6 +14,12 @@ pub enum TurnEvent {
         /// 1-based.
         round: usize,
     },
+    /// The engine answered that it is loading the model; GOAT is waiting
+    /// to ask again (within the first-byte timeout).
+    EngineLoading {
+        /// How long GOAT has waited so far.
+        waited: std::time::Duration,
+    },
     /// Answer text arrived.
     Content(String),
     /// Reasoning text arrived.

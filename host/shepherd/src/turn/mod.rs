@@ -223,6 +223,9 @@ impl Shepherd {
                     on_event(TurnEvent::Content(t.to_owned()));
                 }
                 Delta::Reasoning(t) => on_event(TurnEvent::Reasoning(t.to_owned())),
+                Delta::EngineLoading { waited, .. } => {
+                    on_event(TurnEvent::EngineLoading { waited });
+                }
                 Delta::ToolCallStarted { .. } => {}
             })
             .await;
