@@ -37,6 +37,11 @@ pub struct EngineArgs {
     /// Read the engine's bearer key from this environment variable.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
+    /// Trust the CA certificates in this PEM file for an https engine,
+    /// besides the system's (default: $GOAT_CA_CERT, else `ca_cert` in the
+    /// config file; SSL_CERT_FILE replaces the system's roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// What `goat run` and `goat chat` share: where, with which engine and

@@ -19,6 +19,9 @@ use crate::{note, text};
 const RECOVERY_LINE: &str =
     "the model wrote a tool call as text; asking it once to use the structured format";
 
+/// What the spinner (or a status line) says while the engine loads.
+const LOADING_LABEL: &str = "the engine is loading the model";
+
 /// Added to the recovery line when the call was in the reasoning channel.
 const REASONING_NOTE: &str =
     " (the engine's reasoning parser kept the call in the reasoning channel)";
@@ -50,6 +53,8 @@ pub(crate) struct Printer {
     /// dropped when it was a tool call written as text, so a redirected
     /// answer never holds markup that did not run.
     pending: String,
+    /// This round's "the engine is loading" line was shown.
+    told_loading: bool,
 }
 
 impl Printer {
@@ -65,6 +70,7 @@ impl Printer {
             style: Style::stderr(),
             spinner: None,
             pending: String::new(),
+            told_loading: false,
         }
     }
 
@@ -73,12 +79,25 @@ impl Printer {
             TurnEvent::RoundStarted { .. } => {
                 self.flush_pending();
                 self.new_round = true;
+                self.told_loading = false;
                 self.stop_spinner();
                 // Model load and prompt processing can take minutes; say
                 // that GOAT is waiting, not stuck.
                 if self.style.is_color() {
                     self.spinner = Some(Spinner::start("waiting for the model"));
                 }
+            }
+            // llama-server answers 503 until its weights are loaded; GOAT
+            // asks again within the first-byte timeout.
+            TurnEvent::EngineLoading { .. } => {
+                if let Some(spinner) = &self.spinner {
+                    spinner.relabel(LOADING_LABEL);
+                } else if !self.told_loading {
+                    self.status(&format!(
+                        "{LOADING_LABEL}; waiting for it (timeouts.first_byte_secs bounds the wait)"
+                    ));
+                }
+                self.told_loading = true;
             }
             TurnEvent::Content(text) => {
                 if !text.is_empty() {

@@ -315,6 +315,7 @@ pub(crate) fn engine_with(
     let model = pick(&settings.model, resumed.map(|s| &s.model));
     let mut config = EngineConfig::new(url.clone(), model.clone().unwrap_or_default());
     config.api_key = api_key(&settings.api_key_env)?;
+    config.ca_cert = settings.ca_cert.value.as_ref().map(PathBuf::from);
     settings.apply_timeouts(&mut config);
     let model = match model {
         Some(model) => model,

@@ -11,6 +11,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
 /// A CA and a server certificate it signed.
+#[derive(Clone)]
 pub struct TestCa {
     ca_pem: String,
     server_cert: CertificateDer<'static>,

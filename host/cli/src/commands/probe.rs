@@ -91,17 +91,26 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
         text::escape_controls(&model)
     )?;
     let mut findings = Vec::new();
+    let mut told_loading = false;
     for i in 1..=count {
         let started = Instant::now();
         let mut first: Option<Duration> = None;
         let result = runtime.block_on(client.stream_chat(
             &request,
             &CancellationToken::new(),
-            &mut |d: Delta<'_>| {
-                if first.is_none() {
-                    first = Some(started.elapsed());
+            &mut |d: Delta<'_>| match d {
+                // A loading engine has sent nothing of an answer yet.
+                Delta::EngineLoading { .. } => {
+                    if !told_loading {
+                        told_loading = true;
+                        crate::note("the engine is loading the model; waiting");
+                    }
                 }
-                let _ = d;
+                Delta::Content(_) | Delta::Reasoning(_) | Delta::ToolCallStarted { .. } => {
+                    if first.is_none() {
+                        first = Some(started.elapsed());
+                    }
+                }
             },
         ));
         let finding = match result {

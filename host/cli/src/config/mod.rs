@@ -126,6 +126,7 @@ pub struct Settings {
     pub engine: Setting<String>,
     pub model: Setting<String>,
     pub api_key_env: Setting<String>,
+    pub ca_cert: Setting<String>,
     pub max_rounds: Setting<u64>,
     pub writes: Setting<Writes>,
     pub tool_timeout_secs: Setting<u64>,
@@ -159,6 +160,13 @@ impl Settings {
         self.model.flag(flags.model.clone(), "--model");
         self.api_key_env
             .flag(flags.api_key_env.clone(), "--api-key-env");
+        self.ca_cert.flag(
+            flags
+                .ca_cert
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            "--ca-cert",
+        );
     }
 
     /// Defaults, then the config file, then the environment.

@@ -117,6 +117,14 @@ pub static SETTINGS: &[SettingDef] = &[
         kind: Kind::Text(field!(api_key_env)),
     },
     SettingDef {
+        key: "ca_cert",
+        env: "GOAT_CA_CERT",
+        flag: Some("--ca-cert"),
+        doc: "A PEM file of CA certificates trusted for an https engine besides the system's (a private CA)",
+        example: "\"/etc/goat/engine-ca.pem\"",
+        kind: Kind::Text(field!(ca_cert)),
+    },
+    SettingDef {
         key: "max_rounds",
         env: "GOAT_MAX_ROUNDS",
         flag: Some("--max-rounds"),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use goat_testkit::{Reply, ScriptedServer, Step, ev, ev_content};
+use goat_testkit::{Reply, ScriptedServer, Step, TestCa, ev, ev_content};
 use serde_json::json;
 
 use crate::{Env, GoatRun, text};
@@ -217,4 +217,78 @@ async fn without_model_and_several_served_the_choice_is_asked_for() {
     );
     assert_eq!(server.requests().len(), 1);
     assert!(!env.db.exists(), "a store was created before the refusal");
+}
+
+/// Writes `ca`'s certificate where the run can be told of it.
+fn ca_file(env: &Env, ca: &TestCa) -> String {
+    let path = env.root.join("engine-ca.pem");
+    std::fs::write(&path, ca.ca_pem()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_https_engine_with_a_private_ca_is_trusted_by_flag_setting_or_ssl_cert_file() {
+    for how in ["--ca-cert", "GOAT_CA_CERT", "ca_cert", "SSL_CERT_FILE"] {
+        let ca = TestCa::new();
+        let builder = GoatRun::builder()
+            .replies([Reply::text("Hello over TLS.")])
+            .tls(ca.clone());
+        let file = ca_file(builder.env(), &ca);
+        let builder = match how {
+            "--ca-cert" => builder.arg("--ca-cert").arg(file),
+            "ca_cert" => builder.config(&format!("ca_cert = \"{file}\"\n")),
+            var => builder.var(var, &file),
+        };
+        let run = builder.run("hello").await;
+        assert_eq!(run.code(), Some(0), "{how}: {}", run.stderr());
+        assert_eq!(run.stdout(), "Hello over TLS.\n", "{how}");
+        let requests = run.requests();
+        assert_eq!(requests.len(), 1, "{how}");
+        assert!(run.request_text(0).contains("hello"), "{how}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_untrusted_https_engine_fails_once_saying_how_to_trust_it() {
+    let run = GoatRun::builder()
+        .replies([Reply::text("must not be read")])
+        .tls(TestCa::new())
+        .run("hello")
+        .await;
+    let url = format!("{}/chat/completions", run.server.base_url());
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(
+        after_session_line(&run.stderr()),
+        format!(
+            "goat: error: the turn failed: the engine's TLS certificate at {url} was not \
+             accepted: invalid peer certificate: UnknownIssuer; if the engine uses a private or \
+             self-signed CA, trust it with --ca-cert FILE, the ca_cert setting or GOAT_CA_CERT \
+             (a PEM file), or SSL_CERT_FILE\n"
+        )
+    );
+    assert!(run.requests().is_empty(), "nothing reached the engine");
+    assert_eq!(run.stdout(), "");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loading_engine_is_waited_for_and_the_wait_is_said_once() {
+    let loading = || {
+        Reply::error(
+            503,
+            "application/json",
+            r#"{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}"#,
+        )
+    };
+    let run = GoatRun::builder()
+        .replies([loading(), loading(), Reply::text("Loaded.")])
+        .run("hello")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.stdout(), "Loaded.\n");
+    assert_eq!(
+        after_session_line(&run.stderr()),
+        "goat: the engine is loading the model; waiting for it (timeouts.first_byte_secs \
+         bounds the wait)\n"
+    );
+    assert_eq!(run.requests().len(), 3);
 }

@@ -27,7 +27,7 @@ mod tools;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use goat_testkit::{Recorded, Reply, ScriptedServer, qwen_markup};
+use goat_testkit::{Recorded, Reply, ScriptedServer, TestCa, qwen_markup};
 use serde_json::Value;
 
 /// One test's world: a workspace, and host state beside it.
@@ -81,6 +81,9 @@ impl Env {
         .env("XDG_DATA_HOME", self.root.join("xdg-data"))
         .env("XDG_CONFIG_HOME", self.config_home())
         .env_remove("NO_COLOR")
+        // The person's own trust settings stay out of the https tests.
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR")
         .current_dir(&self.ws)
         .stdin(Stdio::null());
     }
@@ -179,6 +182,7 @@ pub(crate) struct GoatRunBuilder {
     model: String,
     args: Vec<String>,
     vars: Vec<(String, String)>,
+    tls: Option<TestCa>,
 }
 
 impl GoatRunBuilder {
@@ -222,10 +226,25 @@ impl GoatRunBuilder {
         self
     }
 
+    /// The world the run will happen in, for files a flag names.
+    pub(crate) fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// Serve the engine over https with a certificate `ca` signed; the
+    /// run is told nothing of `ca` unless the test says so.
+    pub(crate) fn tls(mut self, ca: TestCa) -> Self {
+        self.tls = Some(ca);
+        self
+    }
+
     /// Starts the scripted engine and runs `goat run ... prompt` to the
     /// end, off the async threads so the engine can answer it.
     pub(crate) async fn run(self, prompt: &str) -> GoatRun {
-        let server = ScriptedServer::start(self.replies).await;
+        let server = match &self.tls {
+            Some(ca) => ScriptedServer::start_tls(self.replies, ca).await,
+            None => ScriptedServer::start(self.replies).await,
+        };
         let mut cmd = self.env.cmd();
         cmd.envs(self.vars)
             .args([
@@ -265,6 +284,7 @@ impl GoatRun {
             model: "qwen".to_owned(),
             args: Vec::new(),
             vars: Vec::new(),
+            tls: None,
         }
     }
 
