@@ -494,6 +494,48 @@ fn compiled_cache_is_reused_and_a_damaged_entry_is_recompiled() {
     assert_eq!(read, Ok("a\n".to_owned()));
 }
 
+/// A read-only cache (`goat tools list`) is used when it is there and
+/// never created or written: a missing entry is compiled in memory, a
+/// damaged one stays as it is.
+#[test]
+fn a_read_only_cache_is_used_but_never_created_or_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let names = || -> Vec<_> {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect()
+    };
+
+    let reader = SandboxBuilder::new()
+        .read_only_cache_dir(&cache)
+        .build()
+        .unwrap();
+    reader.load("hostile", HOSTILE_WASM).unwrap();
+    assert!(!cache.exists(), "a read-only cache was created");
+    assert!(reader.cache_dir().is_none());
+
+    let writer = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    let tool = writer.load("hostile", HOSTILE_WASM).unwrap();
+    let entry = cache.join(&names()[0]);
+    std::fs::write(&entry, b"not compiled code").unwrap();
+    let reader = SandboxBuilder::new()
+        .read_only_cache_dir(&cache)
+        .build()
+        .unwrap();
+    assert_eq!(
+        reader.cache_dir(),
+        Some(cache.canonicalize().unwrap().as_path())
+    );
+    let again = reader.load("hostile", HOSTILE_WASM).unwrap();
+    assert_eq!(again.sha256(), tool.sha256());
+    assert_eq!(std::fs::read(&entry).unwrap(), b"not compiled code");
+    let pen = &goat_sandbox::builtin::PEN_TOOLS[0];
+    reader.load(pen.name, pen.wasm).unwrap();
+    assert_eq!(names().len(), 1, "{:?}", names());
+}
+
 /// Replaces the cached compiled code of `hostile` with `read_file`'s (a
 /// valid entry for this engine, so it would deserialize), leaves it as
 /// `tamper` says, and returns what a fresh sandbox then loads as `hostile`.

@@ -75,7 +75,9 @@ pub fn load_tools(
     let mut tools = sandbox.load_pen_tools()?;
     let mut problems = Vec::new();
     if let PluginSource::Approved(dir) = plugins {
-        let approvals = match Registry::open_existing(dir).and_then(|r| match r {
+        // Read only: loading the tools (for a run, or to list them) never
+        // creates, migrates or adopts the registry.
+        let approvals = match Registry::open_read_only(dir).and_then(|r| match r {
             Some(r) => r.all(),
             None => Ok(Vec::new()),
         }) {

@@ -252,6 +252,15 @@ impl Registry {
         Self::create(dir).map(Some)
     }
 
+    /// Opens the registry in `dir` to read it, if there is one, creating
+    /// and changing nothing: a registry that needs migrating is an error,
+    /// not upgraded (see `goat_state::sqlite::open_read_only`). Loading
+    /// tools and listing them never write it.
+    pub fn open_read_only(dir: &Path) -> Result<Option<Self>, CatalogError> {
+        let path = dir.join(REGISTRY_FILE);
+        Ok(sqlite::open_read_only(&path, &SPEC)?.map(|conn| Self { conn, path }))
+    }
+
     /// Opens the registry in `dir`, creating it (and its table) if needed.
     /// Another `goat plugins add` may be writing: it waits for it, rather
     /// than leave every plugin out of this run.
@@ -403,6 +412,8 @@ mod tests {
     fn registry_round_trips_and_refuses_a_clash_inside_its_transaction() {
         let dir = tempfile::tempdir().unwrap();
         assert!(Registry::open_existing(dir.path()).unwrap().is_none());
+        assert!(Registry::open_read_only(dir.path()).unwrap().is_none());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
         let mut r = Registry::create(dir.path()).unwrap();
         let mut a = approval("wc", "wc__count");
         a.imports = vec!["wasi:filesystem/types@0.2.12".to_owned()];
@@ -438,6 +449,11 @@ mod tests {
             .unwrap()
             .pragma_update(None, "application_id", 0)
             .unwrap();
+        let before = fs::read(dir.path().join(REGISTRY_FILE)).unwrap();
+        let read = Registry::open_read_only(dir.path()).unwrap().unwrap();
+        assert_eq!(read.all().unwrap(), vec![approval("wc", "wc__count")]);
+        drop(read);
+        assert_eq!(fs::read(dir.path().join(REGISTRY_FILE)).unwrap(), before);
         let again = Registry::open_existing(dir.path()).unwrap().unwrap();
         assert_eq!(again.all().unwrap(), vec![approval("wc", "wc__count")]);
         assert_eq!(application_id(dir.path()), sqlite::ids::PLUGIN_REGISTRY);

@@ -419,6 +419,16 @@ pub fn sandbox(limits: &Limits) -> anyhow::Result<Sandbox> {
         .build()?)
 }
 
+/// A sandbox that uses GOAT's compiled-code cache if it exists and never
+/// creates or writes it: for listing the tools, which changes nothing on
+/// disk. Compiling the Pen tools in memory takes well under a second.
+pub fn read_only_sandbox(limits: &Limits) -> anyhow::Result<Sandbox> {
+    Ok(SandboxBuilder::new()
+        .read_only_cache_dir(paths::cache_dir()?.into_resolved())
+        .limits(limits.clone())
+        .build()?)
+}
+
 /// The [`sandbox`], the Pen file tools and, when asked, the approved
 /// plugins: the one place tools are loaded.
 ///
@@ -430,6 +440,14 @@ pub fn sandbox_and_tools(
     limits: &Limits,
 ) -> anyhow::Result<(Sandbox, Vec<Tool>)> {
     let sandbox = sandbox(limits)?;
+    let tools = tools_in(&sandbox, plugins)?;
+    Ok((sandbox, tools))
+}
+
+/// The Pen file tools and, when asked, the approved plugins, loaded in
+/// `sandbox` (see [`sandbox_and_tools`]). Reads the plugin directory and
+/// its registry, and writes neither.
+pub fn tools_in(sandbox: &Sandbox, plugins: Plugins<'_>) -> anyhow::Result<Vec<Tool>> {
     let dir = match plugins {
         Plugins::None => None,
         Plugins::Approved { db, workspace } => {
@@ -444,9 +462,9 @@ pub fn sandbox_and_tools(
         Some(dir) => PluginSource::Approved(dir),
         None => PluginSource::None,
     };
-    let Loaded { tools, problems } = goat_catalog::load_tools(&sandbox, source)?;
+    let Loaded { tools, problems } = goat_catalog::load_tools(sandbox, source)?;
     for problem in problems {
         note(problem);
     }
-    Ok((sandbox, tools))
+    Ok(tools)
 }

@@ -14,7 +14,9 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use goat_state::fs::{open_private_dir, open_private_file, write_private_atomic};
+use goat_state::fs::{
+    check_private_dir, open_private_dir, open_private_file, write_private_atomic,
+};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -25,6 +27,21 @@ use crate::error::SandboxError;
 pub(crate) struct Cache {
     dir: PathBuf,
     engine_key: String,
+    /// Whether [`Cache::put`] writes, or the cache is only read.
+    access: CacheAccess,
+}
+
+/// Whether a sandbox may add to its compiled-code cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CacheAccess {
+    /// Created if missing (private to the user); components compiled here
+    /// are kept.
+    ReadWrite,
+    /// Used only if it exists, never created or written: what is there is
+    /// used, anything else is compiled in memory and forgotten. For
+    /// commands that must leave the disk as they found it (`goat tools
+    /// list`).
+    ReadOnly,
 }
 
 impl Cache {
@@ -35,8 +52,25 @@ impl Cache {
     /// A directory that already exists must be as private as a new one:
     /// owned by the user running GOAT and writable by no one else. A 0777
     /// cache would let any local user replace the code run as a tool.
-    pub(crate) fn open(dir: PathBuf, engine: &Engine) -> Result<Self, SandboxError> {
-        open_private_dir(&dir).map_err(|e| SandboxError::Cache {
+    ///
+    /// With [`CacheAccess::ReadOnly`], a missing directory is no cache
+    /// (`None`), and an existing one is checked as strictly but not
+    /// created.
+    pub(crate) fn open(
+        dir: PathBuf,
+        engine: &Engine,
+        access: CacheAccess,
+    ) -> Result<Option<Self>, SandboxError> {
+        let private = match access {
+            CacheAccess::ReadWrite => open_private_dir(&dir),
+            CacheAccess::ReadOnly => {
+                if std::fs::symlink_metadata(&dir).is_err() {
+                    return Ok(None);
+                }
+                check_private_dir(&dir)
+            }
+        };
+        private.map_err(|e| SandboxError::Cache {
             path: dir.clone(),
             source: std::io::Error::other(e),
         })?;
@@ -44,10 +78,11 @@ impl Cache {
             path: dir.clone(),
             source,
         })?;
-        Ok(Self {
+        Ok(Some(Self {
             dir,
             engine_key: engine_key(engine),
-        })
+            access,
+        }))
     }
 
     /// The directory, canonical.
@@ -75,8 +110,12 @@ impl Cache {
     }
 
     /// Keeps `component`'s compiled form under `sha256`. Called only for a
-    /// component that passed every check, so nothing refused is cached.
+    /// component that passed every check, so nothing refused is cached. A
+    /// read-only cache keeps nothing.
     pub(crate) fn put(&self, sha256: &str, component: &Component) -> Result<(), SandboxError> {
+        if self.access == CacheAccess::ReadOnly {
+            return Ok(());
+        }
         let path = self.path(sha256);
         let bytes = component.serialize().map_err(SandboxError::Host)?;
         // Through a temporary file and a rename, unique per write: a reader

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use wasmtime::component::Linker;
 use wasmtime::{Config, Engine};
 
+use crate::cache::CacheAccess;
 use crate::call::Host;
 use crate::linker::restricted_linker;
 use crate::{EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, SandboxError, ToolKind, cache};
@@ -17,7 +18,7 @@ use crate::{EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, SandboxError, ToolKind, ca
 /// Builds a [`Sandbox`].
 #[derive(Debug, Default)]
 pub struct SandboxBuilder {
-    cache_dir: Option<PathBuf>,
+    cache_dir: Option<(PathBuf, CacheAccess)>,
     limits: Limits,
     /// Off unless a benchmark asks (`unfenced-baseline`): a default builder
     /// always fences.
@@ -38,7 +39,20 @@ impl SandboxBuilder {
     /// that no tool can write: [`Sandbox::call`] refuses any workspace that
     /// contains it.
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cache_dir = Some(dir.into());
+        self.cache_dir = Some((dir.into(), CacheAccess::ReadWrite));
+        self
+    }
+
+    /// Uses the compiled components in `dir` if it exists, and never
+    /// creates or writes it: a component not there is compiled in memory
+    /// only. For commands that must change nothing on disk.
+    ///
+    /// # Security
+    ///
+    /// As for [`SandboxBuilder::cache_dir`]: an existing `dir` must be
+    /// private to the user, and each entry is checked before it is read.
+    pub fn read_only_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some((dir.into(), CacheAccess::ReadOnly));
         self
     }
 
@@ -82,8 +96,9 @@ impl SandboxBuilder {
             .map_err(SandboxError::Engine)?;
         let cache = self
             .cache_dir
-            .map(|dir| cache::Cache::open(dir, &engine))
-            .transpose()?;
+            .map(|(dir, access)| cache::Cache::open(dir, &engine, access))
+            .transpose()?
+            .flatten();
         let ticker = Ticker::start(engine.clone())?;
         Ok(Sandbox {
             engine,

@@ -151,6 +151,13 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     sqlite::open(path, &SPEC).map_err(|err| store_error(path, err))
 }
 
+/// Opens the store's database at `path` to read it, creating and changing
+/// nothing (see `goat_state::sqlite::open_read_only`): `None` when there
+/// is no store yet.
+pub(crate) fn open_read_only(path: &Path) -> Result<Option<Connection>, StoreError> {
+    sqlite::open_read_only(path, &SPEC).map_err(|err| store_error(path, err))
+}
+
 /// The store's words for why its file could not be opened.
 fn store_error(path: &Path, err: DbError) -> StoreError {
     let open = |reason: String| StoreError::Open {
@@ -170,6 +177,16 @@ fn store_error(path: &Path, err: DbError) -> StoreError {
         )),
         DbError::Locked { waited, .. } => open(format!(
             "another process held it locked for {waited:?}; try again when it is done"
+        )),
+        DbError::OlderSchema { found, known, .. } => open(format!(
+            "its schema version {found} is older than this GOAT's {known}, and reading does not \
+             upgrade it; any GOAT command that writes it (goat run, goat chat) does"
+        )),
+        DbError::UnrecoveredLog { .. } => open(format!(
+            "a GOAT that stopped before closing it left a write-ahead log ({}-wal), which cannot \
+             be read without writing; run goat run or goat chat once to recover it, then try \
+             again",
+            path.display()
         )),
         DbError::Journal { mode, .. } => {
             open(format!("cannot enable WAL (journal mode is {mode})"))

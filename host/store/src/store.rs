@@ -76,6 +76,17 @@ impl Store {
         })
     }
 
+    /// Opens the store at `path` to read it (`goat sessions`, `goat
+    /// stats`), creating and changing nothing: no directory, no file, no
+    /// `-wal` or `-shm`, no migration. `None` when there is no store yet.
+    /// Every method that writes fails on it.
+    pub fn open_read_only(path: &Path) -> Result<Option<Self>, StoreError> {
+        Ok(schema::open_read_only(path)?.map(|conn| Self {
+            conn,
+            path: path.to_owned(),
+        }))
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -203,7 +203,7 @@ fn ask(question: &str) -> anyhow::Result<bool> {
 
 fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let dir = paths::plugin_dir(db)?.into_resolved();
-    let approvals = match Registry::open_existing(&dir)? {
+    let approvals = match Registry::open_read_only(&dir)? {
         Some(registry) => registry.all()?,
         None => Vec::new(),
     };
@@ -232,7 +232,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
 
 fn inspect(name: &str, json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let dir = paths::plugin_dir(db)?.into_resolved();
-    let approval = Registry::open_existing(&dir)?
+    let approval = Registry::open_read_only(&dir)?
         .map(|r| r.get(name))
         .transpose()?
         .flatten()
@@ -322,7 +322,7 @@ fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
 /// rules may name them.
 pub fn approved_names(db: Option<&Path>) -> anyhow::Result<Vec<String>> {
     let dir = paths::plugin_dir(db)?.into_resolved();
-    Ok(match Registry::open_existing(&dir)? {
+    Ok(match Registry::open_read_only(&dir)? {
         Some(registry) => registry.all()?.into_iter().map(|a| a.tool).collect(),
         None => Vec::new(),
     })

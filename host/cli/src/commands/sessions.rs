@@ -1,7 +1,7 @@
 //! `goat sessions list` and `goat sessions show`: what the store recorded.
 //!
-//! Reading never creates a store: with no store file there are no
-//! sessions. Failed rounds are shown with the rest (a malformed response
+//! Reading never creates or changes anything: with no store file there are
+//! no sessions, and an existing store is opened read-only (never migrated). Failed rounds are shown with the rest (a malformed response
 //! ADR-0065 recovered from, an engine error), because the record is only
 //! useful if it is the whole record.
 
@@ -51,13 +51,11 @@ pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
     }
 }
 
-/// The store, if there is one.
+/// The store, if there is one, opened to read: nothing is created or
+/// changed (no directory, no `-wal` or `-shm`, no migration).
 pub(crate) fn open_existing(db: Option<&Path>) -> anyhow::Result<Option<Store>> {
     let path = paths::store_path(db)?.into_resolved();
-    if !path.exists() {
-        return Ok(None);
-    }
-    Ok(Some(Store::open(&path)?))
+    Ok(Store::open_read_only(&path)?)
 }
 
 fn list(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {

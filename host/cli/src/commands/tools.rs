@@ -84,13 +84,16 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
     }
 }
 
+/// Lists the tools, creating and changing nothing: the compiled-code cache
+/// is used if it is there and never written, the plugin registry only read.
 fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let (_, tools) = session::sandbox_and_tools(
+    let sandbox = session::read_only_sandbox(&crate::config::Settings::load()?.limits())?;
+    let tools = session::tools_in(
+        &sandbox,
         session::Plugins::Approved {
             db,
             workspace: None,
         },
-        &crate::config::Settings::load()?.limits(),
     )?;
     let mut out = io::stdout().lock();
     if json {

@@ -14,6 +14,7 @@ mod config;
 mod demo;
 mod detect;
 mod engine;
+mod listing;
 mod lock;
 mod permissions;
 mod plugins;
