@@ -135,6 +135,30 @@ impl PermissionDb {
         &self.path
     }
 
+    /// SQLite's `PRAGMA data_version`: it changes when another connection
+    /// commits to the file, so a kept reading of the rules is known to be
+    /// current while it stays the same.
+    pub fn data_version(&self) -> Result<i64, GateError> {
+        self.conn
+            .pragma_query_value(None, "data_version", |row| row.get(0))
+            .map_err(|err| classify(&self.path, self.busy_timeout, &err))
+    }
+
+    /// Copies what other connections committed into the file and empties
+    /// the write-ahead log (`PRAGMA wal_checkpoint(TRUNCATE)`), so a log
+    /// this connection keeps alive never holds pages that could be applied
+    /// to another file moved in under the same name. Whether the log was
+    /// emptied; a busy database leaves it for next time.
+    pub fn checkpoint(&self) -> Result<bool, GateError> {
+        let (busy, _log, _moved): (i64, i64, i64) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .map_err(|err| classify(&self.path, self.busy_timeout, &err))?;
+        Ok(busy == 0)
+    }
+
     /// Adds a rule, normalising its pattern, and returns it as stored.
     ///
     /// Refused: an empty tool name or `*` (leave the tool out for all tools),

@@ -373,35 +373,38 @@ pub fn decide_with_boundary(
     request: &GateRequest<'_>,
 ) -> (Evaluation, Option<Boundary>) {
     match PermissionDb::open_with_timeout(db_path, DEFAULT_BUSY_TIMEOUT).and_then(|db| db.list()) {
-        Ok(rules) => {
-            let evaluation = decide_with_rules(&rules, request);
-            let boundary = if evaluation.is_deny() {
-                None
-            } else {
-                match Boundary::compile(&rules, request) {
-                    Ok(boundary) => Some(boundary),
-                    Err(refusal) => {
-                        return (
-                            Evaluation {
-                                tool: request.tool.to_owned(),
-                                access: request.access,
-                                decision: Decision::Deny(Denial::Unavailable {
-                                    error: refusal.0,
-                                    retryable: false,
-                                }),
-                            },
-                            None,
-                        );
-                    }
-                }
-            };
-            (evaluation, boundary)
-        }
+        Ok(rules) => evaluate_with_boundary(&rules, request),
         Err(err) => (unavailable(request, &err), None),
     }
 }
 
-fn unavailable(request: &GateRequest<'_>, err: &crate::GateError) -> Evaluation {
+/// The decision and, when it lets the call through, the boundary, from
+/// `rules`; a boundary that cannot be compiled denies.
+pub(crate) fn evaluate_with_boundary(
+    rules: &[Rule],
+    request: &GateRequest<'_>,
+) -> (Evaluation, Option<Boundary>) {
+    let evaluation = decide_with_rules(rules, request);
+    if evaluation.is_deny() {
+        return (evaluation, None);
+    }
+    match Boundary::compile(rules, request) {
+        Ok(boundary) => (evaluation, Some(boundary)),
+        Err(refusal) => (
+            Evaluation {
+                tool: request.tool.to_owned(),
+                access: request.access,
+                decision: Decision::Deny(Denial::Unavailable {
+                    error: refusal.0,
+                    retryable: false,
+                }),
+            },
+            None,
+        ),
+    }
+}
+
+pub(crate) fn unavailable(request: &GateRequest<'_>, err: &crate::GateError) -> Evaluation {
     Evaluation {
         tool: request.tool.to_owned(),
         access: request.access,

@@ -88,6 +88,7 @@ mod boundary;
 mod db;
 mod decide;
 mod error;
+mod handle;
 mod path;
 mod rule;
 
@@ -100,5 +101,6 @@ pub use decide::{
 };
 pub use error::GateError;
 pub use goat_workpath::PathProblem;
+pub use handle::GateHandle;
 pub use path::{MAX_PATH_BYTES, MAX_PATTERN_BYTES};
 pub use rule::{Access, Effect, NewRule, Rule, Scope};

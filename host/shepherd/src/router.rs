@@ -7,7 +7,7 @@
 //! ADR-0065 recovery brought about take this road too: there is no other.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use goat_engine::ToolCall;
@@ -16,8 +16,8 @@ use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
 use serde_json::Value;
 
 use crate::gate::{
-    self, Boundary, Decision, Effect, Evaluation, GateRequest, Interactive, NewRule, PermissionDb,
-    Scope, WritePolicy,
+    self, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive, NewRule,
+    PermissionDb, Scope, WritePolicy,
 };
 use crate::schema;
 
@@ -123,16 +123,21 @@ pub struct AppToolRouter {
     tools: Vec<Tool>,
     config: RouterConfig,
     approver: Option<Box<dyn Approver>>,
+    /// The permission database, kept open between calls; it checks before
+    /// each decision that the file and its rules are as it read them.
+    gate: Mutex<GateHandle>,
 }
 
 impl AppToolRouter {
     /// A router offering `tools`, run in `sandbox`.
     pub fn new(sandbox: Arc<Sandbox>, tools: Vec<Tool>, config: RouterConfig) -> Self {
+        let gate = Mutex::new(GateHandle::new(&config.permissions_db));
         Self {
             sandbox,
             tools,
             config,
             approver: None,
+            gate,
         }
     }
 
@@ -251,8 +256,11 @@ impl AppToolRouter {
             writes: self.config.writes,
             now: gate::now(),
         };
-        let (evaluation, boundary) =
-            gate::decide_with_boundary(&self.config.permissions_db, &request);
+        let (evaluation, boundary) = self
+            .gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .decide_with_boundary(&request);
         let granted = match &evaluation.decision {
             Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
             Decision::Deny(_) => return Err(denied(CallDecision::Deny, evaluation.reason())),

@@ -5,4 +5,5 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 mod db;
+mod handle;
 mod table;
