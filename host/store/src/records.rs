@@ -173,9 +173,7 @@ impl Store {
     ) -> Result<String, StoreError> {
         let id = new_session_id();
         let tx = self.write()?;
-        tx.execute(
-            "INSERT INTO sessions (id, workspace, engine_url, model, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, workspace.to_string_lossy(), engine_url, model, now()],
+        tx.prepare_cached("INSERT INTO sessions (id, workspace, engine_url, model, created_at) VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(params![id, workspace.to_string_lossy(), engine_url, model, now()],
         )?;
         tx.commit()?;
         Ok(id)
@@ -212,9 +210,7 @@ impl Store {
     pub fn start_turn(&mut self, session_id: &str, prompt: &str) -> Result<i64, StoreError> {
         self.session(session_id)?;
         let tx = self.write()?;
-        tx.execute(
-            "INSERT INTO turns (session_id, prompt, status, started_at) VALUES (?1, ?2, 'running', ?3)",
-            params![session_id, prompt, now()],
+        tx.prepare_cached("INSERT INTO turns (session_id, prompt, status, started_at) VALUES (?1, ?2, 'running', ?3)")?.execute(params![session_id, prompt, now()],
         )?;
         let id = tx.last_insert_rowid();
         tx.commit()?;
@@ -229,10 +225,8 @@ impl Store {
         error: Option<&str>,
     ) -> Result<(), StoreError> {
         let tx = self.write()?;
-        tx.execute(
-            "UPDATE turns SET status = ?2, error = ?3, ended_at = ?4 WHERE id = ?1",
-            params![turn_id, status.as_str(), error, now()],
-        )?;
+        tx.prepare_cached("UPDATE turns SET status = ?2, error = ?3, ended_at = ?4 WHERE id = ?1")?
+            .execute(params![turn_id, status.as_str(), error, now()])?;
         tx.commit()?;
         Ok(())
     }
@@ -240,10 +234,10 @@ impl Store {
     /// Starts a round (its response streaming).
     pub fn start_round(&mut self, turn_id: i64) -> Result<i64, StoreError> {
         let tx = self.write()?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO rounds (turn_id, status, started_at) VALUES (?1, 'streaming', ?2)",
-            params![turn_id, now()],
-        )?;
+        )?
+        .execute(params![turn_id, now()])?;
         let id = tx.last_insert_rowid();
         tx.commit()?;
         Ok(id)
@@ -253,24 +247,22 @@ impl Store {
     /// transaction. Returns the calls' row ids in order.
     pub fn finish_round_ok(&mut self, round_id: i64, ok: &RoundOk) -> Result<Vec<i64>, StoreError> {
         let tx = self.write()?;
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE rounds SET status = 'ok', content = ?2, reasoning = ?3, finish_reason = ?4,
                     prompt_tokens = ?5, completion_tokens = ?6, ended_at = ?7 WHERE id = ?1",
-            params![
-                round_id,
-                ok.content,
-                ok.reasoning,
-                ok.finish_reason,
-                ok.prompt_tokens.and_then(|n| i64::try_from(n).ok()),
-                ok.completion_tokens.and_then(|n| i64::try_from(n).ok()),
-                now()
-            ],
-        )?;
+        )?
+        .execute(params![
+            round_id,
+            ok.content,
+            ok.reasoning,
+            ok.finish_reason,
+            ok.prompt_tokens.and_then(|n| i64::try_from(n).ok()),
+            ok.completion_tokens.and_then(|n| i64::try_from(n).ok()),
+            now()
+        ])?;
         let mut ids = Vec::with_capacity(ok.calls.len());
         for call in &ok.calls {
-            tx.execute(
-                "INSERT INTO tool_calls (round_id, call_id, tool, arguments, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
-                params![round_id, call.call_id, call.tool, call.arguments],
+            tx.prepare_cached("INSERT INTO tool_calls (round_id, call_id, tool, arguments, status) VALUES (?1, ?2, ?3, ?4, 'pending')")?.execute(params![round_id, call.call_id, call.tool, call.arguments],
             )?;
             ids.push(tx.last_insert_rowid());
         }
@@ -289,10 +281,8 @@ impl Store {
         failure: &str,
     ) -> Result<(), StoreError> {
         let tx = self.write()?;
-        tx.execute(
-            "UPDATE rounds SET status = ?2, content = ?3, failure = ?4, failure_kind = ?5, ended_at = ?6
-             WHERE id = ?1",
-            params![round_id, kind.status(), content, failure, kind, now()],
+        tx.prepare_cached("UPDATE rounds SET status = ?2, content = ?3, failure = ?4, failure_kind = ?5, ended_at = ?6
+             WHERE id = ?1")?.execute(params![round_id, kind.status(), content, failure, kind, now()],
         )?;
         tx.commit()?;
         Ok(())
@@ -310,21 +300,21 @@ impl Store {
         failure: &str,
     ) -> Result<(), StoreError> {
         let tx = self.write()?;
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE rounds SET status = ?2, content = ?3, reasoning = ?4, failure = ?5,
                     failure_kind = ?6, markup_channel = ?7, ended_at = ?8
              WHERE id = ?1",
-            params![
-                round_id,
-                RoundFailure::Markup.status(),
-                content,
-                reasoning,
-                failure,
-                RoundFailure::Markup,
-                channel,
-                now()
-            ],
-        )?;
+        )?
+        .execute(params![
+            round_id,
+            RoundFailure::Markup.status(),
+            content,
+            reasoning,
+            failure,
+            RoundFailure::Markup,
+            channel,
+            now()
+        ])?;
         tx.commit()?;
         Ok(())
     }
@@ -341,11 +331,9 @@ impl Store {
         recovery: &Recovery,
     ) -> Result<(), StoreError> {
         let tx = self.write()?;
-        let turn_id: i64 = tx.query_row(
-            "SELECT turn_id FROM rounds WHERE id = ?1",
-            [round_id],
-            |r| r.get(0),
-        )?;
+        let turn_id: i64 = tx
+            .prepare_cached("SELECT turn_id FROM rounds WHERE id = ?1")?
+            .query_row([round_id], |r| r.get(0))?;
         let failure = match recovery.channel {
             MarkupChannel::Content => {
                 format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one")
@@ -355,25 +343,23 @@ impl Store {
                  asked once for one"
             ),
         };
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE rounds SET status = ?5, content = ?2, reasoning = ?7,
                     failure = ?4, failure_kind = ?6, markup_channel = ?8, ended_at = ?3
              WHERE id = ?1",
-            params![
-                round_id,
-                content,
-                now(),
-                failure,
-                RoundFailure::Markup.status(),
-                RoundFailure::Markup,
-                reasoning,
-                recovery.channel,
-            ],
-        )?;
-        tx.execute(
-            "INSERT INTO recovery_events (turn_id, round_id, tool, markers, span_start, span_end, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
+        )?
+        .execute(params![
+            round_id,
+            content,
+            now(),
+            failure,
+            RoundFailure::Markup.status(),
+            RoundFailure::Markup,
+            reasoning,
+            recovery.channel,
+        ])?;
+        tx.prepare_cached("INSERT INTO recovery_events (turn_id, round_id, tool, markers, span_start, span_end, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?.execute(params![
                 turn_id,
                 round_id,
                 recovery.tool,
@@ -383,10 +369,8 @@ impl Store {
                 now()
             ],
         )?;
-        tx.execute(
-            "UPDATE turns SET recovery_used = 1 WHERE id = ?1",
-            [turn_id],
-        )?;
+        tx.prepare_cached("UPDATE turns SET recovery_used = 1 WHERE id = ?1")?
+            .execute([turn_id])?;
         tx.commit()?;
         Ok(())
     }
@@ -394,10 +378,8 @@ impl Store {
     /// Marks a pending call as started (the gate's decision made).
     pub fn start_call(&mut self, call_row: i64) -> Result<(), StoreError> {
         let tx = self.write()?;
-        tx.execute(
-            "UPDATE tool_calls SET started_at = ?2 WHERE id = ?1",
-            params![call_row, now()],
-        )?;
+        tx.prepare_cached("UPDATE tool_calls SET started_at = ?2 WHERE id = ?1")?
+            .execute(params![call_row, now()])?;
         tx.commit()?;
         Ok(())
     }
@@ -405,20 +387,20 @@ impl Store {
     /// Records how a call ended.
     pub fn finish_call(&mut self, call_row: i64, outcome: &CallOutcome) -> Result<(), StoreError> {
         let tx = self.write()?;
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE tool_calls SET status = ?2, result = ?3, error_kind = ?4, decision = ?5,
                     decision_reason = ?6, duration_ms = ?7, ended_at = ?8 WHERE id = ?1",
-            params![
-                call_row,
-                outcome.status,
-                outcome.result,
-                outcome.error_kind,
-                outcome.decision,
-                outcome.decision_reason,
-                i64::try_from(outcome.duration.as_millis()).unwrap_or(i64::MAX),
-                now()
-            ],
-        )?;
+        )?
+        .execute(params![
+            call_row,
+            outcome.status,
+            outcome.result,
+            outcome.error_kind,
+            outcome.decision,
+            outcome.decision_reason,
+            i64::try_from(outcome.duration.as_millis()).unwrap_or(i64::MAX),
+            now()
+        ])?;
         tx.commit()?;
         Ok(())
     }
@@ -429,11 +411,9 @@ impl Store {
     /// calls were interrupted.
     pub fn interrupt_pending(&mut self, session_id: &str) -> Result<usize, StoreError> {
         let tx = self.write()?;
-        let calls = tx.execute(
-            "UPDATE tool_calls SET status = ?4, result = ?2, error_kind = ?5, ended_at = ?3
+        let calls = tx.prepare_cached("UPDATE tool_calls SET status = ?4, result = ?2, error_kind = ?5, ended_at = ?3
              WHERE status = 'pending' AND round_id IN
-               (SELECT r.id FROM rounds r JOIN turns t ON r.turn_id = t.id WHERE t.session_id = ?1)",
-            params![
+               (SELECT r.id FROM rounds r JOIN turns t ON r.turn_id = t.id WHERE t.session_id = ?1)")?.execute(params![
                 session_id,
                 INTERRUPTED_RESULT,
                 now(),
@@ -441,21 +421,17 @@ impl Store {
                 CallErrorKind::Interrupted
             ],
         )?;
-        tx.execute(
-            "UPDATE rounds SET status = ?3, failure = 'interrupted: GOAT stopped while it was streaming',
+        tx.prepare_cached("UPDATE rounds SET status = ?3, failure = 'interrupted: GOAT stopped while it was streaming',
                     failure_kind = ?4, ended_at = ?2
-             WHERE status = 'streaming' AND turn_id IN (SELECT id FROM turns WHERE session_id = ?1)",
-            params![
+             WHERE status = 'streaming' AND turn_id IN (SELECT id FROM turns WHERE session_id = ?1)")?.execute(params![
                 session_id,
                 now(),
                 RoundFailure::Interrupted.status(),
                 RoundFailure::Interrupted
             ],
         )?;
-        tx.execute(
-            "UPDATE turns SET status = 'failed', error = 'interrupted: GOAT stopped during this turn', ended_at = ?2
-             WHERE status = 'running' AND session_id = ?1",
-            params![session_id, now()],
+        tx.prepare_cached("UPDATE turns SET status = 'failed', error = 'interrupted: GOAT stopped during this turn', ended_at = ?2
+             WHERE status = 'running' AND session_id = ?1")?.execute(params![session_id, now()],
         )?;
         tx.commit()?;
         Ok(calls)
