@@ -59,7 +59,7 @@ pub fn sandbox() -> &'static Sandbox {
     &shared().sandbox
 }
 
-/// A loaded tool by name (the six Pen tools, `hostile` and `hostile_rw`).
+/// A loaded tool by name (the eight Pen tools, `hostile` and `hostile_rw`).
 pub fn tool(name: &str) -> &'static Tool {
     shared()
         .tools

@@ -273,6 +273,8 @@ fn change_summary(tool: &str, arguments: &str) -> Option<String> {
             lines("new_string")?
         )),
         "write_file" => Some(text::count(lines("content")?, "line")),
+        "move_file" => Some("moved".to_owned()),
+        "delete_file" => Some("deleted".to_owned()),
         _ => None,
     }
 }

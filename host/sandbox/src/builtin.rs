@@ -23,12 +23,14 @@ macro_rules! builtin {
     };
 }
 
-/// The six Pen file tools, reading tools first.
-pub const PEN_TOOLS: [Builtin; 6] = [
+/// The eight Pen file tools, reading tools first.
+pub const PEN_TOOLS: [Builtin; 8] = [
     builtin!("read_file"),
     builtin!("list_directory"),
     builtin!("find_files"),
     builtin!("search_files"),
     builtin!("write_file"),
     builtin!("edit_file"),
+    builtin!("move_file"),
+    builtin!("delete_file"),
 ];

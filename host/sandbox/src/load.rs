@@ -213,7 +213,7 @@ impl Sandbox {
         Ok(tool)
     }
 
-    /// Loads the six embedded Pen file tools.
+    /// Loads the eight embedded Pen file tools.
     pub fn load_pen_tools(&self) -> Result<Vec<Tool>, SandboxError> {
         builtin::PEN_TOOLS
             .iter()

@@ -56,7 +56,7 @@ pub struct DirEntries {
 
 /// The workspace root, preopened by the host.
 pub struct Workspace {
-    root: Descriptor,
+    pub(crate) root: Descriptor,
     writable: bool,
 }
 

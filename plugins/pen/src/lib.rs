@@ -14,6 +14,7 @@
 //! security; the hostile tests run a guest that skips these checks.
 
 pub mod args;
+pub mod change;
 pub mod fs;
 pub mod glob;
 pub mod path;

@@ -1,4 +1,4 @@
-//! Argument parsing is shared by all six tools.
+//! Argument parsing is shared by all the Pen tools.
 
 use super::*;
 

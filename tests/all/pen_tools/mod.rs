@@ -1,4 +1,4 @@
-//! The six Pen file tools, run as the real components through the real
+//! The eight Pen file tools, run as the real components through the real
 //! sandbox against real files: every success path and every error the
 //! tools can report, checked on the result text and on the disk.
 
@@ -80,9 +80,11 @@ fn undecodable_name_between_siblings() -> Workspace {
 }
 
 mod arguments;
+mod delete_file;
 mod edit_file;
 mod find_files;
 mod list_directory;
+mod move_file;
 mod paths;
 mod read_file;
 mod search_files;

@@ -11,6 +11,8 @@ fn each_tool_declares_its_access_and_path_fields() {
         ("search_files", Access::Read, vec!["path"]),
         ("write_file", Access::ReadWrite, vec!["path"]),
         ("edit_file", Access::ReadWrite, vec!["path"]),
+        ("move_file", Access::ReadWrite, vec!["from", "to"]),
+        ("delete_file", Access::ReadWrite, vec!["path"]),
     ];
     for (name, access, path_fields) in table {
         let spec = tool(name).spec();

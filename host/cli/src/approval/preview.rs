@@ -1,5 +1,6 @@
 //! What a call would change, as lines for the approval question: a diff
-//! against the file as it is now for `write_file` and `edit_file`, the
+//! against the file as it is now for `write_file` and `edit_file`, what is
+//! lost for `delete_file` and for a `move_file` that replaces a file, the
 //! arguments for any other tool.
 
 use std::fs;
@@ -36,7 +37,76 @@ pub fn preview(request: &ApprovalRequest<'_>) -> Vec<String> {
             }
             _ => arguments_preview(args),
         },
+        ("move_file", _) => match (text("from"), text("to")) {
+            (Some(from), Some(to)) => {
+                let overwrite = args.get("overwrite").and_then(Value::as_bool) == Some(true);
+                move_preview(request.workspace, from, to, overwrite)
+            }
+            _ => arguments_preview(args),
+        },
+        ("delete_file", Some(path)) => delete_preview(request.workspace, path),
         _ => arguments_preview(args),
+    }
+}
+
+/// What moving `from` to `to` does: which entry moves, and what of `to`
+/// is lost when it is replaced.
+fn move_preview(workspace: &Path, from: &str, to: &str, overwrite: bool) -> Vec<String> {
+    let (from_shown, to_shown) = (escape_controls(from), escape_controls(to));
+    let is_dir =
+        |rel: &str| fs::symlink_metadata(workspace.join(rel)).is_ok_and(|m| m.file_type().is_dir());
+    let what = if is_dir(from) {
+        " (a directory, with everything in it)"
+    } else {
+        ""
+    };
+    let mut lines = vec![format!("moves '{from_shown}'{what} to '{to_shown}'")];
+    if is_dir(to) {
+        lines.push(format!(
+            "'{to_shown}' is a directory; the tool will refuse to replace it"
+        ));
+        return lines;
+    }
+    match (existing(workspace, to), overwrite) {
+        (Existing::Missing, _) => {}
+        (_, false) => lines.push(format!(
+            "'{to_shown}' exists; the tool will refuse unless overwrite is true"
+        )),
+        (Existing::Text(old), true) => {
+            lines.push(format!(
+                "replaces '{to_shown}' ({} lost):",
+                count(old.lines().count(), "line")
+            ));
+            let removed: Vec<&str> = old.lines().collect();
+            lines.extend(side('-', &removed));
+        }
+        (Existing::Unshown(why), true) => lines.push(format!(
+            "replaces '{to_shown}'; its content is not shown: {why}"
+        )),
+    }
+    lines
+}
+
+/// What deleting `path` loses.
+fn delete_preview(workspace: &Path, path: &str) -> Vec<String> {
+    let shown = escape_controls(path);
+    match existing(workspace, path) {
+        Existing::Missing => vec![format!(
+            "'{shown}' does not exist; the tool will say so and delete nothing"
+        )],
+        Existing::Text(old) => {
+            let mut lines = vec![format!(
+                "deletes '{shown}' ({}, {}):",
+                count(old.lines().count(), "line"),
+                count(old.len(), "byte")
+            )];
+            let removed: Vec<&str> = old.lines().collect();
+            lines.extend(side('-', &removed));
+            lines
+        }
+        Existing::Unshown(why) => vec![format!(
+            "deletes '{shown}'; its content is not shown: {why}"
+        )],
     }
 }
 
@@ -284,6 +354,41 @@ mod tests {
             json!({"path": "a.txt", "content": "x\n"}),
         );
         assert_eq!(same, ["'a.txt' already has exactly this content"]);
+    }
+
+    #[test]
+    fn a_delete_shows_what_is_lost_and_a_move_what_it_replaces() {
+        let lines = preview_in(
+            &[("a.txt", "one\ntwo\n")],
+            "delete_file",
+            json!({"path": "a.txt"}),
+        );
+        assert_eq!(
+            lines,
+            ["deletes 'a.txt' (2 lines, 8 bytes):", "- one", "- two"]
+        );
+        let moved = preview_in(
+            &[("a.txt", "new\n"), ("b.txt", "old\n")],
+            "move_file",
+            json!({"path": "", "from": "a.txt", "to": "b.txt", "overwrite": true}),
+        );
+        assert_eq!(
+            moved,
+            [
+                "moves 'a.txt' to 'b.txt'",
+                "replaces 'b.txt' (1 line lost):",
+                "- old"
+            ]
+        );
+        let refused = preview_in(
+            &[("a.txt", "new\n"), ("b.txt", "old\n")],
+            "move_file",
+            json!({"path": "", "from": "a.txt", "to": "b.txt"}),
+        );
+        assert_eq!(
+            refused[1],
+            "'b.txt' exists; the tool will refuse unless overwrite is true"
+        );
     }
 
     #[test]

@@ -304,3 +304,104 @@ fn a_fifo_is_refused_at_once_not_waited_on() {
         all_output(&out)
     );
 }
+
+#[test]
+fn moving_and_deleting_hold_to_the_same_rules_as_writing() {
+    let env = with_secrets();
+    std::fs::create_dir_all(env.ws.join(".git/hooks")).unwrap();
+    std::fs::write(env.ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(env.ws.join("evil.sh"), "#!/bin/sh\ntouch pwned\n").unwrap();
+    let refusals = [
+        (
+            "delete_file",
+            json!({"path": ".git/config"}),
+            "version-control metadata",
+        ),
+        (
+            "move_file",
+            json!({"from": "evil.sh", "to": ".git/hooks/pre-commit"}),
+            "version-control metadata",
+        ),
+        (
+            "move_file",
+            json!({"from": ".git/config", "to": "config.txt"}),
+            "version-control metadata",
+        ),
+        (
+            "move_file",
+            json!({"from": "secrets/prod.env", "to": "public.env"}),
+            "secrets/prod.env",
+        ),
+        (
+            "delete_file",
+            json!({"path": "secrets/prod.env"}),
+            "secrets/prod.env",
+        ),
+        // Through the link to the denied directory: the sandbox decides on
+        // the file reached, which it hides.
+        (
+            "delete_file",
+            json!({"path": "pub/prod.env"}),
+            "does not exist",
+        ),
+        // A directory with rules inside it is not moved out from under them.
+        (
+            "move_file",
+            json!({"from": "secrets", "to": "open"}),
+            "secrets",
+        ),
+    ];
+    for (tool, args, says) in refusals {
+        let out = call(&env, tool, args.clone(), &["--allow-writes"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{tool} {args}: {}",
+            all_output(&out)
+        );
+        assert!(
+            all_output(&out).contains(says),
+            "{tool} {args}: {}",
+            all_output(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!env.ws.join(".git/hooks/pre-commit").exists());
+    assert!(env.ws.join("evil.sh").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("secrets/prod.env")).unwrap(),
+        format!("{SECRET}\n")
+    );
+    assert!(!env.ws.join("public.env").exists() && !env.ws.join("open").exists());
+
+    // Without --allow-writes and without a terminal, a move is a write
+    // that nobody approved.
+    let out = call(
+        &env,
+        "move_file",
+        json!({"from": "src/main.rs", "to": "main.rs"}),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
+    assert!(env.ws.join("src/main.rs").exists());
+    // With it, an ordinary move and delete happen.
+    let out = call(
+        &env,
+        "move_file",
+        json!({"from": "src/main.rs", "to": "lib/main.rs"}),
+        &["--allow-writes"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    assert!(env.ws.join("lib/main.rs").exists() && !env.ws.join("src/main.rs").exists());
+    let out = call(
+        &env,
+        "delete_file",
+        json!({"path": "evil.sh"}),
+        &["--allow-writes"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    assert!(!env.ws.join("evil.sh").exists());
+}
