@@ -5,9 +5,10 @@
 //! while the tool opens another. So both call the functions here: [`resolve`]
 //! turns a raw workspace-relative path into a [`WorkspacePath`] or a typed
 //! [`PathProblem`], and [`Glob`] compiles and matches patterns over such
-//! paths. [`edit`] holds the one other rule both sides must apply alike:
-//! how `edit_file` matches its text in a file, which the approval preview
-//! shows.
+//! paths. [`edit`] and [`encoding`] hold the other rules both sides must
+//! apply alike: how `edit_file` matches its text in a file, and which
+//! encoding a text file is read and written back in, which the approval
+//! preview shows.
 //!
 //! # Key decision: lexical, dependency-free, one copy
 //!
@@ -21,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod edit;
+pub mod encoding;
 mod glob;
 mod path;
 

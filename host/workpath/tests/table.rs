@@ -227,3 +227,17 @@ fn adversarial_patterns_finish_quickly() {
     assert!(!covers(&pattern, &text));
     assert!(covers(&pattern, &format!("{text}x")));
 }
+
+#[test]
+fn windows_1252_is_decoded_as_the_whatwg_standard_says_for_every_byte() {
+    for byte in 0..=255u8 {
+        let one = [byte];
+        let (expected, _, had_errors) = encoding_rs::WINDOWS_1252.decode(&one);
+        assert!(!had_errors, "{byte:#x}");
+        assert_eq!(
+            goat_workpath::encoding::decode_windows_1252(&[byte]),
+            expected,
+            "byte {byte:#x}"
+        );
+    }
+}

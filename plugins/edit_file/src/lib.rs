@@ -67,9 +67,12 @@ impl Guest for EditFile {
 
         let ws = Workspace::open()?;
         let bytes = ws.read_file(&path, MAX_EDIT_BYTES)?;
-        let text = String::from_utf8(bytes).map_err(|_| {
+        // UTF-8, or Windows-1252 for other text (goat_workpath::encoding,
+        // as read_file and the approval preview read it); written back in
+        // the same encoding.
+        let (text, encoding) = goat_workpath::encoding::decode(&bytes).ok_or_else(|| {
             ToolError::InvalidArguments(format!(
-                "'{path}' is not UTF-8 text; edit_file only edits text files"
+                "'{path}' is a binary file (it has NUL bytes); edit_file only edits text files"
             ))
         })?;
 
@@ -102,17 +105,20 @@ impl Guest for EditFile {
         } else {
             text.replacen(&old, &new, 1)
         };
-        ws.write_file(&path, edited.as_bytes())?;
+        let bytes = goat_workpath::encoding::encode(&edited, encoding)
+            .map_err(|bad| goat_pen::encoding::unencodable(&path, encoding, bad))?;
+        ws.write_file(&path, &bytes)?;
 
         let n = starts.len();
         let (removed, added) = (old.lines().count().max(1), new.lines().count());
         Ok(format!(
             "Edited '{path}': replaced {} at line{} {} (each: -{removed} +{added} lines). The \
-             file now has {}.",
+             file now has {}.{}",
             plural(n, "occurrence"),
             if n == 1 { "" } else { "s" },
             listed_lines(&starts, line_of),
-            plural(edited.lines().count(), "line")
+            plural(edited.lines().count(), "line"),
+            goat_pen::encoding::kept_note(encoding)
         ))
     }
 }

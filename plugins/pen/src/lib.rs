@@ -15,6 +15,7 @@
 
 pub mod args;
 pub mod change;
+pub mod encoding;
 pub mod fs;
 pub mod glob;
 pub mod path;

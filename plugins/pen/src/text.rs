@@ -3,14 +3,8 @@
 
 use crate::{MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
 
-/// How much of a file's start is checked for NUL bytes to call it binary,
-/// the same window git and ripgrep use.
-pub const BINARY_PROBE_BYTES: usize = 8 * 1024;
-
-/// Whether `data` looks binary: a NUL byte near the start.
-pub fn looks_binary(data: &[u8]) -> bool {
-    data[..data.len().min(BINARY_PROBE_BYTES)].contains(&0)
-}
+/// The one binary rule (a NUL near the start), shared with the host.
+pub use goat_workpath::encoding::{BINARY_PROBE_BYTES, looks_binary};
 
 /// `line` cut to at most [`MAX_LINE_CHARS`] characters, with a marker saying
 /// how many bytes of the line are not shown.

@@ -1,4 +1,8 @@
-//! `read_file`: a window of a UTF-8 text file, with line numbers.
+//! `read_file`: a window of a text file, with line numbers.
+//!
+//! Text is UTF-8; a line that is not valid UTF-8 (and a file with no NUL in
+//! its first block, so not binary) is read as Windows-1252 (Latin-1), the
+//! rule in `goat_workpath::encoding`, and the result says so.
 //!
 //! The file is streamed in chunks and only the requested window is kept, so
 //! reading lines 1-100 of a 2 GB log costs what reading 100 lines costs.
@@ -8,6 +12,7 @@ use goat_pen::fs::{READ_CHUNK_BYTES, Workspace, fs_error, require_file};
 use goat_pen::path::{self, WorkPath};
 use goat_pen::text::{Output, cut_line_after, looks_binary};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
+use goat_workpath::encoding::{TextEncoding, decode_windows_1252};
 use wasip2::filesystem::types::Descriptor;
 
 /// Lines returned when the call gives no `limit`: enough for most source
@@ -24,9 +29,11 @@ impl Guest for ReadFile {
     fn spec() -> ToolSpec {
         goat_pen::spec(
             "read_file",
-            "Read a UTF-8 text file in the workspace. Returns the lines with their line numbers \
+            "Read a text file in the workspace. Returns the lines with their line numbers \
              (tab-separated). Use offset and limit to read a window of a long file; the result \
-             says when the file continues. Binary files are refused.",
+             says when the file continues. Text that is not UTF-8 is read as Windows-1252 \
+             (Latin-1) and the result says so; edit_file and write_file keep that encoding. \
+             Binary files are refused.",
             serde_json::json!({
                 "type": "object",
                 "properties": {
@@ -80,6 +87,7 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
     let mut out = Output::default();
     let (mut line_no, mut shown) = (0u64, 0u64);
     let mut more = false;
+    let mut legacy_lines = 0u64;
     while let Some((bytes, cut)) = lines.next_line()? {
         line_no += 1;
         if line_no < offset {
@@ -89,8 +97,11 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
             more = true;
             break;
         }
-        let (text, partial) = decode_line(bytes, line_no == 1, path)?;
-        let text = cut_line_after(text, cut + partial);
+        let (text, partial) = decode_line(bytes, line_no == 1);
+        if matches!(text, Decoded::Legacy(_)) {
+            legacy_lines += 1;
+        }
+        let text = cut_line_after(text.as_str(), cut + partial);
         if !out.numbered_line(line_no, &text, "") {
             more = true;
             break;
@@ -107,7 +118,17 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
         )));
     }
     let shown_last = offset + shown.saturating_sub(1);
-    let note = more.then(|| {
+    let encoding_note = (legacy_lines > 0).then(|| {
+        format!(
+            "[{} shown {} not valid UTF-8 and {} read as {}; edit_file and write_file keep \
+             that encoding]",
+            goat_pen::text::plural(legacy_lines as usize, "line"),
+            if legacy_lines == 1 { "is" } else { "are" },
+            if legacy_lines == 1 { "was" } else { "were" },
+            TextEncoding::Windows1252.name()
+        )
+    });
+    let more_note = more.then(|| {
         let why = if out.is_full() {
             " (result size cap reached)"
         } else {
@@ -119,6 +140,10 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
             shown_last + 1
         )
     });
+    let note = match (encoding_note, more_note) {
+        (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+        (a, b) => a.or(b),
+    };
     Ok(out.finish(note))
 }
 
@@ -199,9 +224,24 @@ impl Lines<'_> {
     }
 }
 
+/// A line as text: UTF-8 as it was, or Windows-1252 decoded.
+enum Decoded<'a> {
+    Utf8(&'a str),
+    Legacy(String),
+}
+
+impl Decoded<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Utf8(s) => s,
+            Self::Legacy(s) => s,
+        }
+    }
+}
+
 /// The line as text, and how many bytes of a character cut in half at
 /// [`MAX_LINE_BYTES`] were dropped from its end.
-fn decode_line<'a>(bytes: &'a [u8], first: bool, path: &WorkPath) -> ToolResult<(&'a str, usize)> {
+fn decode_line(bytes: &[u8], first: bool) -> (Decoded<'_>, usize) {
     let bytes = if first {
         bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
     } else {
@@ -209,20 +249,20 @@ fn decode_line<'a>(bytes: &'a [u8], first: bool, path: &WorkPath) -> ToolResult<
     };
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
-        Ok(s) => Ok((s, 0)),
+        Ok(s) => (Decoded::Utf8(s), 0),
         // A line cut at MAX_LINE_BYTES may end inside a character.
         Err(e) if e.error_len().is_none() && bytes.len() >= MAX_LINE_BYTES - 4 => {
             let valid = e.valid_up_to();
             let text = std::str::from_utf8(&bytes[..valid]).unwrap_or("");
-            Ok((text, bytes.len() - valid))
+            (Decoded::Utf8(text), bytes.len() - valid)
         }
-        Err(_) => Err(binary(path)),
+        Err(_) => (Decoded::Legacy(decode_windows_1252(bytes)), 0),
     }
 }
 
 fn binary(path: &WorkPath) -> ToolError {
     ToolError::InvalidArguments(format!(
-        "'{path}' is a binary file or not UTF-8 text; read_file only reads text"
+        "'{path}' is a binary file (it has NUL bytes); read_file only reads text"
     ))
 }
 

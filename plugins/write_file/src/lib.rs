@@ -6,6 +6,7 @@ use goat_pen::fs::{Workspace, require_file};
 use goat_pen::path;
 use goat_pen::text::plural;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
+use goat_workpath::encoding::TextEncoding;
 
 /// Largest content one call writes. Source files are far smaller; a model
 /// producing more than this in one argument is almost certainly looping.
@@ -18,7 +19,8 @@ impl Guest for WriteFile {
         goat_pen::spec(
             "write_file",
             "Create a file in the workspace, or replace the whole content of an existing one. \
-             Missing parent directories are created. To change part of a file, use edit_file.",
+             Missing parent directories are created. A new file is UTF-8; an existing text file \
+             keeps its encoding. To change part of a file, use edit_file.",
             serde_json::json!({
                 "type": "object",
                 "properties": {
@@ -57,8 +59,19 @@ impl Guest for WriteFile {
         } else {
             None
         };
+        // A text file not in UTF-8 keeps its encoding (the rule in
+        // goat_workpath::encoding, as read_file reads it).
+        let encoding = match before {
+            Some(size) if size <= MAX_WRITE_BYTES as u64 => {
+                let old = ws.read_file(&path, MAX_WRITE_BYTES as u64)?;
+                goat_workpath::encoding::decode(&old).map_or(TextEncoding::Utf8, |(_, e)| e)
+            }
+            _ => TextEncoding::Utf8,
+        };
+        let bytes = goat_workpath::encoding::encode(content, encoding)
+            .map_err(|bad| goat_pen::encoding::unencodable(&path, encoding, bad))?;
         let created_dirs = ws.create_dir_all(&parent)?;
-        ws.write_file(&path, content.as_bytes())?;
+        ws.write_file(&path, &bytes)?;
 
         let size = format!(
             "{}, {}",
@@ -72,6 +85,7 @@ impl Guest for WriteFile {
                 plural(old as usize, "byte")
             ),
         };
+        msg.push_str(&goat_pen::encoding::kept_note(encoding));
         if !created_dirs.is_empty() {
             let names: Vec<String> = created_dirs.iter().map(|d| format!("'{d}'")).collect();
             msg.push_str(&format!(" Created directories: {}.", names.join(", ")));

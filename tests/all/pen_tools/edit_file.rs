@@ -135,18 +135,6 @@ fn crlf_file_edited_with_crlf_new_string_gets_no_doubled_carriage_returns() {
 }
 
 #[test]
-fn non_utf8_file_is_refused_and_unchanged() {
-    let ws = Workspace::new();
-    ws.write("latin1.txt", b"caf\xe9\n");
-    expect_err(
-        edit(&ws, "latin1.txt", "caf", "tea"),
-        ToolError::InvalidArguments,
-        &["'latin1.txt' is not UTF-8 text"],
-    );
-    assert_eq!(fs::read(ws.root.join("latin1.txt")).unwrap(), b"caf\xe9\n");
-}
-
-#[test]
 fn file_over_4_mib_is_too_large_and_unchanged() {
     let ws = Workspace::new();
     let content = "a".repeat(4 * 1024 * 1024 + 1);

@@ -82,6 +82,7 @@ fn undecodable_name_between_siblings() -> Workspace {
 mod arguments;
 mod delete_file;
 mod edit_file;
+mod encodings;
 mod find_files;
 mod list_directory;
 mod move_file;

@@ -170,9 +170,10 @@ fn existing(workspace: &Path, path: &str) -> Existing {
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > PREVIEW_FILE_BYTES {
         return Existing::Unshown("it grew too large to compare here".to_owned());
     }
-    match String::from_utf8(bytes) {
-        Ok(text) => Existing::Text(text),
-        Err(_) => Existing::Unshown("it is not UTF-8 text".to_owned()),
+    // Read as the tools read it: UTF-8, or Windows-1252 for other text.
+    match goat_workpath::encoding::decode(&bytes) {
+        Some((text, _)) => Existing::Text(text),
+        None => Existing::Unshown("it is a binary file".to_owned()),
     }
 }
 
