@@ -148,9 +148,9 @@ fn add_shows_the_plugin_copies_it_by_hash_and_records_the_approval() {
             )
         })
         .collect();
-    assert_eq!(rows.len(), 7, "{listing}");
+    assert_eq!(rows.len(), 9, "{listing}");
     assert_eq!(rows[0], ("read_file".to_owned(), "read".to_owned()));
-    assert_eq!(rows[6], ("wc__count".to_owned(), "read".to_owned()));
+    assert_eq!(rows[8], ("wc__count".to_owned(), "read".to_owned()));
 }
 
 #[test]
@@ -319,10 +319,12 @@ async fn the_model_is_offered_the_namespaced_tool_and_gets_its_counts_back() {
             "search_files",
             "write_file",
             "edit_file",
+            "move_file",
+            "delete_file",
             "wc__count"
         ]
     );
-    let wc_fn = offered[6];
+    let wc_fn = offered[8];
     assert!(
         wc_fn["description"]
             .as_str()

@@ -66,7 +66,9 @@ async fn probe_classifies_structured_markup_and_plain_answers_and_runs_nothing()
             "find_files",
             "search_files",
             "write_file",
-            "edit_file"
+            "edit_file",
+            "move_file",
+            "delete_file"
         ]
     );
     assert_eq!(requests[0].body["tool_choice"], "auto");

@@ -229,7 +229,7 @@ fn missing_engine_settings_are_exit_two_naming_flag_and_variable() {
     let out = env.run(&[
         "run",
         "--engine",
-        "https://example.com/v1",
+        "ftp://example.com/v1",
         "--model",
         "q",
         "hi",
