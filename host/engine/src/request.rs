@@ -100,7 +100,73 @@ impl Message {
     }
 }
 
+/// Bytes a JSON string of `len` bytes can take serialized: each byte at
+/// most six (`\u00XX`), and the quotes.
+fn string_bound(len: usize) -> usize {
+    len.saturating_mul(6).saturating_add(2)
+}
+
+/// Bytes `value` can take serialized, never fewer than it does: strings as
+/// [`string_bound`], a number at most 24 characters.
+fn value_bound(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => string_bound(s.len()),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| value_bound(v).saturating_add(1))
+            .fold(2, usize::saturating_add),
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(k, v)| {
+                string_bound(k.len())
+                    .saturating_add(value_bound(v))
+                    .saturating_add(2)
+            })
+            .fold(2, usize::saturating_add),
+    }
+}
+
+/// Bytes of a message's fixed parts (role, keys, braces, commas), more
+/// than any message kind needs.
+const MESSAGE_OVERHEAD_BOUND: usize = 96;
+
+/// Bytes of one call's fixed parts in an assistant message, likewise.
+const CALL_OVERHEAD_BOUND: usize = 96;
+
 impl Message {
+    /// At least [`Message::wire_bytes`], computed without serializing:
+    /// cheap enough to ask every round, so the exact count is needed only
+    /// when a request may be near its bound.
+    pub fn wire_bytes_bound(&self) -> usize {
+        let body = match self {
+            Self::System { content } | Self::User { content } => string_bound(content.len()),
+            Self::Assistant {
+                content,
+                tool_calls,
+            } => tool_calls
+                .iter()
+                .map(|c| {
+                    // The arguments travel as a JSON string of JSON text:
+                    // escaped twice.
+                    string_bound(c.id.len())
+                        .saturating_add(string_bound(c.name.len()))
+                        .saturating_add(value_bound(&c.arguments).saturating_mul(6))
+                        .saturating_add(CALL_OVERHEAD_BOUND)
+                })
+                .fold(
+                    content.as_ref().map_or(4, |c| string_bound(c.len())),
+                    usize::saturating_add,
+                ),
+            Self::Tool {
+                tool_call_id,
+                content,
+            } => string_bound(tool_call_id.len()).saturating_add(string_bound(content.len())),
+        };
+        body.saturating_add(MESSAGE_OVERHEAD_BOUND)
+    }
+
     /// The bytes this message takes in a request body, exactly as
     /// [`ChatRequest::body`] serializes it.
     pub fn wire_bytes(&self) -> usize {
@@ -127,6 +193,20 @@ fn json_bytes(value: &Value) -> usize {
 }
 
 impl ChatRequest {
+    /// At least [`ChatRequest::body_bytes`], without serializing the
+    /// messages (see [`Message::wire_bytes_bound`]).
+    pub fn body_bytes_bound(&self, model: &str, include_usage: bool) -> usize {
+        let empty = ChatRequest {
+            messages: Vec::new(),
+            tools: self.tools.clone(),
+        };
+        let envelope = json_bytes(&empty.body(model, include_usage));
+        self.messages
+            .iter()
+            .map(|m| m.wire_bytes_bound().saturating_add(1))
+            .fold(envelope, usize::saturating_add)
+    }
+
     /// The bytes of [`body`](Self::body) for `model`, counted without
     /// building it: the envelope with no messages, plus each message and
     /// the commas between them.
@@ -219,5 +299,50 @@ mod tests {
             empty.body_bytes("m", true),
             empty.body("m", true).to_string().len()
         );
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_is_never_below_the_exact_size() {
+        let nasty = "\u{1}\"\\\n\u{7f}é😀".repeat(50);
+        let request = ChatRequest {
+            messages: vec![
+                Message::System {
+                    content: nasty.clone(),
+                },
+                Message::User {
+                    content: String::new(),
+                },
+                Message::Assistant {
+                    content: None,
+                    tool_calls: vec![RequestToolCall {
+                        id: nasty.clone(),
+                        name: "t".into(),
+                        arguments: json!({"a": [1, -2.5e300, null, true, nasty.clone()], "": {}}),
+                    }],
+                },
+                Message::Assistant {
+                    content: Some(nasty.clone()),
+                    tool_calls: vec![],
+                },
+                Message::Tool {
+                    tool_call_id: "\u{0}".into(),
+                    content: nasty,
+                },
+            ],
+            tools: vec![],
+        };
+        for m in &request.messages {
+            assert!(m.wire_bytes_bound() >= m.wire_bytes(), "{m:?}");
+        }
+        for usage in [false, true] {
+            let exact = request.body(&"m\u{1}".repeat(9), usage).to_string().len();
+            assert_eq!(request.body_bytes(&"m\u{1}".repeat(9), usage), exact);
+            assert!(request.body_bytes_bound(&"m\u{1}".repeat(9), usage) >= exact);
+        }
     }
 }

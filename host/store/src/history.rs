@@ -38,11 +38,11 @@ impl Store {
         let mut out = Vec::new();
         let mut turns = self
             .conn
-            .prepare("SELECT id, prompt FROM turns WHERE session_id = ?1 ORDER BY id")?;
-        let mut rounds = self.conn.prepare(
+            .prepare_cached("SELECT id, prompt FROM turns WHERE session_id = ?1 ORDER BY id")?;
+        let mut rounds = self.conn.prepare_cached(
             "SELECT id, content FROM rounds WHERE turn_id = ?1 AND status = 'ok' ORDER BY id",
         )?;
-        let mut calls = self.conn.prepare(
+        let mut calls = self.conn.prepare_cached(
             "SELECT call_id, tool, arguments, status, result FROM tool_calls WHERE round_id = ?1 ORDER BY id",
         )?;
         let turn_rows = turns

@@ -182,13 +182,12 @@ impl Store {
     /// A session by id.
     pub fn session(&self, id: &str) -> Result<SessionInfo, StoreError> {
         self.conn
-            .query_row(
+            .prepare_cached(
                 "SELECT s.id, s.workspace, s.engine_url, s.model, s.created_at,
                         (SELECT count(*) FROM turns t WHERE t.session_id = s.id)
                  FROM sessions s WHERE s.id = ?1",
-                [id],
-                session_row,
-            )
+            )?
+            .query_row([id], session_row)
             .optional()?
             .ok_or_else(|| StoreError::NoSession(id.to_owned()))
     }

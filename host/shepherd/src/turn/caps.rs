@@ -62,7 +62,11 @@ pub(super) fn fit_request(
     limit: usize,
 ) -> Result<(), TurnError> {
     // With the usage option: the larger of the two bodies the engine
-    // client may send.
+    // client may send. A bound computed without serializing settles the
+    // common case, a request far below the limit, every round.
+    if request.body_bytes_bound(model, true) <= limit {
+        return Ok(());
+    }
     let mut total = request.body_bytes(model, true);
     for message in &mut request.messages {
         if total <= limit {
