@@ -50,13 +50,24 @@ impl Store {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })?
             .collect::<Result<Vec<_>, _>>()?;
-        for (turn_id, prompt) in turn_rows {
-            out.push(HistoryEntry::User(prompt));
+        for (i, (turn_id, prompt)) in turn_rows.iter().enumerate() {
             let round_rows = rounds
                 .query_map([turn_id], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
+            // A turn that left nothing usable (it failed or was cancelled
+            // before any answer) and was asked again word for word is sent
+            // once: the engine would otherwise get the same request twice
+            // in a row. Asked differently, it stays: the next request may
+            // refer to it ("try again").
+            let asked_again = turn_rows
+                .get(i + 1)
+                .is_some_and(|(_, next)| next == prompt);
+            if round_rows.is_empty() && asked_again {
+                continue;
+            }
+            out.push(HistoryEntry::User(prompt.clone()));
             for (round_id, content) in round_rows {
                 let call_rows = calls
                     .query_map([round_id], |r| {

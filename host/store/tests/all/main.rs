@@ -731,3 +731,42 @@ fn markup_rounds_say_which_channel_held_the_call_and_stats_count_the_reasoning_o
     let stats = &store.stats().unwrap()[0];
     assert_eq!((stats.markup_responses, stats.markup_in_reasoning), (3, 2));
 }
+
+#[test]
+fn a_failed_request_asked_again_word_for_word_is_sent_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let failed = store.start_turn(&session, "fix the test").unwrap();
+    let r = store.start_round(failed).unwrap();
+    store
+        .finish_round_failed(r, goat_store::RoundFailure::Engine, "", "connection reset")
+        .unwrap();
+    store
+        .finish_turn(failed, TurnStatus::Failed, Some("connection reset"))
+        .unwrap();
+    store.start_turn(&session, "fix the test").unwrap();
+    assert_eq!(
+        store.history(&session).unwrap(),
+        [HistoryEntry::User("fix the test".into())]
+    );
+    // Asked differently, the failed request stays: "try again" refers to it.
+    let mut store2 = open(&dir.path().join("second"));
+    let s2 = store2
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let t = store2.start_turn(&s2, "fix the test").unwrap();
+    store2
+        .finish_turn(t, TurnStatus::Failed, Some("connection reset"))
+        .unwrap();
+    store2.start_turn(&s2, "try again").unwrap();
+    assert_eq!(
+        store2.history(&s2).unwrap(),
+        [
+            HistoryEntry::User("fix the test".into()),
+            HistoryEntry::User("try again".into())
+        ]
+    );
+}
