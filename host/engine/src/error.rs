@@ -215,6 +215,21 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// Whether the request never left this machine: the URL or the trust
+    /// settings were unusable, or no connection (or no TLS session) was
+    /// made. Nothing of the conversation reached any server.
+    pub fn nothing_sent(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidUrl { .. }
+                | Self::Connect { .. }
+                | Self::ConnectTimeout { .. }
+                | Self::Certificate { .. }
+                | Self::Tls { .. }
+                | Self::CaCert { .. }
+        )
+    }
+
     /// Whether retrying the same request may succeed. Only failures that
     /// happen before any response byte is consumed qualify; the caller also
     /// bounds the attempts.

@@ -61,9 +61,7 @@ impl Store {
             // once: the engine would otherwise get the same request twice
             // in a row. Asked differently, it stays: the next request may
             // refer to it ("try again").
-            let asked_again = turn_rows
-                .get(i + 1)
-                .is_some_and(|(_, next)| next == prompt);
+            let asked_again = turn_rows.get(i + 1).is_some_and(|(_, next)| next == prompt);
             if round_rows.is_empty() && asked_again {
                 continue;
             }

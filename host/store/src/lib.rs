@@ -28,6 +28,7 @@ mod error;
 mod history;
 mod lock;
 mod records;
+mod remove;
 mod schema;
 mod stats;
 mod status;

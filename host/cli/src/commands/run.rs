@@ -97,6 +97,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         }
         (result, _) => result,
     };
+    // A new session whose one turn never reached the engine (refused
+    // connection, bad URL, untrusted certificate) recorded nothing worth
+    // continuing: it is removed rather than left behind.
+    let unreached = turns_before == 0
+        && matches!(&result, Err(TurnError::Engine(e)) if e.nothing_sent())
+        && matches!(&recorded, Ok(Some(turn))
+            if turn.rounds.iter().all(|r| r.status != goat_store::RoundStatus::Ok));
+    let kept = !unreached
+        || !store
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove_session(&session_id)?;
     let outcome = match result {
         Ok(_) => Outcome::Ok,
         Err(TurnError::Cancelled) => {
@@ -111,6 +123,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                 "error: the turn failed: {}",
                 crate::text::turn_failure(e)
             ));
+            if !kept {
+                note(format_args!(
+                    "the engine was never reached, so session {session_id} was not kept"
+                ));
+            }
             Outcome::Failed
         }
     };
@@ -122,7 +139,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                 return Err(anyhow::Error::new(e).context("reading the turn back from the store"));
             }
         };
-        let summary = summary_json(&session_id, &turn);
+        let mut summary = summary_json(&session_id, &turn);
+        summary["session_kept"] = Value::Bool(kept);
         let mut out = io::stdout().lock();
         let written = serde_json::to_writer_pretty(&mut out, &summary)
             .map_err(io::Error::from)

@@ -72,9 +72,23 @@ async fn connection_refused_asks_whether_the_engine_runs() {
         format!(
             "goat: error: the turn failed: cannot connect to the engine at \
              {base}/chat/completions: Connection refused (os error 111); is the engine running, \
-             and is the URL right?\n"
+             and is the URL right?\ngoat: the engine was never reached, so session {id} was not \
+             kept\n",
+            id = session_id(&text(&out.stderr))
         )
     );
+    // Nothing is left behind: no session to list, none to continue.
+    let listed = env.run(&["sessions", "list", "--json"]);
+    assert_eq!(crate::json_out(&listed), serde_json::json!([]));
+}
+
+/// The id in `goat: session ID (...)`.
+fn session_id(stderr: &str) -> String {
+    stderr
+        .strip_prefix("goat: session ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no session line: {stderr}"))
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -263,7 +277,9 @@ async fn an_untrusted_https_engine_fails_once_saying_how_to_trust_it() {
             "goat: error: the turn failed: the engine's TLS certificate at {url} was not \
              accepted: invalid peer certificate: UnknownIssuer; if the engine uses a private or \
              self-signed CA, trust it with --ca-cert FILE, the ca_cert setting or GOAT_CA_CERT \
-             (a PEM file), or SSL_CERT_FILE\n"
+             (a PEM file), or SSL_CERT_FILE\ngoat: the engine was never reached, so session \
+             {id} was not kept\n",
+            id = session_id(&run.stderr())
         )
     );
     assert!(run.requests().is_empty(), "nothing reached the engine");

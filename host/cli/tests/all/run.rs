@@ -194,13 +194,36 @@ async fn engine_down_is_exit_one_with_a_message_naming_the_url() {
     assert!(err.contains(&url), "{err}");
     assert_eq!(text(&out.stdout), "");
 
-    // Recorded as failed, with the reason.
+    // A new session that never reached the engine is not kept.
     let listed = json_out(&env.run(&["sessions", "list", "--json"]));
-    let id = listed[0]["id"].as_str().unwrap();
-    let shown = json_out(&env.run(&["sessions", "show", id, "--json"]));
-    assert_eq!(shown["turns"][0]["status"], "failed");
+    assert_eq!(listed, serde_json::json!([]));
+    assert!(err.contains("was not kept"), "{err}");
+
+    // A session that has history keeps the failed turn, with the reason.
+    let first = GoatRun::builder()
+        .replies([Reply::text("Hi.")])
+        .run("hello")
+        .await;
+    assert_eq!(first.code(), Some(0), "{}", first.stderr());
+    let id = first.sessions()[0]["id"].as_str().unwrap().to_owned();
+    let out = first
+        .env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--session",
+            &id,
+            "again",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let shown = json_out(&first.env.run(&["sessions", "show", &id, "--json"]));
+    assert_eq!(shown["turns"][1]["status"], "failed");
     assert!(
-        shown["turns"][0]["error"].as_str().unwrap().contains(&url),
+        shown["turns"][1]["error"].as_str().unwrap().contains(&url),
         "{shown}"
     );
 }

@@ -1,0 +1,34 @@
+//! Removing a session and everything recorded under it.
+
+use rusqlite::params;
+
+use crate::{Store, StoreError};
+
+impl Store {
+    /// Removes session `id` with its turns, rounds, tool calls and recovery
+    /// events, in one transaction: all of it or none. Whether it existed.
+    ///
+    /// The caller holds the session's lock (or knows no other process can
+    /// drive it): a session being driven is never removed under its driver.
+    pub fn remove_session(&mut self, id: &str) -> Result<bool, StoreError> {
+        let tx = self.write()?;
+        let turns = "SELECT id FROM turns WHERE session_id = ?1";
+        let rounds = format!("SELECT id FROM rounds WHERE turn_id IN ({turns})");
+        tx.execute(
+            &format!("DELETE FROM recovery_events WHERE turn_id IN ({turns})"),
+            params![id],
+        )?;
+        tx.execute(
+            &format!("DELETE FROM tool_calls WHERE round_id IN ({rounds})"),
+            params![id],
+        )?;
+        tx.execute(
+            &format!("DELETE FROM rounds WHERE turn_id IN ({turns})"),
+            params![id],
+        )?;
+        tx.execute("DELETE FROM turns WHERE session_id = ?1", params![id])?;
+        let removed = tx.execute("DELETE FROM sessions WHERE id = ?1", params![id])? > 0;
+        tx.commit()?;
+        Ok(removed)
+    }
+}
