@@ -83,6 +83,7 @@ mod arguments;
 mod edit_file;
 mod find_files;
 mod list_directory;
+mod manners;
 mod paths;
 mod read_file;
 mod search_files;
