@@ -23,6 +23,7 @@ use goat_pen::manners::Manners;
 use goat_pen::path::{self, WorkPath};
 use goat_pen::text::{Output, cut_line, plural};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
+use memchr::memmem::Finder;
 use memchr::{memchr, memchr_iter, memrchr};
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Input, Span};
@@ -91,7 +92,7 @@ impl Guest for SearchFiles {
             &["pattern", "path", "glob", "context", "include_ignored"],
         )?;
         let pattern = args.string("pattern")?;
-        let regex = compile(pattern)?;
+        let (regex, hir) = compile(pattern)?;
         let base = path::parse_or_root(args.opt_string("path")?)?;
         let glob_arg = args.opt_string("glob")?;
         let glob = glob_arg.map(glob::compile).transpose()?;
@@ -133,6 +134,7 @@ impl Guest for SearchFiles {
 
         let mut search = Search {
             cache: regex.create_cache(),
+            required: required_literal(&hir).map(|lit| Finder::new(&lit).into_owned()),
             regex,
             context: context as usize,
             out: Output::default(),
@@ -163,7 +165,7 @@ impl Guest for SearchFiles {
 
 /// Compiles `pattern` into a regex that never matches a line break,
 /// refusing a pattern that is invalid, needs one, or compiles too large.
-fn compile(pattern: &str) -> ToolResult<Regex> {
+fn compile(pattern: &str) -> ToolResult<(Regex, Hir)> {
     let invalid = |why: &dyn std::fmt::Display| {
         ToolError::InvalidArguments(format!("invalid regular expression '{pattern}': {why}"))
     };
@@ -186,6 +188,7 @@ fn compile(pattern: &str) -> ToolResult<Regex> {
     Regex::builder()
         .configure(Regex::config().nfa_size_limit(Some(MAX_REGEX_BYTES)))
         .build_from_hir(&hir)
+        .map(|regex| (regex, hir))
         .map_err(|e| match e.size_limit() {
             Some(limit) => ToolError::InvalidArguments(format!(
                 "regular expression '{pattern}' is too large: compiled it exceeds the \
@@ -194,6 +197,30 @@ fn compile(pattern: &str) -> ToolResult<Regex> {
             )),
             None => invalid(&e),
         })
+}
+
+/// Shortest literal worth a memmem scan: a single byte finds too many
+/// candidate lines to pay for verifying each.
+const MIN_REQUIRED_LITERAL_BYTES: usize = 3;
+
+/// The longest literal that every match of `hir` contains, when `hir` is a
+/// sequence with one (`[a-z]+zzqq` has `zzqq`; `fn \w+\(` has `fn `).
+/// A plain literal pattern gets `None`: the regex engine searches for it
+/// directly, as fast. This is ripgrep's inner-literal scan, which the
+/// regex engine does not do for patterns whose prefix could also match
+/// the literal.
+fn required_literal(hir: &Hir) -> Option<Vec<u8>> {
+    let HirKind::Concat(parts) = hir.kind() else {
+        return None;
+    };
+    parts
+        .iter()
+        .filter_map(|part| match part.kind() {
+            HirKind::Literal(lit) => Some(lit.0.to_vec()),
+            _ => None,
+        })
+        .filter(|lit| lit.len() >= MIN_REQUIRED_LITERAL_BYTES)
+        .max_by_key(Vec::len)
 }
 
 /// `hir` rewritten to never match `\n`: the byte is taken out of every
@@ -245,6 +272,9 @@ fn within_lines(hir: Hir) -> Result<Hir, ()> {
 
 struct Search {
     regex: Regex,
+    /// A literal every match contains, when the pattern has one and is
+    /// not itself a plain literal: candidate lines are found with it.
+    required: Option<Finder<'static>>,
     cache: Cache,
     context: usize,
     out: Output,
@@ -299,20 +329,9 @@ impl Search {
         let mut any = false;
         let mut at = 0usize;
         while at < buf.len() {
-            let input = Input::new(buf).span(Span {
-                start: at,
-                end: buf.len(),
-            });
-            let Some(found) = self.regex.search_with(&mut self.cache, &input) else {
+            let Some((start, end)) = self.next_matching_line(buf, at) else {
                 break;
             };
-            // After a final line break there is no line, though `^` and
-            // `$` match there.
-            if found.start() == buf.len() && buf.ends_with(b"\n") {
-                break;
-            }
-            let start = memrchr(b'\n', &buf[at..found.start()]).map_or(at, |i| at + i + 1);
-            let end = memchr(b'\n', &buf[found.end()..]).map_or(buf.len(), |i| found.end() + i);
             counted_line += memchr_iter(b'\n', &buf[counted_at..start]).count();
             counted_at = start;
             let line = Line {
@@ -383,6 +402,41 @@ impl Search {
         if any {
             self.files_matched += 1;
         }
+    }
+
+    /// Byte range (without its `\n`) of the first line at or after `at`
+    /// (a line start) that has a match.
+    fn next_matching_line(&mut self, buf: &[u8], mut at: usize) -> Option<(usize, usize)> {
+        let line_around = |from: usize, to: usize, at: usize| {
+            let start = memrchr(b'\n', &buf[at..from]).map_or(at, |i| at + i + 1);
+            let end = memchr(b'\n', &buf[to..]).map_or(buf.len(), |i| to + i);
+            (start, end)
+        };
+        let Some(required) = &self.required else {
+            let input = Input::new(buf).span(Span {
+                start: at,
+                end: buf.len(),
+            });
+            let found = self.regex.search_with(&mut self.cache, &input)?;
+            // After a final line break there is no line, though `^` and
+            // `$` match there.
+            if found.start() == buf.len() && buf.ends_with(b"\n") {
+                return None;
+            }
+            return Some(line_around(found.start(), found.end(), at));
+        };
+        // Only a line holding the required literal can match: find one
+        // with memmem, then run the regex on that line alone.
+        while at < buf.len() {
+            let hit = at + required.find(&buf[at..])?;
+            let (start, end) = line_around(hit, hit, at);
+            let input = Input::new(buf).span(Span { start, end });
+            if self.regex.search_with(&mut self.cache, &input).is_some() {
+                return Some((start, end));
+            }
+            at = end + 1;
+        }
+        None
     }
 
     /// Writes `path{sep}number{sep}text` for `line`, without a trailing

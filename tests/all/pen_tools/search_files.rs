@@ -318,3 +318,19 @@ fn undecodable_name_is_skipped_and_counted_not_failing_the_directory() {
          [1 entry skipped: its name is not valid UTF-8]\n"
     );
 }
+
+#[test]
+fn candidate_lines_found_by_an_inner_literal_are_checked_against_the_whole_pattern() {
+    // `[a-z]+zzqq` is scanned for `zzqq` first; a line holding only the
+    // literal is not a match.
+    let ws = Workspace::new();
+    ws.write("f.txt", "zzqq\nabczzqq\nx zzqq zzqq\nzz qq\nend fooZZQQ\n");
+    assert_eq!(
+        search(&ws, json!({"pattern": "[a-z]+zzqq"})),
+        "f.txt:2:abczzqq\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+    assert_eq!(
+        search(&ws, json!({"pattern": "[a-z]+zzqq", "context": 1})),
+        "f.txt-1-zzqq\nf.txt:2:abczzqq\nf.txt-3-x zzqq zzqq\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+}
