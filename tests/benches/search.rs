@@ -126,9 +126,9 @@ fn build_tree(root: &Path, mb: usize) {
                 n / (FILES_PER_DIR * 8),
                 (n / FILES_PER_DIR) % 8
             ));
-            if n % FILES_PER_DIR == 0 {
+            if n.is_multiple_of(FILES_PER_DIR) {
                 std::fs::create_dir_all(&dir).unwrap();
-                if top == "src" && n % (FILES_PER_DIR * 8) == 0 {
+                if top == "src" && n.is_multiple_of(FILES_PER_DIR * 8) {
                     std::fs::write(dir.join("Cargo.toml"), "[package]\n").unwrap();
                 }
             }
