@@ -13,8 +13,10 @@
 //!   against `rg -j1 -uu`, and with the defaults against `rg -j1`;
 //! - `find_files` against `fd -j1 -uu` (or `find`), both walking the whole
 //!   tree for a name that few files have;
-//! - `list_directory` (depth 10) of one source subtree against
-//!   `fd -j1 -uu` listing the same subtree.
+//! - `list_directory` (depth 10) of one source subtree (under its
+//!   1000-entry cap) against `fd -j1 -uu` listing the same subtree;
+//! - both walks against `find` too when fd is installed: find starts in
+//!   about a millisecond, fd in several, which dominates a small tree.
 //!
 //! A baseline that is not installed is skipped with a note
 //! (`apt-get install ripgrep fd-find`).
@@ -385,6 +387,13 @@ fn main() {
             walk_name,
             theirs.as_ref(),
         );
+        // find starts faster than fd, so on a small tree it shows more of
+        // the walk itself.
+        if let (Some(_), Some(find)) = (&fd, &find) {
+            let theirs = command_job(find, &[".", "-name", "Cargo.toml"]);
+            let what = "find_files **/Cargo.toml, ignore off";
+            report_walk(&bench, what, &ours, "find", Some(&theirs));
+        }
 
         // One source subtree, under the listing's 1000-entry cap.
         let sub = "src/m0";
@@ -404,6 +413,11 @@ fn main() {
             walk_name,
             theirs.as_ref(),
         );
+        if let (Some(_), Some(find)) = (&fd, &find) {
+            let theirs = command_job(find, &[sub, "-maxdepth", "10"]);
+            let what = "list_directory src/m0 depth 10, ignore off";
+            report_walk(&bench, what, &ours, "find", Some(&theirs));
+        }
         println!();
     }
 }
