@@ -40,7 +40,7 @@ CARGO_HOME="$(cd "$CARGO_HOME" 2>/dev/null && pwd || echo "$CARGO_HOME")"
 export CARGO_HOME
 TARGET_DIR="$HERE/target"
 SEP=$'\x1f'
-export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$TARGET_DIR=/goat/target${SEP}--remap-path-prefix=$HERE=/goat/plugins${SEP}--remap-path-prefix=$CARGO_HOME=/cargo${SEP}-Cstrip=symbols${SEP}-Clink-arg=-zstack-size=131072${SEP}-Clink-arg=--initial-memory=524288"
+export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$TARGET_DIR=/goat/target${SEP}--remap-path-prefix=$HERE=/goat/plugins${SEP}--remap-path-prefix=$CARGO_HOME=/cargo${SEP}-Cstrip=symbols${SEP}-Clink-arg=-zstack-size=131072${SEP}-Clink-arg=--initial-memory=524288${SEP}-Ctarget-feature=+simd128"
 # The 128 KiB stack (wasm-ld's default is 1 MiB) keeps the memory a call
 # dirties small, so the host's pooled slots reset cheaply between calls;
 # the tools recurse little and stack overflow traps (the stack is first in

@@ -3,6 +3,7 @@
 use goat_pen::args::Args;
 use goat_pen::fs::{Kind, Walk, Workspace};
 use goat_pen::glob::{self, Glob};
+use goat_pen::manners::Manners;
 use goat_pen::path::{self, WorkPath};
 use goat_pen::text::Output;
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
@@ -25,12 +26,17 @@ impl Guest for FindFiles {
              (default: the workspace root). `*` and `?` match within one path component, `**` \
              matches any number of directories, `[abc]` and `{a,b}` are supported: '**/*.rs' \
              finds Rust files at any depth, '*.rs' only at the top. Returns matching file paths \
-             relative to the workspace root, sorted. .git directories are skipped.",
+             relative to the workspace root, sorted. Like ripgrep and fd, by default it skips files \
+             and directories named in .gitignore, .ignore or .git/info/exclude and hidden ones \
+             (names starting with '.') unless the pattern names them ('.github/**'), and says \
+             how many it skipped; pass include_ignored: true to include them. .git directories \
+             are always skipped.",
             serde_json::json!({
                 "type": "object",
                 "properties": {
                     "pattern": {"type": "string", "description": "Glob pattern, e.g. 'src/**/*.rs'."},
-                    "path": {"type": "string", "description": "Directory to search from, relative to the workspace root. Default: the root."}
+                    "path": {"type": "string", "description": "Directory to search from, relative to the workspace root. Default: the root."},
+                    "include_ignored": {"type": "boolean", "description": "Also find files that .gitignore/.ignore/.git/info/exclude name and hidden files. Default false."}
                 },
                 "required": ["pattern"],
                 "additionalProperties": false
@@ -41,9 +47,12 @@ impl Guest for FindFiles {
     }
 
     fn invoke(arguments: String) -> ToolResult<String> {
-        let args = Args::parse(&arguments, &["pattern", "path"])?;
+        let args = Args::parse(&arguments, &["pattern", "path", "include_ignored"])?;
         let pattern = args.string("pattern")?;
         let glob = glob::compile(pattern)?;
+        let manners =
+            Manners::from_include_ignored(args.opt_bool("include_ignored")?.unwrap_or(false))
+                .showing_hidden_named_in(pattern);
         let base = path::parse_or_root(args.opt_string("path")?)?;
         let ws = Workspace::open()?;
         if ws.stat(&base)?.type_ != wasip2::filesystem::types::DescriptorType::Directory {
@@ -58,7 +67,7 @@ impl Guest for FindFiles {
             .min(MAX_WALK_DEPTH);
         let mut found: Vec<WorkPath> = Vec::new();
         let mut capped = false;
-        let end = ws.walk(&base, depth, &mut |entry, kind, _| {
+        let end = ws.walk_with(&base, manners, depth, &mut |entry, kind, _| {
             if matches!(kind, Kind::File | Kind::Symlink)
                 && entry
                     .strip_prefix(&base)
@@ -88,7 +97,7 @@ impl Guest for FindFiles {
                 )
             };
             let mut text = format!("No files match '{pattern}'{where_}.{hint}\n");
-            if let Some(note) = end.undecodable_note() {
+            for note in end.skipped_note().into_iter().chain(end.undecodable_note()) {
                 text.push_str(&note);
                 text.push('\n');
             }
@@ -114,6 +123,7 @@ impl Guest for FindFiles {
                 end.unreadable_dirs
             ));
         }
+        notes.extend(end.skipped_note());
         notes.extend(end.undecodable_note());
         Ok(out.finish((!notes.is_empty()).then(|| notes.join("\n"))))
     }

@@ -2,6 +2,7 @@
 
 use goat_pen::args::Args;
 use goat_pen::fs::{Kind, Walk, Workspace};
+use goat_pen::manners::Manners;
 use goat_pen::path;
 use goat_pen::text::{Output, plural};
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
@@ -26,12 +27,16 @@ impl Guest for ListDirectory {
             "list_directory",
             "List a directory in the workspace: each entry with its kind (dir, file with size in \
              bytes, or symlink with its target), sorted by name. depth > 1 lists subdirectories \
-             too. Paths in the result are relative to the workspace root.",
+             too. Paths in the result are relative to the workspace root. Like ripgrep and fd, by \
+             default it leaves out entries named in .gitignore, .ignore or .git/info/exclude and \
+             hidden ones (names starting with '.'), and says how many; pass include_ignored: true \
+             to list them too.",
             serde_json::json!({
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "Directory relative to the workspace root. Default: the root."},
-                    "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to list. Default 1."}
+                    "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels to list. Default 1."},
+                    "include_ignored": {"type": "boolean", "description": "Also list entries that .gitignore/.ignore/.git/info/exclude name and hidden entries. Default false."}
                 },
                 "additionalProperties": false
             }),
@@ -41,7 +46,7 @@ impl Guest for ListDirectory {
     }
 
     fn invoke(arguments: String) -> ToolResult<String> {
-        let args = Args::parse(&arguments, &["path", "depth"])?;
+        let args = Args::parse(&arguments, &["path", "depth", "include_ignored"])?;
         let path = path::parse_or_root(args.opt_string("path")?)?;
         let depth = args.opt_u64("depth")?.unwrap_or(DEFAULT_DEPTH);
         if !(1..=MAX_DEPTH).contains(&depth) {
@@ -49,6 +54,8 @@ impl Guest for ListDirectory {
                 "depth must be between 1 and {MAX_DEPTH}, got {depth}"
             )));
         }
+        let manners =
+            Manners::from_include_ignored(args.opt_bool("include_ignored")?.unwrap_or(false));
         let ws = Workspace::open()?;
         let stat = ws.stat(&path)?;
         if stat.type_ != DescriptorType::Directory {
@@ -60,7 +67,7 @@ impl Guest for ListDirectory {
         let mut out = Output::default();
         let mut count = 0usize;
         let mut capped = false;
-        let end = ws.walk(&path, depth as usize, &mut |entry, kind, _| {
+        let end = ws.walk_with(&path, manners, depth as usize, &mut |entry, kind, _| {
             if count == MAX_ENTRIES {
                 capped = true;
                 return Walk::Stop;
@@ -86,7 +93,11 @@ impl Guest for ListDirectory {
         })?;
 
         if out.is_empty() && end.undecodable_names == 0 {
-            return Ok(format!("'{path}' is empty.\n"));
+            let mut text = format!("'{path}' is empty.\n");
+            if let Some(note) = end.skipped_note() {
+                text = format!("'{path}' has nothing to show.\n{note}\n");
+            }
+            return Ok(text);
         }
         let mut notes = Vec::new();
         if capped || end.hit_entry_cap {
@@ -100,6 +111,7 @@ impl Guest for ListDirectory {
                 end.unreadable_dirs
             ));
         }
+        notes.extend(end.skipped_note());
         notes.extend(end.undecodable_note());
         Ok(out.finish((!notes.is_empty()).then(|| notes.join("\n"))))
     }

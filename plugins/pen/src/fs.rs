@@ -10,6 +10,7 @@ use wasip2::filesystem::types::{
     Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
 };
 
+use crate::manners::{IgnoreStack, Ignores, Manners, Skip, skip};
 use crate::path::WorkPath;
 use crate::{ToolError, ToolResult};
 
@@ -52,6 +53,17 @@ pub struct DirEntries {
     pub entries: Vec<(String, Kind)>,
     /// Entries passed over because their names are not valid UTF-8.
     pub undecodable_names: usize,
+}
+
+/// What [`Workspace::read_text_into`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contents {
+    /// The whole file is in the buffer.
+    Text,
+    /// The first block holds a NUL byte; the rest was not read.
+    Binary,
+    /// The file is larger than the limit; it was not read.
+    TooLarge,
 }
 
 /// The workspace root, preopened by the host.
@@ -166,6 +178,61 @@ impl Workspace {
             }
             if end || chunk.is_empty() {
                 return Ok(data);
+            }
+        }
+    }
+
+    /// Reads regular file `path` into `buf` (cleared first) for a search:
+    /// in [`READ_CHUNK_BYTES`] reads, the most the host hands over per call,
+    /// into one buffer the caller reuses from file to file. Stops after the
+    /// first block when it holds a NUL byte (a binary file, as git and
+    /// ripgrep judge it), and before reading a file larger than `max_bytes`.
+    ///
+    /// `known_file` is for a path a walk just listed as a regular file: the
+    /// stat before opening (which keeps [`Workspace::open_read`] from
+    /// opening a FIFO) is then skipped. Skipping it is safe because the
+    /// host opens without blocking and refuses anything but files and
+    /// directories whatever the guest asks.
+    pub fn read_text_into(
+        &self,
+        path: &WorkPath,
+        known_file: bool,
+        max_bytes: u64,
+        buf: &mut Vec<u8>,
+    ) -> ToolResult<Contents> {
+        buf.clear();
+        let fd = if known_file {
+            self.root
+                .open_at(
+                    PathFlags::empty(),
+                    path.as_str(),
+                    OpenFlags::empty(),
+                    DescriptorFlags::READ,
+                )
+                .map_err(|e| fs_error(e, path, "open"))?
+        } else {
+            self.open_read(path)?
+        };
+        let stat = fd.stat().map_err(|e| fs_error(e, path, "stat"))?;
+        require_file(path, stat.type_)?;
+        if stat.size > max_bytes {
+            return Ok(Contents::TooLarge);
+        }
+        loop {
+            let (chunk, end) = fd
+                .read(READ_CHUNK_BYTES, buf.len() as u64)
+                .map_err(|e| fs_error(e, path, "read"))?;
+            if buf.is_empty() && memchr::memchr(0, &chunk).is_some() {
+                return Ok(Contents::Binary);
+            }
+            buf.extend_from_slice(&chunk);
+            if buf.len() as u64 > max_bytes {
+                return Ok(Contents::TooLarge);
+            }
+            // The size was known: a file read to it needs no call that
+            // returns nothing to say it ended.
+            if end || chunk.is_empty() || buf.len() as u64 >= stat.size {
+                return Ok(Contents::Text);
             }
         }
     }
@@ -356,6 +423,12 @@ pub struct WalkEnd {
     /// Entries passed over because their names are not valid UTF-8 (a
     /// directory among them is not entered).
     pub undecodable_names: usize,
+    /// Entries passed over because an ignore file names them (a directory
+    /// counts once, whatever it holds).
+    pub ignored: usize,
+    /// Hidden entries passed over (version-control directories, never
+    /// walked, are not counted).
+    pub hidden: usize,
 }
 
 impl WalkEnd {
@@ -363,6 +436,12 @@ impl WalkEnd {
     /// names, when any were: a result must not look complete when it is not.
     pub fn undecodable_note(&self) -> Option<String> {
         undecodable_note(self.undecodable_names)
+    }
+
+    /// The one-line note saying how many entries were passed over as
+    /// ignored or hidden, and how to include them, when any were.
+    pub fn skipped_note(&self) -> Option<String> {
+        crate::manners::skipped_note(self.ignored, self.hidden)
     }
 }
 
@@ -383,19 +462,40 @@ impl Workspace {
     /// nothing deeper than `max_depth` is visited. Symlinks are reported and
     /// never followed, so a walk cannot loop or leave through one. An entry
     /// whose name is not valid UTF-8 is skipped and counted in the
-    /// [`WalkEnd`], never failing its directory.
+    /// [`WalkEnd`], never failing its directory. Nothing is passed over for
+    /// being ignored or hidden: see [`Workspace::walk_with`].
     pub fn walk(
         &self,
         base: &WorkPath,
         max_depth: usize,
         visit: &mut dyn FnMut(&WorkPath, Kind, usize) -> Walk,
     ) -> ToolResult<WalkEnd> {
+        self.walk_with(base, Manners::ALL, max_depth, visit)
+    }
+
+    /// [`Workspace::walk`] with ripgrep's manners: entries that the ignore
+    /// files name, or that are hidden, are passed over as `manners` says
+    /// (a directory with everything in it), and counted in the [`WalkEnd`]
+    /// so the result can say so. `base` itself is never passed over: it
+    /// was named.
+    pub fn walk_with(
+        &self,
+        base: &WorkPath,
+        manners: Manners,
+        max_depth: usize,
+        visit: &mut dyn FnMut(&WorkPath, Kind, usize) -> Walk,
+    ) -> ToolResult<WalkEnd> {
         let mut end = WalkEnd::default();
         let mut seen = 0usize;
         let mut stack: Vec<(WorkPath, Kind, usize)> = Vec::new();
+        let mut ignores = IgnoreStack::at(self, base, manners);
+        let respect = manners.ignores == Ignores::Respect;
         // Entries are pushed in reverse so they pop in name order.
         let first = self.read_dir(base)?;
         end.undecodable_names += first.undecodable_names;
+        if respect {
+            ignores.push_dir(self, base, 0, Some(&first.entries));
+        }
         push_entries(&mut stack, base, first.entries, 1);
         while let Some((path, kind, depth)) = stack.pop() {
             seen += 1;
@@ -403,18 +503,35 @@ impl Workspace {
                 end.hit_entry_cap = true;
                 break;
             }
+            ignores.leave_to(depth);
+            let name = path.split_last().map_or("", |(_, name)| name);
+            match skip(&ignores, manners, &path, name, kind) {
+                Some(Skip::Hidden) => {
+                    // Version-control internals are never walked, so they
+                    // are not news when left out.
+                    if !SKIP_DIRS.contains(&name) {
+                        end.hidden += 1;
+                    }
+                    continue;
+                }
+                Some(Skip::Ignored) => {
+                    end.ignored += 1;
+                    continue;
+                }
+                None => {}
+            }
             match visit(&path, kind, depth) {
                 Walk::Stop => break,
                 Walk::SkipDir => continue,
                 Walk::Continue => {}
             }
-            let skip = path
-                .split_last()
-                .is_some_and(|(_, name)| SKIP_DIRS.contains(&name));
-            if kind == Kind::Dir && depth < max_depth && !skip {
+            if kind == Kind::Dir && depth < max_depth && !SKIP_DIRS.contains(&name) {
                 match self.read_dir(&path) {
                     Ok(listing) => {
                         end.undecodable_names += listing.undecodable_names;
+                        if respect {
+                            ignores.push_dir(self, &path, depth, Some(&listing.entries));
+                        }
                         push_entries(&mut stack, &path, listing.entries, depth + 1);
                     }
                     Err(_) => end.unreadable_dirs += 1,

@@ -5,7 +5,8 @@
 //! one exactly the workspace access it declares. What they have in common
 //! lives here: the `goat:tool` bindings (generated once, exported by each tool
 //! with [`export_tool!`]), strict argument parsing, workspace-relative path
-//! handling, directory walking and glob matching.
+//! handling, directory walking with ripgrep's manners (ignore files, hidden entries)
+//! and glob matching.
 //!
 //! The key decision: the guest checks paths only to give the model a clear
 //! message. The boundary itself is the host's: the workspace is the only
@@ -18,6 +19,7 @@ pub mod change;
 pub mod encoding;
 pub mod fs;
 pub mod glob;
+pub mod manners;
 pub mod path;
 pub mod text;
 

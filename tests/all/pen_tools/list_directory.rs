@@ -62,8 +62,13 @@ fn symlink_to_a_directory_inside_can_be_listed() {
 fn version_control_directories_are_listed_but_not_entered() {
     let ws = Workspace::new();
     ws.write(".git/config", "c").write("src/a.rs", "a");
+    // Hidden by default, and not counted: it is never walked anyway.
     assert_eq!(
         list(&ws, json!({"depth": 2})),
+        "src/  (dir)\nsrc/a.rs  (file, 1 byte)\n"
+    );
+    assert_eq!(
+        list(&ws, json!({"depth": 2, "include_ignored": true})),
         ".git/  (dir)\nsrc/  (dir)\nsrc/a.rs  (file, 1 byte)\n"
     );
 }

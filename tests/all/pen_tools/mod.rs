@@ -85,6 +85,7 @@ mod edit_file;
 mod encodings;
 mod find_files;
 mod list_directory;
+mod manners;
 mod move_file;
 mod paths;
 mod read_file;

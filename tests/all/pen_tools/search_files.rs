@@ -101,18 +101,91 @@ fn inline_flag_makes_the_search_case_insensitive() {
 }
 
 #[test]
-fn binary_and_non_utf8_files_are_skipped_with_a_note() {
+fn binary_files_are_skipped_with_a_note() {
     let ws = Workspace::new();
     ws.write("blob.bin", b"needle\0needle\n")
         .write("text.txt", "needle\n");
     assert_eq!(
         search(&ws, json!({"pattern": "needle"})),
-        "text.txt:1:needle\n[1 matching line in 1 file; 2 files searched]\n[skipped 1 file (binary or not UTF-8)]\n"
+        "text.txt:1:needle\n[1 matching line in 1 file; 2 files searched]\n[skipped 1 file (binary)]\n"
     );
-    ws.write("latin1.txt", b"needle caf\xe9\n");
+}
+
+#[test]
+fn a_nul_past_the_first_block_does_not_make_a_file_binary() {
+    // The sniff reads the first block only (64 KiB, one read from the
+    // host), as ripgrep's does: the rest of the file is searched as text.
+    let ws = Workspace::new();
+    let mut text = "x\n".repeat(40_000).into_bytes();
+    text.extend_from_slice(b"\0\nneedle\n");
+    ws.write("late.txt", text);
+    assert_eq!(
+        search(&ws, json!({"pattern": "needle"})),
+        "late.txt:40002:needle\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+}
+
+#[test]
+fn lines_that_are_not_utf8_are_searched_as_bytes_and_shown_lossily() {
+    let ws = Workspace::new();
+    ws.write("latin1.txt", b"caf\xe9 needle\nplain\n");
+    assert_eq!(
+        search(&ws, json!({"pattern": "needle"})),
+        "latin1.txt:1:caf\u{fffd} needle\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+}
+
+#[test]
+fn a_match_never_spans_lines() {
+    let ws = Workspace::new();
+    ws.write("f.txt", "alpha\nbeta\nalpha beta\n");
+    // \s and [^x] would cross the line break in a whole-buffer search.
+    assert_eq!(
+        search(&ws, json!({"pattern": r"alpha\s+beta"})),
+        "f.txt:3:alpha beta\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+    assert_eq!(
+        search(&ws, json!({"pattern": r"a[^x]*b"})),
+        "f.txt:3:alpha beta\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+    expect_err(
+        ws.read_call("search_files", json!({"pattern": "alpha\nbeta"})),
+        ToolError::InvalidArguments,
+        &["can only match a line break"],
+    );
+}
+
+#[test]
+fn a_regex_over_the_size_limit_is_refused_saying_why() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "a\n");
+    expect_err(
+        ws.read_call("search_files", json!({"pattern": r"\w{1000}"})),
+        ToolError::InvalidArguments,
+        &[
+            r"regular expression '\w{1000}' is too large",
+            "byte limit",
+            "use a simpler pattern",
+        ],
+    );
     assert_contains(
-        &search(&ws, json!({"pattern": "needle"})),
-        "[skipped 2 files (binary or not UTF-8)]",
+        &search(&ws, json!({"pattern": r"[a-z]{1000}|a"})),
+        "a.txt:1:a\n",
+    );
+}
+
+#[test]
+fn matches_past_the_128_kib_output_cap_are_said() {
+    let ws = Workspace::new();
+    // 100 lines of 2000 bytes: well under 500 matches, over 128 KiB.
+    let line = format!("hit{}\n", "y".repeat(1997));
+    ws.write("wide.txt", line.repeat(100));
+    let text = search(&ws, json!({"pattern": "hit"}));
+    let shown = text.lines().filter(|l| l.starts_with("wide.txt:")).count();
+    assert!((60..100).contains(&shown), "{shown} lines shown");
+    assert_contains(
+        &text,
+        "[stopped early: results are capped at 500 matches and 128 KiB",
     );
 }
 
@@ -243,5 +316,21 @@ fn undecodable_name_is_skipped_and_counted_not_failing_the_directory() {
         search(&ws, json!({"pattern": "needle"})),
         "a.txt:1:needle\nz.txt:1:needle\n[2 matching lines in 2 files; 2 files searched]\n\
          [1 entry skipped: its name is not valid UTF-8]\n"
+    );
+}
+
+#[test]
+fn candidate_lines_found_by_an_inner_literal_are_checked_against_the_whole_pattern() {
+    // `[a-z]+zzqq` is scanned for `zzqq` first; a line holding only the
+    // literal is not a match.
+    let ws = Workspace::new();
+    ws.write("f.txt", "zzqq\nabczzqq\nx zzqq zzqq\nzz qq\nend fooZZQQ\n");
+    assert_eq!(
+        search(&ws, json!({"pattern": "[a-z]+zzqq"})),
+        "f.txt:2:abczzqq\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+    assert_eq!(
+        search(&ws, json!({"pattern": "[a-z]+zzqq", "context": 1})),
+        "f.txt-1-zzqq\nf.txt:2:abczzqq\nf.txt-3-x zzqq zzqq\n[1 matching line in 1 file; 1 file searched]\n"
     );
 }
