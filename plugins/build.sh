@@ -50,7 +50,8 @@ export CARGO_ENCODED_RUSTFLAGS="--remap-path-prefix=$TARGET_DIR=/goat/target${SE
 # unprotect around every call: measured in the read_file bench, a no-op call
 # 15.6 -> 8.4 µs, a 4 KiB read_file 28.7 -> 20.6 µs; 256 KiB was too small
 # for read_file, 1 MiB no faster. The host's smallest memory limit (1 MiB)
-# stays above it.
+# stays above it. +simd128 lets memchr/memmem (search_files' scans) use wasm
+# SIMD, which wasmtime runs by default.
 export SOURCE_DATE_EPOCH=0
 
 "$CARGO" build --release --locked --target wasm32-unknown-unknown \
