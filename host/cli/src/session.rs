@@ -259,7 +259,7 @@ pub(crate) fn for_turn(
 
 /// The session to resume, if it exists and works in this workspace.
 fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<SessionInfo> {
-    let info = store.session(id).with_context(|| {
+    let info = store.find_session(id).with_context(|| {
         format!(
             "cannot resume; `goat sessions list --db {}` shows the sessions",
             store.path().display()
@@ -269,7 +269,8 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
     let same = stored == workspace || stored.canonicalize().is_ok_and(|c| c == workspace);
     if !same {
         bail!(
-            "session {id} works in {}, not {}; run it there, or pass --workspace {}",
+            "session {} works in {}, not {}; run it there, or pass --workspace {}",
+            info.id,
             text::escape_controls(&info.workspace),
             workspace.display(),
             text::escape_controls(&info.workspace)

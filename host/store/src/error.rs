@@ -60,6 +60,17 @@ pub enum StoreError {
     /// No such session.
     #[error("no session '{0}' in the store")]
     NoSession(String),
+    /// More than one session id starts with the prefix given.
+    #[error(
+        "'{prefix}' names more than one session ({}); give more of the id",
+        matches.join(", ")
+    )]
+    AmbiguousSession {
+        /// What was given.
+        prefix: String,
+        /// Some of the ids it starts.
+        matches: Vec<String>,
+    },
     /// SQLite failed.
     #[error("store error: {0}")]
     Sqlite(#[from] rusqlite::Error),

@@ -192,6 +192,34 @@ impl Store {
             .ok_or_else(|| StoreError::NoSession(id.to_owned()))
     }
 
+    /// The session whose id is `given`, or the one session whose id starts
+    /// with it (ids are long; people type the first few characters).
+    pub fn find_session(&self, given: &str) -> Result<SessionInfo, StoreError> {
+        match self.session(given) {
+            Err(StoreError::NoSession(_)) => {}
+            other => return other,
+        }
+        // Ids are lowercase hex: anything else matches nothing, and a
+        // pattern character can never reach the LIKE.
+        if given.is_empty() || !given.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(StoreError::NoSession(given.to_owned()));
+        }
+        let pattern = format!("{}%", given.to_ascii_lowercase());
+        let ids: Vec<String> = self
+            .conn
+            .prepare_cached("SELECT id FROM sessions WHERE id LIKE ?1 ORDER BY id LIMIT 6")?
+            .query_map([&pattern], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        match ids.as_slice() {
+            [] => Err(StoreError::NoSession(given.to_owned())),
+            [one] => self.session(one),
+            _ => Err(StoreError::AmbiguousSession {
+                prefix: given.to_owned(),
+                matches: ids.into_iter().take(5).collect(),
+            }),
+        }
+    }
+
     /// All sessions, newest first.
     pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
         let mut stmt = self.conn.prepare(

@@ -114,9 +114,9 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
         );
     };
     let session = store
-        .session(id)
+        .find_session(id)
         .context("`goat sessions list` shows the sessions")?;
-    let turns = store.turns(id)?;
+    let turns = store.turns(&session.id)?;
     let mut out = io::stdout().lock();
     if json {
         let value = json!({

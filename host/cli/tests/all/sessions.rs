@@ -193,3 +193,37 @@ async fn an_unknown_session_in_an_existing_store_is_exit_two() {
     ]);
     assert_eq!(json_out(&out), json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_is_shown_and_continued_by_a_prefix_of_its_id() {
+    let first = crate::GoatRun::builder()
+        .replies([goat_testkit::Reply::text("One.")])
+        .run("first")
+        .await;
+    assert_eq!(first.code(), Some(0), "{}", first.stderr());
+    let id = first.sessions()[0]["id"].as_str().unwrap().to_owned();
+    let prefix = &id[..6];
+    let shown = json_out(&first.env.run(&["sessions", "show", prefix, "--json"]));
+    assert_eq!(shown["session"]["id"], id.as_str());
+
+    let server = ScriptedServer::start(vec![goat_testkit::Reply::text("Two.")]).await;
+    let out = first
+        .env
+        .run_async(&[
+            "run",
+            "--engine",
+            &server.base_url(),
+            "--model",
+            "qwen",
+            "--session",
+            prefix,
+            "second",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = json_out(&first.env.run(&["sessions", "show", &id, "--json"]));
+    assert_eq!(shown["turns"].as_array().unwrap().len(), 2);
+    // The resumed request carried the first exchange.
+    let body = &server.requests()[0].body;
+    assert_eq!(body["messages"][1]["content"], "first");
+}

@@ -770,3 +770,47 @@ fn a_failed_request_asked_again_word_for_word_is_sent_once() {
         ]
     );
 }
+
+#[test]
+fn a_session_is_found_by_any_unique_prefix_of_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let ids: Vec<String> = (0..40)
+        .map(|_| {
+            store
+                .create_session(dir.path(), "http://e/v1", "qwen")
+                .unwrap()
+        })
+        .collect();
+    let id = &ids[0];
+    assert_eq!(&store.find_session(id).unwrap().id, id);
+    // The shortest prefix no other id shares.
+    let unique = (1..=id.len())
+        .map(|n| &id[..n])
+        .find(|p| ids.iter().filter(|i| i.starts_with(p)).count() == 1)
+        .unwrap();
+    assert_eq!(&store.find_session(unique).unwrap().id, id);
+    assert_eq!(
+        &store.find_session(&unique.to_ascii_uppercase()).unwrap().id,
+        id
+    );
+    // A prefix shared by several names some of them.
+    let shared = &id[..unique.len() - 1];
+    if !shared.is_empty() {
+        match store.find_session(shared) {
+            Err(goat_store::StoreError::AmbiguousSession { matches, .. }) => {
+                assert!(matches.len() >= 2 && matches.iter().all(|m| m.starts_with(shared)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    for nothing in ["", "%", "_", "zz", "0%"] {
+        assert!(
+            matches!(
+                store.find_session(nothing),
+                Err(goat_store::StoreError::NoSession(_))
+            ),
+            "{nothing:?}"
+        );
+    }
+}
