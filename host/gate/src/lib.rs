@@ -85,12 +85,14 @@
 //!   are one file but two paths to the gate.
 
 mod boundary;
+pub mod command;
 mod db;
 mod decide;
 mod error;
 mod path;
 mod rule;
 
+pub use command::{CommandCall, CommandPolicy, COMMAND_TOOL, decide_command, decide_command_with_rules};
 pub use boundary::{Boundary, PROTECTED_NAMES, Refusal, is_protected};
 pub use db::{DEFAULT_BUSY_TIMEOUT, PermissionDb, SCHEMA_VERSION};
 pub use decide::{

@@ -19,6 +19,7 @@ use crate::gate::{
     self, Boundary, Decision, Effect, Evaluation, GateRequest, Interactive, NewRule, PermissionDb,
     Scope, WritePolicy,
 };
+use crate::command::{CommandTool, RUN_COMMAND, command_schema};
 use crate::schema;
 
 /// One call the gate wants a person to decide, with what they need to
@@ -71,7 +72,7 @@ pub trait Approver: Send {
 pub type Routed = CallOutcome;
 
 /// A call that failed before the gate was asked.
-fn failed(kind: CallErrorKind, result: String) -> Routed {
+pub(crate) fn failed(kind: CallErrorKind, result: String) -> Routed {
     CallOutcome {
         status: CallStatus::Error,
         result,
@@ -123,6 +124,7 @@ pub struct AppToolRouter {
     tools: Vec<Tool>,
     config: RouterConfig,
     approver: Option<Box<dyn Approver>>,
+    commands: Option<CommandTool>,
 }
 
 impl AppToolRouter {
@@ -133,7 +135,21 @@ impl AppToolRouter {
             tools,
             config,
             approver: None,
+            commands: None,
         }
+    }
+
+    /// Offers `run_command`, contained as `tool` says. The caller checks
+    /// [`crate::command_support`] first: where the kernel cannot contain a
+    /// command, the tool must not be offered.
+    pub fn with_commands(mut self, tool: CommandTool) -> Self {
+        self.commands = Some(tool);
+        self
+    }
+
+    /// Asks the approver, if there is one.
+    pub(crate) fn approve_with(&mut self, request: &ApprovalRequest<'_>) -> Option<Approval> {
+        self.approver.as_mut().map(|a| a.approve(request))
     }
 
     /// Sets who answers the gate's questions.
@@ -151,12 +167,17 @@ impl AppToolRouter {
                 description: t.spec().description.clone(),
                 parameters: t.spec().parameters.clone(),
             })
+            .chain(self.commands.is_some().then(command_schema))
             .collect()
     }
 
     /// The offered tool names.
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.spec().name.clone()).collect()
+        self.tools
+            .iter()
+            .map(|t| t.spec().name.clone())
+            .chain(self.commands.is_some().then(|| RUN_COMMAND.to_owned()))
+            .collect()
     }
 
     /// The configuration.
@@ -171,6 +192,11 @@ impl AppToolRouter {
     /// model is told. `Err` is a host failure that ends the turn (the
     /// workspace cannot be opened).
     pub fn route(&mut self, call: &ToolCall) -> Result<Routed, SandboxError> {
+        if call.name == RUN_COMMAND
+            && let Some(tool) = self.commands.clone()
+        {
+            return Ok(self.route_command(&tool, call));
+        }
         let tool = match self.find(call) {
             Ok(tool) => tool.clone(),
             Err(routed) => return Ok(routed),
@@ -442,6 +468,7 @@ impl AppToolRouter {
                     workspace: self.config.workspace.to_str().map(str::to_owned),
                     created_at: now,
                     expires_at: None,
+                    command: None,
                 })
                 .map(|rule| format!("#{}", rule.id))
             })
@@ -472,7 +499,7 @@ impl goat_sandbox::PathPolicy for GatePolicy {
 
 /// A call that does not run. Every denial's reason is written for the
 /// model and begins `denied:`, so it is the result as it stands.
-fn denied(decision: CallDecision, reason: String) -> Routed {
+pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
     CallOutcome {
         status: CallStatus::Denied,
         result: reason.clone(),

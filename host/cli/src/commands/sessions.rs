@@ -228,7 +228,11 @@ fn call_line(call: &CallRecord) -> String {
             .unwrap_or_default();
         line.push_str(&format!(" [{}{reason}]", decision.as_str()));
     }
-    let failed = match call.status {
+    // A command's result opens with how it ended and how long it took.
+    let command_ran = call.call.tool == goat_shepherd::RUN_COMMAND
+        && call.status == goat_store::CallStatus::Ok;
+    let failed = command_ran
+        || match call.status {
         goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,
         // A denial's result is its reason, already shown.
         goat_store::CallStatus::Ok

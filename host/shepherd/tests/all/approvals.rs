@@ -231,6 +231,7 @@ fn always_saves_a_persistent_rule_and_a_deny_rule_still_wins() {
             workspace: None,
             created_at: 1,
             expires_at: None,
+            command: None,
         })
         .unwrap();
     let denied = later.route(&write("a.txt", "three")).unwrap();
@@ -358,6 +359,7 @@ fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
             workspace: None,
             created_at: goat_shepherd::gate::now(),
             expires_at: None,
+            command: None,
         })
         .unwrap();
     PermissionDb::open(&f.db)
@@ -371,6 +373,7 @@ fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
             workspace: None,
             created_at: goat_shepherd::gate::now(),
             expires_at: None,
+            command: None,
         })
         .unwrap();
     let denied = router.route(&write("notes/a.txt", "x")).unwrap();
