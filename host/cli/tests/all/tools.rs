@@ -28,6 +28,7 @@ fn tools_list_names_each_tool_with_its_access() {
             ("search_files", "read"),
             ("write_file", "read-write"),
             ("edit_file", "read-write"),
+            ("run_command", "command"),
         ]
     );
 }
