@@ -257,12 +257,12 @@ fn mark_split(
 ) -> Result<bool, CommandError> {
     let own = grant_of(rules, rel);
     let mut differs = rules.governs_below(rel);
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        CommandError::Containment(format!("cannot list {}: {e}", dir.display()))
-    })?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CommandError::Containment(format!("cannot list {}: {e}", dir.display())))?;
     for entry in entries {
-        let entry = entry
-            .map_err(|e| CommandError::Containment(format!("cannot list {}: {e}", dir.display())))?;
+        let entry = entry.map_err(|e| {
+            CommandError::Containment(format!("cannot list {}: {e}", dir.display()))
+        })?;
         *budget = budget.checked_sub(1).ok_or_else(|| {
             CommandError::Containment(format!(
                 "the workspace has more than {MAX_WALK_ENTRIES} entries; the command sandbox \
@@ -323,9 +323,9 @@ fn grant_dir(
     )
     .map_err(|e| CommandError::Containment(format!("cannot list workspace path {rel}: {e}")))?;
     let mut names = Vec::new();
-    let mut reader = rustix::fs::Dir::read_from(&listing)
+    let reader = rustix::fs::Dir::read_from(&listing)
         .map_err(|e| CommandError::Containment(format!("cannot list workspace path {rel}: {e}")))?;
-    while let Some(entry) = reader.next() {
+    for entry in reader {
         let entry = entry.map_err(|e| {
             CommandError::Containment(format!("cannot list workspace path {rel}: {e}"))
         })?;

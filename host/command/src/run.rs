@@ -329,8 +329,8 @@ fn working_dir(workspace: &Path, cwd: Option<&Path>) -> Result<PathBuf, CommandE
 /// The command's whole environment: a short allowlist, never GOAT's own.
 fn environment(containment: &Containment, tmpdir: &Path) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = Vec::new();
-    let path = std::env::var_os("PATH")
-        .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    let path =
+        std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
     env.push(("PATH".into(), path));
     for name in ["HOME", "LANG", "TERM"]
         .into_iter()
@@ -365,8 +365,8 @@ fn watch(
     timeout: Duration,
     pids: Option<&PidsGroup>,
 ) -> Result<(Captured, bool), CommandError> {
-    let pidfd =
-        rustix::process::pidfd_open(pid, PidfdFlags::empty()).map_err(|e| CommandError::Watch(e.into()))?;
+    let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())
+        .map_err(|e| CommandError::Watch(e.into()))?;
     let started = Instant::now();
     let mut capture = Capture::new(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
     let mut buf = vec![0u8; 64 * 1024];

@@ -41,13 +41,9 @@ pub fn program(network: Network) -> Result<BpfProgram, String> {
         rules.insert(call, Vec::new());
     }
     if network == Network::Closed {
-        let not_unix = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            AF_UNIX as u64,
-        )
-        .map_err(|e| e.to_string())?;
+        let not_unix =
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, AF_UNIX as u64)
+                .map_err(|e| e.to_string())?;
         rules.insert(
             libc_nr::SOCKET,
             vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?],

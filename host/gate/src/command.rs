@@ -23,13 +23,13 @@
 
 use std::path::Path;
 
+use crate::Boundary;
 use crate::db::{DEFAULT_BUSY_TIMEOUT, PermissionDb};
 use crate::decide::{
     Decision, Denial, Evaluation, GateRequest, Grant, GrantedBy, Interactive, WritePolicy,
 };
 use crate::path::quoted;
 use crate::rule::{Access, Effect, Rule};
-use crate::Boundary;
 
 /// The tool's name, which command rules are about.
 pub const COMMAND_TOOL: &str = "run_command";
@@ -98,7 +98,9 @@ pub fn check_prefix(command: &str) -> Result<(), String> {
         );
     }
     if command.len() > MAX_COMMAND_BYTES {
-        return Err(format!("the command is longer than {MAX_COMMAND_BYTES} bytes"));
+        return Err(format!(
+            "the command is longer than {MAX_COMMAND_BYTES} bytes"
+        ));
     }
     if command.contains('\0') {
         return Err("the command contains a NUL byte".to_owned());
@@ -117,7 +119,10 @@ fn starts_with_words(command: &str, prefix: &str) -> bool {
 
 /// The simple commands of a line, split at every control character.
 fn segments(command: &str) -> impl Iterator<Item = &str> {
-    command.split(CONTROL).map(str::trim).filter(|s| !s.is_empty())
+    command
+        .split(CONTROL)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
 }
 
 fn rule_in_force(rule: &Rule, call: &CommandCall<'_>) -> bool {
@@ -168,11 +173,9 @@ pub fn decide_command_with_rules(rules: &[Rule], call: &CommandCall<'_>) -> Eval
             }],
         },
         (CommandPolicy::Default, Interactive::Yes) => Decision::Ask { asked: Vec::new() },
-        (CommandPolicy::Default, Interactive::No) => {
-            Decision::Deny(Denial::CommandNeedsApproval {
-                command: call.command.to_owned(),
-            })
-        }
+        (CommandPolicy::Default, Interactive::No) => Decision::Deny(Denial::CommandNeedsApproval {
+            command: call.command.to_owned(),
+        }),
     })
 }
 
@@ -203,7 +206,11 @@ pub fn decide_command(db_path: &Path, call: &CommandCall<'_>) -> (Evaluation, Op
 
 /// How a command-needs-approval denial reads.
 pub(crate) fn needs_approval_reason(command: &str) -> String {
-    let suggested = command.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    let suggested = command
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
     format!(
         "denied: running {} needs approval and no one is at a terminal to give it; the user can \
          allow it with `goat permissions allow {COMMAND_TOOL} --command {}` or run with \
@@ -233,7 +240,12 @@ mod tests {
         }
     }
 
-    fn decide(rules: &[Rule], command: &str, interactive: Interactive, policy: CommandPolicy) -> String {
+    fn decide(
+        rules: &[Rule],
+        command: &str,
+        interactive: Interactive,
+        policy: CommandPolicy,
+    ) -> String {
         let e = decide_command_with_rules(
             rules,
             &CommandCall {
@@ -281,7 +293,11 @@ mod tests {
             ("ls", Yes, Default, "ask"),
             ("ls", No, Default, "deny"),
         ] {
-            assert_eq!(decide(&rules, command, interactive, policy), want, "{command:?}");
+            assert_eq!(
+                decide(&rules, command, interactive, policy),
+                want,
+                "{command:?}"
+            );
         }
     }
 
@@ -289,7 +305,10 @@ mod tests {
     fn path_rules_and_command_rules_never_cross() {
         let mut path_rule = rule(1, Effect::Deny, "x");
         path_rule.command = None;
-        assert_eq!(decide(&[path_rule], "x", Interactive::No, CommandPolicy::AllowAll), "allow");
+        assert_eq!(
+            decide(&[path_rule], "x", Interactive::No, CommandPolicy::AllowAll),
+            "allow"
+        );
         let request = GateRequest {
             session_id: "s",
             workspace: Some("/w"),

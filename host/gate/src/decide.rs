@@ -203,9 +203,9 @@ impl Evaluation {
                 .iter()
                 .filter_map(|g| match &g.by {
                     GrantedBy::Rule(rule) => Some(rule),
-                    GrantedBy::ReadDefault
-                    | GrantedBy::AllowWrites
-                    | GrantedBy::AllowCommands => None,
+                    GrantedBy::ReadDefault | GrantedBy::AllowWrites | GrantedBy::AllowCommands => {
+                        None
+                    }
                 })
                 .collect(),
             Decision::Deny(Denial::Rule { rule, .. } | Denial::InvalidRule { rule, .. }) => {

@@ -92,8 +92,10 @@ mod error;
 mod path;
 mod rule;
 
-pub use command::{CommandCall, CommandPolicy, COMMAND_TOOL, decide_command, decide_command_with_rules};
 pub use boundary::{Boundary, PROTECTED_NAMES, Refusal, is_protected};
+pub use command::{
+    COMMAND_TOOL, CommandCall, CommandPolicy, decide_command, decide_command_with_rules,
+};
 pub use db::{DEFAULT_BUSY_TIMEOUT, PermissionDb, SCHEMA_VERSION};
 pub use decide::{
     Decision, Denial, Evaluation, GateRequest, Grant, GrantedBy, Interactive, WritePolicy,

@@ -182,16 +182,16 @@ impl fmt::Display for Rule {
         } else {
             write!(
                 f,
-            "#{}: {} {} {}{} for ",
-            self.id,
-            self.effect.as_str(),
-            self.access.as_str(),
-            quoted(&self.pattern),
-            if self.covers_below() {
-                " and everything under it"
-            } else {
-                ""
-            }
+                "#{}: {} {} {}{} for ",
+                self.id,
+                self.effect.as_str(),
+                self.access.as_str(),
+                quoted(&self.pattern),
+                if self.covers_below() {
+                    " and everything under it"
+                } else {
+                    ""
+                }
             )?;
         }
         match &self.tool {

@@ -301,7 +301,9 @@ pub fn command_support() -> Result<(), String> {
 pub fn default_containment(workspace: &Path, home: Option<&Path>) -> Containment {
     Containment {
         workspace: workspace.to_path_buf(),
-        read_paths: home.map(goat_command::default_read_paths).unwrap_or_default(),
+        read_paths: home
+            .map(goat_command::default_read_paths)
+            .unwrap_or_default(),
         network: Network::Closed,
         env: Vec::new(),
     }

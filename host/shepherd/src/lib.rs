@@ -23,9 +23,7 @@ mod router;
 pub mod schema;
 mod turn;
 
-pub use command::{
-    CommandTool, RUN_COMMAND, command_schema, command_support, default_containment,
-};
+pub use command::{CommandTool, RUN_COMMAND, command_schema, command_support, default_containment};
 pub use goat_command::{Containment, Network};
 pub use router::{AppToolRouter, Approval, ApprovalRequest, Approver, Routed, RouterConfig};
 pub use turn::{

@@ -15,11 +15,11 @@ use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool, ToolError, ToolFail
 use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
 use serde_json::Value;
 
+use crate::command::{CommandTool, RUN_COMMAND, command_schema};
 use crate::gate::{
     self, Boundary, Decision, Effect, Evaluation, GateRequest, Interactive, NewRule, PermissionDb,
     Scope, WritePolicy,
 };
-use crate::command::{CommandTool, RUN_COMMAND, command_schema};
 use crate::schema;
 
 /// One call the gate wants a person to decide, with what they need to

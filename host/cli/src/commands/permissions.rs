@@ -203,11 +203,7 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
         }
         None => None,
     };
-    if args.command.is_some()
-        && tool
-            .as_deref()
-            .is_some_and(|t| t != gate::COMMAND_TOOL)
-    {
+    if args.command.is_some() && tool.as_deref().is_some_and(|t| t != gate::COMMAND_TOOL) {
         bail!(
             "--command rules are about {}; give that tool (or *)",
             gate::COMMAND_TOOL

@@ -229,16 +229,16 @@ fn call_line(call: &CallRecord) -> String {
         line.push_str(&format!(" [{}{reason}]", decision.as_str()));
     }
     // A command's result opens with how it ended and how long it took.
-    let command_ran = call.call.tool == goat_shepherd::RUN_COMMAND
-        && call.status == goat_store::CallStatus::Ok;
+    let command_ran =
+        call.call.tool == goat_shepherd::RUN_COMMAND && call.status == goat_store::CallStatus::Ok;
     let failed = command_ran
         || match call.status {
-        goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,
-        // A denial's result is its reason, already shown.
-        goat_store::CallStatus::Ok
-        | goat_store::CallStatus::Denied
-        | goat_store::CallStatus::Pending => false,
-    };
+            goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,
+            // A denial's result is its reason, already shown.
+            goat_store::CallStatus::Ok
+            | goat_store::CallStatus::Denied
+            | goat_store::CallStatus::Pending => false,
+        };
     if failed && let Some(result) = &call.result {
         line.push_str(&format!(": {}", text::first_line(result, REASON_CHARS)));
     }

@@ -49,7 +49,10 @@ fn processes_in(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else {
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
             continue;
         };
         if let Ok(cwd) = std::fs::read_link(entry.path().join("cwd"))
@@ -272,7 +275,11 @@ fn a_tcp_listener_on_localhost_gets_no_connection() {
         &json!({"command": "/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)'"}),
         &[],
     );
-    assert!(result(&udp).contains("Operation not permitted"), "{}", result(&udp));
+    assert!(
+        result(&udp).contains("Operation not permitted"),
+        "{}",
+        result(&udp)
+    );
 
     // The same command with the network opened connects: the test can see
     // a connection when there is one.
@@ -414,7 +421,11 @@ fn without_allow_commands_or_a_terminal_a_command_is_denied_and_does_not_run() {
     let deny = env.run(&["permissions", "deny", "*", "--command", "rm"]);
     assert!(deny.status.success(), "{}", text(&deny.stderr));
     let out = command(&env, &json!({"command": "true && rm ran.txt"}), &[]);
-    assert!(result(&out).contains("forbidden by permission rule"), "{}", result(&out));
+    assert!(
+        result(&out).contains("forbidden by permission rule"),
+        "{}",
+        result(&out)
+    );
     assert!(env.ws.join("ran.txt").exists());
 }
 
@@ -422,7 +433,10 @@ fn without_allow_commands_or_a_terminal_a_command_is_denied_and_does_not_run() {
 async fn the_store_keeps_the_command_exit_code_duration_and_output() {
     let run = GoatRun::builder()
         .replies([
-            Reply::tool_call("run_command", json!({"command": "echo hello-from-command; exit 3"})),
+            Reply::tool_call(
+                "run_command",
+                json!({"command": "echo hello-from-command; exit 3"}),
+            ),
             Reply::text("Done."),
         ])
         .arg("--allow-commands")
@@ -434,7 +448,11 @@ async fn the_store_keeps_the_command_exit_code_duration_and_output() {
     let call = &shown["turns"][0]["rounds"][0]["tool_calls"][0];
     assert_eq!(call["tool"], "run_command");
     assert_eq!(call["status"], "ok");
-    assert!(call["arguments"].to_string().contains("hello-from-command; exit 3"));
+    assert!(
+        call["arguments"]
+            .to_string()
+            .contains("hello-from-command; exit 3")
+    );
     let result = call["result"].as_str().unwrap();
     assert!(result.starts_with("exit code 3;"), "{result}");
     assert!(result.contains("hello-from-command\n"), "{result}");
@@ -444,7 +462,31 @@ async fn the_store_keeps_the_command_exit_code_duration_and_output() {
 
     let text_view = text(&run.env.run(&["sessions", "show", &id]).stdout);
     assert!(
-        text_view.contains("run_command(") && text_view.contains("-> ok") && text_view.contains("exit code 3"),
+        text_view.contains("run_command(")
+            && text_view.contains("-> ok")
+            && text_view.contains("exit code 3"),
         "{text_view}"
     );
+}
+
+#[test]
+fn a_link_in_the_workspace_to_the_home_directory_grants_nothing() {
+    for repository in [false, true] {
+        let env = Env::new();
+        let home = fake_home(&env);
+        if repository {
+            // The root is then granted entry by entry: the link is one.
+            std::fs::create_dir(env.ws.join(".git")).unwrap();
+        }
+        std::os::unix::fs::symlink(home.join(".ssh"), env.ws.join("keys")).unwrap();
+        std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), env.ws.join("key")).unwrap();
+        let out = command(
+            &env,
+            &json!({"command": "cat keys/id_rsa; cat key; echo x > keys/new"}),
+            &[("HOME", home.to_str().unwrap())],
+        );
+        let shown = result(&out);
+        assert!(!shown.contains("PLANTED-PRIVATE-KEY"), "{shown}");
+        assert!(!home.join(".ssh/new").exists(), "{shown}");
+    }
 }

@@ -148,7 +148,8 @@ fn add_shows_the_plugin_copies_it_by_hash_and_records_the_approval() {
             )
         })
         .collect();
-    assert_eq!(rows.len(), 7, "{listing}");
+    // The six Pen tools, the plugin's, and run_command.
+    assert_eq!(rows.len(), 8, "{listing}");
     assert_eq!(rows[0], ("read_file".to_owned(), "read".to_owned()));
     assert_eq!(rows[6], ("wc__count".to_owned(), "read".to_owned()));
 }
@@ -319,7 +320,9 @@ async fn the_model_is_offered_the_namespaced_tool_and_gets_its_counts_back() {
             "search_files",
             "write_file",
             "edit_file",
-            "wc__count"
+            "wc__count",
+            // The native command tool, offered where it can be contained.
+            "run_command"
         ]
     );
     let wc_fn = offered[6];

@@ -47,10 +47,16 @@ fn run(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
 #[test]
 fn a_command_runs_in_the_workspace_and_writes_there() {
     let ws = tempfile::tempdir().unwrap();
-    let out = run(ws.path(), "echo hi > made.txt && cat made.txt && mkdir d && echo x > d/y");
+    let out = run(
+        ws.path(),
+        "echo hi > made.txt && cat made.txt && mkdir d && echo x > d/y",
+    );
     assert_eq!(out.exit, Exit::Code(0), "{}", out.render());
     assert_eq!(out.output.text, "hi\n");
-    assert_eq!(std::fs::read_to_string(ws.path().join("d/y")).unwrap(), "x\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("d/y")).unwrap(),
+        "x\n"
+    );
 }
 
 #[test]
@@ -64,8 +70,14 @@ fn git_metadata_stays_read_only_but_readable() {
         "cat .git/config; echo evil >> .git/config; echo $?; echo ok > src/a; touch .git/hooks-x; \
          echo $?",
     );
-    assert_eq!(std::fs::read_to_string(ws.path().join(".git/config")).unwrap(), "[core]\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".git/config")).unwrap(),
+        "[core]\n"
+    );
     assert!(!ws.path().join(".git/hooks-x").exists());
-    assert_eq!(std::fs::read_to_string(ws.path().join("src/a")).unwrap(), "ok\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/a")).unwrap(),
+        "ok\n"
+    );
     assert!(out.output.text.starts_with("[core]\n"), "{}", out.render());
 }
