@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goat_command::{CommandRequest, Containment, Network, WorkspaceRules};
+use goat_command::{CommandRequest, Containment, Network, PidsCgroup, WorkspaceRules};
 
 /// Runs of each command, each way.
 const RUNS: usize = 40;
@@ -96,29 +96,41 @@ fn main() {
             .unwrap_or_default(),
         network: Network::Closed,
         env: Vec::new(),
+        pids_cgroup: PidsCgroup::Never,
+    };
+    // As root, each command also joins a pids cgroup: measured apart.
+    let with_cgroup = Containment {
+        pids_cgroup: PidsCgroup::WhereAvailable,
+        ..containment.clone()
     };
     for command in ["true", "cargo --version"] {
         // Warm the page cache and the toolchain's own caches.
         bare(command);
         contained(&containment, command);
+        contained(&with_cgroup, command);
         let mut plain = Vec::with_capacity(RUNS);
         let mut boxed = Vec::with_capacity(RUNS);
+        let mut grouped = Vec::with_capacity(RUNS);
         for _ in 0..RUNS {
             plain.push(bare(command));
             boxed.push(contained(&containment, command));
+            grouped.push(contained(&with_cgroup, command));
         }
         let fastest = |t: &[Duration]| t.iter().min().copied().unwrap_or_default();
-        let (plain_min, boxed_min) = (fastest(&plain), fastest(&boxed));
-        let (plain, boxed) = (median(plain), median(boxed));
-        for (what, plain, boxed) in [("median", plain, boxed), ("fastest", plain_min, boxed_min)] {
-            println!(
-                "{command:16} {what:7} bare {:7.2} ms  contained {:7.2} ms  ratio {:5.2}  \
-                 added {:6.2} ms",
-                plain.as_secs_f64() * 1e3,
-                boxed.as_secs_f64() * 1e3,
-                boxed.as_secs_f64() / plain.as_secs_f64(),
-                (boxed.as_secs_f64() - plain.as_secs_f64()) * 1e3
-            );
+        for (what, times) in [("contained", boxed), ("+ pids cgroup (root)", grouped)] {
+            for (stat, plain, boxed) in [
+                ("median", median(plain.clone()), median(times.clone())),
+                ("fastest", fastest(&plain), fastest(&times)),
+            ] {
+                println!(
+                    "{command:16} {what:21} {stat:7} bare {:7.2} ms  contained {:7.2} ms  \
+                     ratio {:5.2}  added {:6.2} ms",
+                    plain.as_secs_f64() * 1e3,
+                    boxed.as_secs_f64() * 1e3,
+                    boxed.as_secs_f64() / plain.as_secs_f64(),
+                    (boxed.as_secs_f64() - plain.as_secs_f64()) * 1e3
+                );
+            }
         }
     }
 }

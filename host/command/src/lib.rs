@@ -34,6 +34,6 @@ pub mod seccomp;
 pub use fs::{WorkspaceRules, default_read_paths};
 pub use output::Captured;
 pub use run::{
-    CommandError, CommandOutcome, CommandRequest, Containment, Exit, Network, Unsupported, run,
-    support,
+    CommandError, CommandOutcome, CommandRequest, Containment, Exit, Network, PidsCgroup,
+    Unsupported, run, support,
 };

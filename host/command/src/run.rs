@@ -66,6 +66,22 @@ pub struct Containment {
     /// Names of environment variables passed through besides `PATH`,
     /// `HOME`, `LANG` and `TERM` (`commands.env`).
     pub env: Vec<String>,
+    /// Whether each command gets a pids cgroup where one can be made.
+    pub pids_cgroup: PidsCgroup,
+}
+
+/// Whether a command gets a pids cgroup of its own ([`crate::limits::MAX_PROCESSES`]).
+///
+/// Joining one costs a multi-threaded program's start-up about 10 ms (the
+/// kernel's cgroup migration); it is what stops a fork bomb where
+/// `RLIMIT_NPROC` does not apply (root).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PidsCgroup {
+    /// Where the cgroup v1 `pids` hierarchy is writable (GOAT as root).
+    WhereAvailable,
+    /// Never: the host limits processes itself (a container's pids limit).
+    Never,
 }
 
 /// One command, as the tool call asks for it.
@@ -212,7 +228,10 @@ pub fn run(
         network: containment.network,
     })?;
     let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
-    let pids = PidsGroup::create();
+    let pids = match containment.pids_cgroup {
+        PidsCgroup::WhereAvailable => PidsGroup::create(),
+        PidsCgroup::Never => None,
+    };
     let join_fd = match &pids {
         Some(group) => Some(
             group

@@ -306,5 +306,6 @@ pub fn default_containment(workspace: &Path, home: Option<&Path>) -> Containment
             .unwrap_or_default(),
         network: Network::Closed,
         env: Vec::new(),
+        pids_cgroup: goat_command::PidsCgroup::WhereAvailable,
     }
 }

@@ -33,6 +33,7 @@ fn run(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
             read_paths: Vec::new(),
             network: Network::Closed,
             env: Vec::new(),
+            pids_cgroup: goat_command::PidsCgroup::WhereAvailable,
         },
         &Protected,
         &CommandRequest {

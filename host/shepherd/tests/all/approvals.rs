@@ -447,5 +447,9 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
         .with_commands(tool(goat_shepherd::Network::Open));
     let routed = open.route(&run_command("curl example.com")).unwrap();
     assert_eq!(routed.status, CallStatus::Denied);
-    assert!(f.asked()[2].prompt.contains("(NETWORK OPEN)"), "{:?}", f.asked()[2]);
+    assert!(
+        f.asked()[2].prompt.contains("(NETWORK OPEN)"),
+        "{:?}",
+        f.asked()[2]
+    );
 }
