@@ -190,6 +190,7 @@ impl AppToolRouter {
                     decision: Some(decision),
                     decision_reason: Some(reason),
                     duration: outcome.duration,
+                    exit_code: outcome.exit_code(),
                 }
             }
             Err(e) => CallOutcome {
@@ -203,6 +204,7 @@ impl AppToolRouter {
                 decision: Some(decision),
                 decision_reason: Some(reason),
                 duration: Duration::ZERO,
+                exit_code: None,
             },
         }
     }

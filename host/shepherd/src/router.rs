@@ -80,6 +80,7 @@ pub(crate) fn failed(kind: CallErrorKind, result: String) -> Routed {
         decision: None,
         decision_reason: None,
         duration: Duration::ZERO,
+        exit_code: None,
     }
 }
 
@@ -417,6 +418,7 @@ impl AppToolRouter {
             decision: Some(decision),
             decision_reason: Some(reason),
             duration,
+            exit_code: None,
         })
     }
 }
@@ -507,5 +509,6 @@ pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
         decision: Some(decision),
         decision_reason: Some(reason),
         duration: Duration::ZERO,
+        exit_code: None,
     }
 }

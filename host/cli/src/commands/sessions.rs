@@ -281,6 +281,7 @@ fn turn_json(t: &TurnRecord) -> Value {
                 "result": c.result,
                 "error_kind": c.error_kind.map(|k| k.as_str()),
                 "duration_ms": c.duration_ms,
+                "exit_code": c.exit_code,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

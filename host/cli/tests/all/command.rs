@@ -457,6 +457,7 @@ async fn the_store_keeps_the_command_exit_code_duration_and_output() {
     assert!(result.starts_with("exit code 3;"), "{result}");
     assert!(result.contains("hello-from-command\n"), "{result}");
     assert!(call["duration_ms"].as_i64().is_some(), "{call}");
+    assert_eq!(call["exit_code"], 3, "{call}");
     // The model was told how it ended.
     assert!(run.request_text(1).contains("exit code 3"));
 
