@@ -112,6 +112,24 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 Ok(v)
             })
             .collect::<serde_json::Result<_>>()?;
+        let mut specs: Vec<serde_json::Value> = specs;
+        let schema = goat_shepherd::command_schema();
+        specs.push(match goat_shepherd::command_support() {
+            Ok(()) => serde_json::json!({
+                "name": schema.name,
+                "description": schema.description,
+                "parameters": schema.parameters,
+                "access": "command",
+                "path_fields": [],
+                "native": true,
+            }),
+            Err(why) => serde_json::json!({
+                "name": schema.name,
+                "access": "command",
+                "native": true,
+                "not_offered": why,
+            }),
+        });
         serde_json::to_writer_pretty(&mut out, &specs)?;
         writeln!(out)?;
     } else {

@@ -89,6 +89,37 @@ fn tools_list_offers_run_command() {
         .unwrap_or_else(|| panic!("{listing}"));
     assert!(line.contains("command"), "{line}");
     assert!(!line.contains("not offered"), "{line}");
+    let specs = json_out(&env.run(&["tools", "list", "--json"]));
+    let spec = specs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "run_command")
+        .unwrap();
+    assert_eq!(spec["access"], "command");
+    assert_eq!(spec["parameters"]["required"], json!(["command"]));
+}
+
+#[test]
+fn cwd_is_a_directory_inside_the_workspace() {
+    let env = Env::new();
+    std::fs::create_dir(env.ws.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&env.root, env.ws.join("up")).unwrap();
+    let out = command(&env, &json!({"command": "pwd", "cwd": "sub"}), &[]);
+    assert!(
+        result(&out).ends_with(&format!("{}/sub\n", env.ws.display())),
+        "{}",
+        result(&out)
+    );
+    for cwd in ["..", "/etc", "up", "missing"] {
+        let out = command(&env, &json!({"command": "pwd", "cwd": cwd}), &[]);
+        assert!(!out.status.success(), "{cwd}: {}", result(&out));
+        assert!(
+            !result(&out).contains("exit code"),
+            "{cwd}: {}",
+            result(&out)
+        );
+    }
 }
 
 #[test]
