@@ -192,7 +192,8 @@ fn writing_outside_the_workspace_is_refused() {
     let out = command(
         &env,
         &json!({"command": format!(
-            "echo x > {}; echo x > $HOME/escaped; echo x > {}/beside; echo inside > ok.txt",
+            "echo x > {}; echo x > $HOME/escaped; echo x > {}/beside; echo inside > ok.txt; \
+             ln /etc/hostname linked",
             outside.display(),
             env.root.display()
         )}),
@@ -203,6 +204,8 @@ fn writing_outside_the_workspace_is_refused() {
     assert!(!outside.exists(), "wrote {}", outside.display());
     assert!(!home.join("escaped").exists());
     assert!(!env.root.join("beside").exists());
+    // A hard link to a file outside would be writable through its name.
+    assert!(!env.ws.join("linked").exists(), "{shown}");
     assert_eq!(
         std::fs::read_to_string(env.ws.join("ok.txt")).unwrap(),
         "inside\n"
@@ -325,7 +328,8 @@ fn the_api_key_in_goats_environment_never_reaches_a_command() {
     let env = Env::new();
     let out = command(
         &env,
-        &json!({"command": "env; echo \"[$OPENAI_API_KEY][$LLAMA_API_KEY]\""}),
+        &json!({"command": "env; echo \"[$OPENAI_API_KEY][$LLAMA_API_KEY]\"; \
+                             tr '\\0' '\\n' < /proc/$PPID/environ"}),
         &[
             ("OPENAI_API_KEY", "sk-planted-openai"),
             ("LLAMA_API_KEY", "sk-planted-llama"),
