@@ -64,7 +64,23 @@ pub trait WorkspaceRules: Send + Sync {
 /// System locations every build reads: programs, libraries, headers,
 /// configuration. Read and executed, never written.
 pub const SYSTEM_READ_PATHS: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// The system-wide files of `/proc` programs read to size themselves
+/// (`nproc`, `free`, build tools choosing a job count). Never `/proc`
+/// itself: `/proc/PID/environ` of GOAT, or of the shell that started it,
+/// holds the API keys, and Landlock's ptrace restriction was seen not to
+/// keep a command from reading it (Linux 6.18, GOAT as root). So
+/// `/proc/self` is not readable either.
+pub const PROC_READ_FILES: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
 ];
 
 /// Device nodes a build reads and writes (`> /dev/null`).
@@ -174,6 +190,7 @@ pub(crate) fn ruleset(plan: &FsPlan<'_>) -> Result<RulesetCreated, CommandError>
     };
     for (paths, grant) in [
         (SYSTEM_READ_PATHS, Grant::Read),
+        (PROC_READ_FILES, Grant::Read),
         (DEVICES_READ, Grant::Read),
         (DEVICES_READ_WRITE, Grant::ReadWrite),
     ] {

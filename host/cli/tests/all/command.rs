@@ -337,8 +337,10 @@ fn the_api_key_in_goats_environment_never_reaches_a_command() {
         ],
     );
     let shown = result(&out);
-    assert!(shown.starts_with("exit code 0;"), "{shown}");
     assert!(!shown.contains("sk-planted"), "{shown}");
+    // Nor through GOAT's /proc entry.
+    assert!(shown.contains("environ: Permission denied"), "{shown}");
+    assert!(!shown.contains("CARGO_BIN_EXE_goat"), "{shown}");
     assert!(shown.contains("[][]"), "{shown}");
     assert!(shown.contains("TMPDIR="), "{shown}");
 }
@@ -525,4 +527,18 @@ fn a_link_in_the_workspace_to_the_home_directory_grants_nothing() {
         assert!(!shown.contains("PLANTED-PRIVATE-KEY"), "{shown}");
         assert!(!home.join(".ssh/new").exists(), "{shown}");
     }
+}
+
+#[test]
+fn a_command_cannot_signal_goat() {
+    let env = Env::new();
+    // $PPID is the goat process running the command.
+    let out = command(
+        &env,
+        &json!({"command": "kill -TERM $PPID; echo term=$?; kill -KILL $PPID; echo kill=$?"}),
+        &[],
+    );
+    let shown = result(&out);
+    assert!(out.status.success(), "goat was killed: {shown}");
+    assert!(shown.contains("term=1") && shown.contains("kill=1"), "{shown}");
 }
