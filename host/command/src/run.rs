@@ -257,6 +257,9 @@ pub fn run(
     let child_setup = move || -> io::Result<()> {
         // In the child, between fork and exec: system calls only.
         rustix::process::setsid()?;
+        // If GOAT dies outright, the shell goes with it (what it started
+        // is then left: see docs/security.md).
+        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
         if let Some(fd) = &join_fd {
             rustix::io::write(fd, b"0")?;
         }

@@ -540,5 +540,8 @@ fn a_command_cannot_signal_goat() {
     );
     let shown = result(&out);
     assert!(out.status.success(), "goat was killed: {shown}");
-    assert!(shown.contains("term=1") && shown.contains("kill=1"), "{shown}");
+    assert!(
+        shown.contains("term=1") && shown.contains("kill=1"),
+        "{shown}"
+    );
 }
