@@ -12,7 +12,8 @@
 //!   `$(`), so `make && git push` meets a deny on `git push`.
 //! - An **allow** prefix only matches a line with none of those characters
 //!   nor redirections: allowing `cargo test` must not allow
-//!   `cargo test; curl ... | sh`.
+//!   `cargo test; curl ... | sh`. A line exactly equal to an allow rule is
+//!   allowed whatever it holds (a person's "always" saves the exact line).
 //!
 //! # Security
 //!
@@ -155,7 +156,13 @@ pub fn decide_command_with_rules(rules: &[Rule], call: &CommandCall<'_>) -> Eval
     if let Some(rule) = active
         .iter()
         .filter(|r| r.effect == Effect::Allow)
-        .filter(|r| simple && starts_with_words(call.command, &prefix(r)))
+        .filter(|r| {
+            // A line equal to the rule is allowed whatever it holds: that is
+            // how a person's "always" is saved. Only a prefix needs a
+            // simple line, so that it cannot carry a second command along.
+            call.command.trim() == prefix(r).trim()
+                || (simple && starts_with_words(call.command, &prefix(r)))
+        })
         .min_by_key(|r| r.id)
     {
         return evaluation(Decision::Allow {
@@ -273,6 +280,7 @@ mod tests {
             rule(1, Effect::Allow, "cargo test"),
             rule(2, Effect::Deny, "git push"),
             rule(3, Effect::Allow, "git"),
+            rule(4, Effect::Allow, "make > log.txt"),
         ];
         for (command, interactive, policy, want) in [
             ("cargo test", No, Default, "allow"),
@@ -292,6 +300,10 @@ mod tests {
             ("ls", No, AllowAll, "allow"),
             ("ls", Yes, Default, "ask"),
             ("ls", No, Default, "deny"),
+            ("make > log.txt", No, Default, "allow"),
+            ("  make > log.txt ", No, Default, "allow"),
+            ("make > log.txt; rm -rf x", No, Default, "deny"),
+            ("make > log.txt2", No, Default, "deny"),
         ] {
             assert_eq!(
                 decide(&rules, command, interactive, policy),
