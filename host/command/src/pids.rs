@@ -22,6 +22,14 @@ use crate::limits::MAX_PROCESSES;
 /// The cgroup v1 `pids` hierarchy.
 const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
 
+/// Pause between passes over `cgroup.procs`: killed processes leave the
+/// list within a few milliseconds.
+const KILL_PASS_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Passes before the cgroup is removed (at most a second of pauses): the
+/// cgroup can only be removed once it is empty.
+const KILL_ROUNDS_ON_DROP: usize = 200;
+
 /// A fresh name for each command in this process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -78,14 +86,14 @@ impl PidsGroup {
             for pid in pids.into_iter().filter_map(Pid::from_raw) {
                 let _ = rustix::process::kill_process(pid, Signal::KILL);
             }
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            std::thread::sleep(KILL_PASS_PAUSE);
         }
     }
 }
 
 impl Drop for PidsGroup {
     fn drop(&mut self) {
-        self.kill_all(200);
+        self.kill_all(KILL_ROUNDS_ON_DROP);
         let _ = fs::remove_dir(&self.dir);
     }
 }

@@ -369,12 +369,20 @@ fn environment(containment: &Containment, tmpdir: &Path) -> Vec<(OsString, OsStr
     env
 }
 
+/// Bytes read from the output pipe at a time: a pipe's default capacity,
+/// so one read usually empties it.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Passes over the pids cgroup when the command ends: each pass kills what
+/// is listed; a process forking as it is killed needs another pass.
+const KILL_ROUNDS_AT_END: usize = 50;
+
 /// Kills the command's process group and, when there is one, its cgroup.
 fn kill_group(pid: Pid, pids: Option<&PidsGroup>) {
     // ESRCH (nothing left) is the usual answer and needs nothing done.
     let _ = rustix::process::kill_process_group(pid, Signal::KILL);
     if let Some(group) = pids {
-        group.kill_all(50);
+        group.kill_all(KILL_ROUNDS_AT_END);
     }
 }
 
@@ -391,7 +399,7 @@ fn watch(
         .map_err(|e| CommandError::Watch(e.into()))?;
     let started = Instant::now();
     let mut capture = Capture::new(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; READ_CHUNK_BYTES];
     let mut pipe_open = true;
     let mut exited = false;
     let mut timed_out = false;
