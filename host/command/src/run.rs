@@ -31,7 +31,12 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use std::mem::MaybeUninit;
+use std::os::fd::BorrowedFd;
+
 use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::{Mode, OFlags, RawDir};
+use rustix::io::FdFlags;
 use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, Signal};
 
 use crate::fs::{self, FsPlan, WorkspaceRules};
@@ -254,7 +259,7 @@ pub fn run(
         .stdout(writer.try_clone().map_err(CommandError::Spawn)?)
         .stderr(writer);
     let mut ruleset = Some(ruleset);
-    let child_setup = move || -> io::Result<()> {
+    let mut child_setup = move || -> io::Result<()> {
         // In the child, between fork and exec: system calls only.
         rustix::process::setsid()?;
         // If GOAT dies outright, the shell goes with it (what it started
@@ -293,10 +298,36 @@ pub fn run(
     )]
     // SAFETY: the hook runs in the forked child before exec and makes only
     // system calls on values prepared before the fork (the ruleset's
-    // descriptor, the compiled filter, the cgroup descriptor); the error
-    // path builds an io::Error, which std's own pre_exec handling does too.
+    // descriptor, the compiled filter, the cgroup descriptor) and on a
+    // stack buffer; the error path builds an io::Error, which std's own
+    // pre_exec handling does too. `borrow_raw` is given only numbers the
+    // kernel just listed as this process's open descriptors, used at once,
+    // before anything could close them (the child has one thread).
     unsafe {
-        command.pre_exec(child_setup);
+        command.pre_exec(move || {
+            // Descriptors GOAT itself inherited without close-on-exec (from
+            // whoever started it) would reach the command already open,
+            // past Landlock: mark every one above stdio close-on-exec.
+            let listing = rustix::fs::open(
+                c"/proc/self/fd",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            let mut buf = [MaybeUninit::<u8>::uninit(); DIR_BUFFER_BYTES];
+            let mut entries = RawDir::new(&listing, &mut buf);
+            while let Some(entry) = entries.next() {
+                let entry = entry?;
+                let Some(fd) = descriptor_number(entry.file_name().to_bytes()) else {
+                    continue;
+                };
+                if fd > 2 {
+                    let fd = BorrowedFd::borrow_raw(fd);
+                    rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC)?;
+                }
+            }
+            drop(listing);
+            child_setup()
+        });
     }
     let started = Instant::now();
     let mut child = command.spawn().map_err(CommandError::Spawn)?;
@@ -376,6 +407,21 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// Passes over the pids cgroup when the command ends: each pass kills what
 /// is listed; a process forking as it is killed needs another pass.
 const KILL_ROUNDS_AT_END: usize = 50;
+
+/// The stack buffer for listing `/proc/self/fd` in the child: room for a
+/// hundred entries a read, and no allocation after the fork.
+const DIR_BUFFER_BYTES: usize = 4096;
+
+/// A `/proc/self/fd` entry's name as a descriptor number; `None` for `.`,
+/// `..` or anything else. Written out so the child allocates nothing.
+fn descriptor_number(name: &[u8]) -> Option<i32> {
+    if name.is_empty() || name.len() > 9 {
+        return None;
+    }
+    name.iter().try_fold(0i32, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + i32::from(b - b'0'))
+    })
+}
 
 /// Kills the command's process group and, when there is one, its cgroup.
 fn kill_group(pid: Pid, pids: Option<&PidsGroup>) {

@@ -545,3 +545,40 @@ fn a_command_cannot_signal_goat() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_descriptor_goat_inherited_does_not_reach_the_command() {
+    let env = Env::new();
+    let secret = env.root.join("secret.txt");
+    std::fs::write(&secret, "INHERITED-SECRET\n").unwrap();
+    // Whoever starts goat may leave a descriptor open without
+    // close-on-exec: here fd 5, on a file outside the workspace.
+    let mut cmd = env.cmd();
+    let goat = cmd.get_program().to_owned();
+    let mut sh = std::process::Command::new("/bin/sh");
+    env.isolate(&mut sh);
+    let args = json!({"command": "cat <&5; echo rc=$?"}).to_string();
+    let out = sh
+        .arg("-c")
+        .arg(r#"exec 5< "$1"; shift; exec "$@""#)
+        .arg("sh")
+        .arg(&secret)
+        .arg(&goat)
+        .args([
+            "tools",
+            "call",
+            "run_command",
+            &args,
+            "--workspace",
+            env.ws_str(),
+            "--allow-commands",
+        ])
+        .output()
+        .unwrap();
+    let shown = result(&out);
+    assert!(!shown.contains("INHERITED-SECRET"), "{shown}");
+    assert!(
+        shown.contains("rc=2") || shown.contains("Bad file descriptor"),
+        "{shown}"
+    );
+}
