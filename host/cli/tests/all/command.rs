@@ -553,8 +553,7 @@ fn a_descriptor_goat_inherited_does_not_reach_the_command() {
     std::fs::write(&secret, "INHERITED-SECRET\n").unwrap();
     // Whoever starts goat may leave a descriptor open without
     // close-on-exec: here fd 5, on a file outside the workspace.
-    let mut cmd = env.cmd();
-    let goat = cmd.get_program().to_owned();
+    let goat = env.cmd().get_program().to_owned();
     let mut sh = std::process::Command::new("/bin/sh");
     env.isolate(&mut sh);
     let args = json!({"command": "cat <&5; echo rc=$?"}).to_string();
