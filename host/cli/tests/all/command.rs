@@ -581,3 +581,22 @@ fn a_descriptor_goat_inherited_does_not_reach_the_command() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_readable_directory_holding_goats_own_files_is_refused() {
+    let env = Env::new();
+    let state = env.db.parent().unwrap().to_str().unwrap().to_owned();
+    std::fs::create_dir_all(&state).unwrap();
+    let out = command(
+        &env,
+        &json!({"command": "true"}),
+        &[("GOAT_COMMANDS_READ_PATHS", state.as_str())],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", result(&out));
+    let shown = text(&out.stderr);
+    assert!(
+        shown.contains("run_command would be able to read")
+            && shown.contains("commands.read_paths"),
+        "{shown}"
+    );
+}
