@@ -63,6 +63,11 @@ pub struct TurnOptions {
     /// otherwise needs an allow rule.
     #[arg(long)]
     pub allow_writes: bool,
+    /// Let the model run commands (run_command) no rule decides, inside
+    /// the command sandbox; deny rules still win. Without it, a command is
+    /// asked about at a terminal and otherwise needs an allow rule.
+    #[arg(long)]
+    pub allow_commands: bool,
     /// Most rounds (requests to the engine) a turn may take (default:
     /// $GOAT_MAX_ROUNDS, else the config file, else 24).
     #[arg(long, value_name = "N", value_parser = parse_max_rounds)]

@@ -74,6 +74,8 @@ pub(crate) struct Parts<'a> {
     /// one they are denied.
     pub approver: Option<Box<dyn Approver>>,
     pub max_rounds: usize,
+    /// The command tool, when offered.
+    pub commands: Option<goat_shepherd::CommandTool>,
     /// ADR-0067: unwrapped Qwen3-Coder calls count as unexecuted markup.
     pub unwrapped_calls: bool,
 }
@@ -103,6 +105,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         writes,
         approver,
         max_rounds,
+        commands,
         unwrapped_calls,
     } = parts;
     let (resume, announce) = match start {
@@ -156,6 +159,10 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
     );
     let router = match approver {
         Some(approver) => router.with_approver(approver),
+        None => router,
+    };
+    let router = match commands {
+        Some(tool) => router.with_commands(tool),
         None => router,
     };
     let shepherd = Shepherd::new(
@@ -228,6 +235,8 @@ pub(crate) fn for_turn(
         Some(fresh) => fresh,
         None => engine_with(&settings, resumed.as_ref())?,
     };
+    let store_path_for_commands = store_path.clone();
+    let permissions_for_commands = permissions_db.clone();
     open(Parts {
         plugins: Plugins::Approved {
             db,
@@ -253,8 +262,36 @@ pub(crate) fn for_turn(
         max_rounds: settings.max_rounds.value.map_or(DEFAULT_MAX_ROUNDS, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         }),
+        commands: command_tool(
+            &settings,
+            &workspace,
+            &[&store_path_for_commands, &permissions_for_commands],
+            opts.allow_commands,
+        )?,
         unwrapped_calls: settings.unwrapped_calls(),
     })
+}
+
+/// The command tool for this workspace, or `None` (with a note saying
+/// why) where the kernel cannot contain a command.
+pub(crate) fn command_tool(
+    settings: &Settings,
+    workspace: &Path,
+    host_files: &[&Path],
+    allow_commands: bool,
+) -> anyhow::Result<Option<goat_shepherd::CommandTool>> {
+    if let Err(why) = goat_shepherd::command_support() {
+        note(format_args!("run_command is not offered: {why}"));
+        return Ok(None);
+    }
+    Ok(Some(goat_shepherd::CommandTool {
+        containment: settings.command_containment(workspace, host_files)?,
+        policy: if allow_commands {
+            goat_shepherd::gate::CommandPolicy::AllowAll
+        } else {
+            goat_shepherd::gate::CommandPolicy::Default
+        },
+    }))
 }
 
 /// The session to resume, if it exists and works in this workspace.

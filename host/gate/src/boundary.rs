@@ -207,6 +207,7 @@ mod tests {
             workspace: None,
             created_at: 0,
             expires_at: None,
+            command: None,
         }
     }
 

@@ -64,6 +64,12 @@ const MIGRATIONS: &[Migration] = &[
         "ALTER TABLE rules ADD COLUMN workspace TEXT
         CHECK (workspace IS NULL OR length(workspace) > 0);",
     ),
+    // Command rules (the run_command tool): a command or a prefix of
+    // commands; NULL for a path rule, as before.
+    Migration::sql(
+        "ALTER TABLE rules ADD COLUMN command TEXT
+        CHECK (command IS NULL OR length(command) > 0);",
+    ),
 ];
 
 /// The schema version this build creates and understands.
@@ -82,7 +88,7 @@ fn spec(busy_timeout: Duration) -> DbSpec {
 }
 
 const SELECT_RULES: &str = "SELECT id, tool, pattern, access, effect, session_id, created_at, \
-                            expires_at, workspace FROM rules ORDER BY id";
+                            expires_at, workspace, command FROM rules ORDER BY id";
 
 /// An open permission database, for managing rules.
 ///
@@ -188,6 +194,9 @@ impl PermissionDb {
         if rule.workspace.as_deref() == Some("") {
             return Err(invalid("the workspace is empty"));
         }
+        if let Some(command) = &rule.command {
+            crate::command::check_prefix(command).map_err(|why| invalid(&why))?;
+        }
         let pattern = Pattern::parse(&rule.pattern)
             .map_err(|reason| GateError::InvalidPattern {
                 pattern: rule.pattern.clone(),
@@ -202,8 +211,8 @@ impl PermissionDb {
             .map_err(fail)?;
         tx.execute(
             "INSERT INTO rules (tool, pattern, access, effect, session_id, created_at, expires_at,
-                                workspace)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                workspace, command)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 rule.tool,
                 pattern,
@@ -213,6 +222,7 @@ impl PermissionDb {
                 rule.created_at,
                 rule.expires_at,
                 rule.workspace,
+                rule.command,
             ],
         )
         .map_err(fail)?;
@@ -228,6 +238,7 @@ impl PermissionDb {
             workspace: rule.workspace,
             created_at: rule.created_at,
             expires_at: rule.expires_at,
+            command: rule.command,
         })
     }
 
@@ -267,6 +278,7 @@ impl PermissionDb {
                     created_at: row.get(6)?,
                     expires_at: row.get(7)?,
                     workspace: row.get(8)?,
+                    command: row.get(9)?,
                 })
             })
             .map_err(fail)?;
@@ -289,6 +301,7 @@ struct StoredRule {
     created_at: i64,
     expires_at: Option<i64>,
     workspace: Option<String>,
+    command: Option<String>,
 }
 
 impl StoredRule {
@@ -322,6 +335,7 @@ impl StoredRule {
             workspace: self.workspace,
             created_at: self.created_at,
             expires_at: self.expires_at,
+            command: self.command,
         })
     }
 }

@@ -122,6 +122,8 @@ pub enum GrantedBy {
     ReadDefault,
     /// Writes are allowed for this run (`--allow-writes`).
     AllowWrites,
+    /// Commands are allowed for this run (`--allow-commands`).
+    AllowCommands,
 }
 
 /// Why a call was denied.
@@ -162,6 +164,11 @@ pub enum Denial {
         /// The resolved path; `None` for a call naming no path.
         path: Option<String>,
     },
+    /// A command needs approval and no one is at a terminal.
+    CommandNeedsApproval {
+        /// The command line.
+        command: String,
+    },
     /// The rules cannot be read (missing, corrupt, foreign, newer, locked).
     Unavailable {
         /// What is wrong, naming the file.
@@ -196,7 +203,9 @@ impl Evaluation {
                 .iter()
                 .filter_map(|g| match &g.by {
                     GrantedBy::Rule(rule) => Some(rule),
-                    GrantedBy::ReadDefault | GrantedBy::AllowWrites => None,
+                    GrantedBy::ReadDefault | GrantedBy::AllowWrites | GrantedBy::AllowCommands => {
+                        None
+                    }
                 })
                 .collect(),
             Decision::Deny(Denial::Rule { rule, .. } | Denial::InvalidRule { rule, .. }) => {
@@ -206,6 +215,7 @@ impl Evaluation {
                 Denial::Path { .. }
                 | Denial::Protected { .. }
                 | Denial::NeedsApproval { .. }
+                | Denial::CommandNeedsApproval { .. }
                 | Denial::Unavailable { .. },
             )
             | Decision::Ask { .. } => Vec::new(),
@@ -242,6 +252,9 @@ impl Evaluation {
                             }
                             GrantedBy::AllowWrites => {
                                 format!("{subject} (writes are allowed: --allow-writes)")
+                            }
+                            GrantedBy::AllowCommands => {
+                                format!("{subject} (commands are allowed: --allow-commands)")
                             }
                         }
                     })
@@ -284,6 +297,9 @@ impl Evaluation {
                 self.subject(path.as_deref()),
                 quoted(&suggested_pattern(path.as_deref()))
             ),
+            Denial::CommandNeedsApproval { command } => {
+                crate::command::needs_approval_reason(command)
+            }
             Denial::Unavailable { error, retryable } => {
                 let until = if *retryable {
                     "while it is locked"
@@ -585,6 +601,7 @@ mod tests {
             workspace: None,
             created_at: 0,
             expires_at: None,
+            command: None,
         };
         let request = GateRequest {
             session_id: "s",

@@ -85,6 +85,7 @@
 //!   are one file but two paths to the gate.
 
 mod boundary;
+pub mod command;
 mod db;
 mod decide;
 mod error;
@@ -93,6 +94,9 @@ mod path;
 mod rule;
 
 pub use boundary::{Boundary, PROTECTED_NAMES, Refusal, is_protected};
+pub use command::{
+    COMMAND_TOOL, CommandCall, CommandPolicy, decide_command, decide_command_with_rules,
+};
 pub use db::{DEFAULT_BUSY_TIMEOUT, PermissionDb, SCHEMA_VERSION};
 pub use decide::{
     Decision, Denial, Evaluation, GateRequest, Grant, GrantedBy, Interactive, WritePolicy,

@@ -106,6 +106,10 @@ pub struct Rule {
     pub created_at: i64,
     /// From when it no longer applies, in unix seconds; `None` for never.
     pub expires_at: Option<i64>,
+    /// For a command rule: the command, or the prefix of commands, it is
+    /// about (`cargo test`). A command rule is never asked about paths, and
+    /// a path rule never about commands (see [`crate::command`]).
+    pub command: Option<String>,
 }
 
 impl Rule {
@@ -117,19 +121,27 @@ impl Rule {
     /// Whether the rule is in force for this request's session, tool and
     /// time, before looking at paths.
     pub(crate) fn is_active_for(&self, request: &GateRequest<'_>) -> bool {
+        let tool_ok = self.tool.as_deref().is_none_or(|tool| tool == request.tool);
+        self.command.is_none()
+            && self.is_in_force(request.session_id, request.workspace, request.now)
+            && tool_ok
+    }
+
+    /// Whether the rule applies in this session and workspace at `now`,
+    /// before looking at the tool, paths or command.
+    pub(crate) fn is_in_force(&self, session_id: &str, workspace: Option<&str>, now: i64) -> bool {
         let session_ok = match &self.scope {
-            Scope::Session(id) => id == request.session_id,
+            Scope::Session(id) => id == session_id,
             Scope::Persistent => true,
         };
-        let workspace_ok = match (&self.workspace, request.workspace) {
+        let workspace_ok = match (&self.workspace, workspace) {
             (None, _) => true,
             (Some(rule), Some(call)) => rule == call,
             // A workspace GOAT cannot name as text: allow rules bound to a
             // workspace do not apply there, deny rules do (fail closed).
             (Some(_), None) => self.effect == Effect::Deny,
         };
-        let tool_ok = self.tool.as_deref().is_none_or(|tool| tool == request.tool);
-        session_ok && workspace_ok && tool_ok && !self.is_expired(request.now)
+        session_ok && workspace_ok && !self.is_expired(now)
     }
 
     /// Whether the rule also covers everything below the path its pattern
@@ -159,19 +171,29 @@ impl fmt::Display for Rule {
     /// workspaces are written as they are: whoever prints this to a
     /// terminal escapes it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "#{}: {} {} {}{} for ",
-            self.id,
-            self.effect.as_str(),
-            self.access.as_str(),
-            quoted(&self.pattern),
-            if self.covers_below() {
-                " and everything under it"
-            } else {
-                ""
-            }
-        )?;
+        if let Some(command) = &self.command {
+            write!(
+                f,
+                "#{}: {} command {} and what follows it for ",
+                self.id,
+                self.effect.as_str(),
+                quoted(command)
+            )?;
+        } else {
+            write!(
+                f,
+                "#{}: {} {} {}{} for ",
+                self.id,
+                self.effect.as_str(),
+                self.access.as_str(),
+                quoted(&self.pattern),
+                if self.covers_below() {
+                    " and everything under it"
+                } else {
+                    ""
+                }
+            )?;
+        }
         match &self.tool {
             Some(tool) => f.write_str(tool)?,
             None => f.write_str("all tools")?,
@@ -209,6 +231,8 @@ pub struct NewRule {
     pub created_at: i64,
     /// When it stops applying, in unix seconds, after `created_at`.
     pub expires_at: Option<i64>,
+    /// For a command rule, the command or prefix; `pattern` is then `**`.
+    pub command: Option<String>,
 }
 
 #[cfg(test)]
@@ -227,6 +251,7 @@ mod tests {
             workspace: None,
             created_at: 0,
             expires_at: None,
+            command: None,
         };
         assert!(rule(Effect::Deny, Access::Read).governs(Access::Read));
         assert!(rule(Effect::Deny, Access::Read).governs(Access::Write));
@@ -250,6 +275,7 @@ mod tests {
             workspace: None,
             created_at: 0,
             expires_at: None,
+            command: None,
         };
         assert_eq!(
             rule(Effect::Deny, "secrets").to_string(),
@@ -277,6 +303,7 @@ mod tests {
             workspace: Some("/home/me/p".to_owned()),
             created_at: 10,
             expires_at: Some(20),
+            command: None,
         };
         assert_eq!(
             rule.to_string(),

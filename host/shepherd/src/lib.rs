@@ -18,10 +18,13 @@
 /// The permission gate, re-exported: the router asks it about every call.
 pub use goat_gate as gate;
 
+mod command;
 mod router;
 pub mod schema;
 mod turn;
 
+pub use command::{CommandTool, RUN_COMMAND, command_schema, command_support, default_containment};
+pub use goat_command::{Containment, Network};
 pub use router::{AppToolRouter, Approval, ApprovalRequest, Approver, Routed, RouterConfig};
 pub use turn::{
     DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION, Shepherd,

@@ -15,6 +15,7 @@ use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool, ToolError, ToolFail
 use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
 use serde_json::Value;
 
+use crate::command::{CommandTool, RUN_COMMAND, command_schema};
 use crate::gate::{
     self, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive, NewRule,
     PermissionDb, Scope, WritePolicy,
@@ -71,7 +72,7 @@ pub trait Approver: Send {
 pub type Routed = CallOutcome;
 
 /// A call that failed before the gate was asked.
-fn failed(kind: CallErrorKind, result: String) -> Routed {
+pub(crate) fn failed(kind: CallErrorKind, result: String) -> Routed {
     CallOutcome {
         status: CallStatus::Error,
         result,
@@ -79,6 +80,7 @@ fn failed(kind: CallErrorKind, result: String) -> Routed {
         decision: None,
         decision_reason: None,
         duration: Duration::ZERO,
+        exit_code: None,
     }
 }
 
@@ -126,6 +128,7 @@ pub struct AppToolRouter {
     /// The permission database, kept open between calls; it checks before
     /// each decision that the file and its rules are as it read them.
     gate: Mutex<GateHandle>,
+    commands: Option<CommandTool>,
 }
 
 impl AppToolRouter {
@@ -138,7 +141,21 @@ impl AppToolRouter {
             config,
             approver: None,
             gate,
+            commands: None,
         }
+    }
+
+    /// Offers `run_command`, contained as `tool` says. The caller checks
+    /// [`crate::command_support`] first: where the kernel cannot contain a
+    /// command, the tool must not be offered.
+    pub fn with_commands(mut self, tool: CommandTool) -> Self {
+        self.commands = Some(tool);
+        self
+    }
+
+    /// Asks the approver, if there is one.
+    pub(crate) fn approve_with(&mut self, request: &ApprovalRequest<'_>) -> Option<Approval> {
+        self.approver.as_mut().map(|a| a.approve(request))
     }
 
     /// Sets who answers the gate's questions.
@@ -156,12 +173,17 @@ impl AppToolRouter {
                 description: t.spec().description.clone(),
                 parameters: t.spec().parameters.clone(),
             })
+            .chain(self.commands.is_some().then(command_schema))
             .collect()
     }
 
     /// The offered tool names.
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.spec().name.clone()).collect()
+        self.tools
+            .iter()
+            .map(|t| t.spec().name.clone())
+            .chain(self.commands.is_some().then(|| RUN_COMMAND.to_owned()))
+            .collect()
     }
 
     /// The configuration.
@@ -176,6 +198,11 @@ impl AppToolRouter {
     /// model is told. `Err` is a host failure that ends the turn (the
     /// workspace cannot be opened).
     pub fn route(&mut self, call: &ToolCall) -> Result<Routed, SandboxError> {
+        if call.name == RUN_COMMAND
+            && let Some(tool) = self.commands.clone()
+        {
+            return Ok(self.route_command(&tool, call));
+        }
         let tool = match self.find(call) {
             Ok(tool) => tool.clone(),
             Err(routed) => return Ok(routed),
@@ -399,6 +426,7 @@ impl AppToolRouter {
             decision: Some(decision),
             decision_reason: Some(reason),
             duration,
+            exit_code: None,
         })
     }
 }
@@ -450,6 +478,7 @@ impl AppToolRouter {
                     workspace: self.config.workspace.to_str().map(str::to_owned),
                     created_at: now,
                     expires_at: None,
+                    command: None,
                 })
                 .map(|rule| format!("#{}", rule.id))
             })
@@ -480,7 +509,7 @@ impl goat_sandbox::PathPolicy for GatePolicy {
 
 /// A call that does not run. Every denial's reason is written for the
 /// model and begins `denied:`, so it is the result as it stands.
-fn denied(decision: CallDecision, reason: String) -> Routed {
+pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
     CallOutcome {
         status: CallStatus::Denied,
         result: reason.clone(),
@@ -488,5 +517,6 @@ fn denied(decision: CallDecision, reason: String) -> Routed {
         decision: Some(decision),
         decision_reason: Some(reason),
         duration: Duration::ZERO,
+        exit_code: None,
     }
 }

@@ -73,6 +73,9 @@ pub struct CallOutcome {
     pub decision_reason: Option<String>,
     /// How long it ran.
     pub duration: Duration,
+    /// A command's exit code (`run_command`); `None` for other tools and a
+    /// command that did not exit on its own.
+    pub exit_code: Option<i32>,
 }
 
 /// What ADR-0065 recovery recorded about a malformed response.
@@ -107,6 +110,8 @@ pub struct CallRecord {
     pub error_kind: Option<CallErrorKind>,
     /// How long it ran.
     pub duration_ms: Option<i64>,
+    /// A command's exit code.
+    pub exit_code: Option<i64>,
 }
 
 /// One stored round, failed ones included.
@@ -416,7 +421,8 @@ impl Store {
         let tx = self.write()?;
         tx.prepare_cached(
             "UPDATE tool_calls SET status = ?2, result = ?3, error_kind = ?4, decision = ?5,
-                    decision_reason = ?6, duration_ms = ?7, ended_at = ?8 WHERE id = ?1",
+                    decision_reason = ?6, duration_ms = ?7, ended_at = ?8, exit_code = ?9
+             WHERE id = ?1",
         )?
         .execute(params![
             call_row,
@@ -426,7 +432,8 @@ impl Store {
             outcome.decision,
             outcome.decision_reason,
             i64::try_from(outcome.duration.as_millis()).unwrap_or(i64::MAX),
-            now()
+            now(),
+            outcome.exit_code
         ])?;
         tx.commit()?;
         Ok(())
@@ -475,7 +482,8 @@ impl Store {
              WHERE turn_id = ?1 ORDER BY id",
         )?;
         let mut calls = self.conn.prepare(
-            "SELECT id, call_id, tool, arguments, status, decision, decision_reason, result, error_kind, duration_ms
+            "SELECT id, call_id, tool, arguments, status, decision, decision_reason, result, error_kind, duration_ms,
+                    exit_code
              FROM tool_calls WHERE round_id = ?1 ORDER BY id",
         )?;
         let mut out = turns
@@ -522,6 +530,7 @@ impl Store {
                             result: r.get(7)?,
                             error_kind: r.get(8)?,
                             duration_ms: r.get(9)?,
+                            exit_code: r.get(10)?,
                         })
                     })?
                     .collect::<Result<Vec<_>, _>>()?;

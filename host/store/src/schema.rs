@@ -112,6 +112,10 @@ const MIGRATIONS: &[Migration] = &[
          CHECK (markup_channel IN ('content', 'reasoning'));
     UPDATE rounds SET markup_channel = 'content' WHERE failure_kind = 'markup';",
     ),
+    // 4: a command's exit code (run_command, ADR-0070); NULL for every
+    // other tool, for a command killed by a signal or its timeout, and for
+    // calls stored before.
+    Migration::sql("ALTER TABLE tool_calls ADD COLUMN exit_code INTEGER;"),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -45,6 +45,7 @@ pub fn preview(request: &ApprovalRequest<'_>) -> Vec<String> {
             _ => arguments_preview(args),
         },
         ("delete_file", Some(path)) => delete_preview(request.workspace, path),
+        ("run_command", _) => command_preview(args),
         _ => arguments_preview(args),
     }
 }
@@ -108,6 +109,27 @@ fn delete_preview(workspace: &Path, path: &str) -> Vec<String> {
             "deletes '{shown}'; its content is not shown: {why}"
         )],
     }
+}
+
+/// A command as the person reads it: the line itself, unquoted (escaped),
+/// the directory and the time it may take.
+fn command_preview(args: &Value) -> Vec<String> {
+    let text = |key: &str| args.get(key).and_then(Value::as_str);
+    let mut lines = vec![format!(
+        "$ {}",
+        truncate(
+            &escape_controls(text("command").unwrap_or_default()),
+            PREVIEW_LINE_CHARS * 4
+        )
+    )];
+    lines.push(format!(
+        "directory: {}",
+        escape_controls(text("cwd").unwrap_or("."))
+    ));
+    if let Some(secs) = args.get("timeout_secs").and_then(Value::as_u64) {
+        lines.push(format!("timeout: {secs} s"));
+    }
+    lines
 }
 
 fn arguments_preview(args: &Value) -> Vec<String> {

@@ -217,6 +217,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         // writes are allowed up front; nothing outside it can be touched
         // either way.
         writes: WritePolicy::AllowAll,
+        commands: None,
         approver: None,
         max_rounds: 8,
         unwrapped_calls: false,

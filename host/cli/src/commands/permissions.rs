@@ -62,7 +62,16 @@ pub struct RuleArgs {
     tool: String,
     /// Workspace paths, relative to its root: `src/main.rs`, `src/**`
     /// (the directory and everything in it), `**/*.rs`, `**` (everything).
-    pattern: String,
+    /// Left out with --command.
+    #[arg(required_unless_present = "command")]
+    pattern: Option<String>,
+    /// A rule about run_command's commands instead of paths: the command,
+    /// or the prefix of commands, it allows or denies (`cargo test` also
+    /// matches `cargo test --release`). A deny prefix is looked for in every
+    /// part of a command line (`make && git push`); an allow prefix matches
+    /// only a line without `;`, `&`, `|`, `$`, backquotes or redirections.
+    #[arg(long, value_name = "PREFIX", conflicts_with_all = ["pattern", "write"])]
+    command: Option<String>,
     /// The rule is about writing, not reading.
     #[arg(long)]
     write: bool,
@@ -150,6 +159,7 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
             let known: Vec<&str> = goat_sandbox::builtin::PEN_TOOLS
                 .iter()
                 .map(|b| b.name)
+                .chain([gate::COMMAND_TOOL])
                 .chain(plugin_tools.iter().map(String::as_str))
                 .collect();
             if !known.contains(&name) {
@@ -193,11 +203,17 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
         }
         None => None,
     };
+    if args.command.is_some() && tool.as_deref().is_some_and(|t| t != gate::COMMAND_TOOL) {
+        bail!(
+            "--command rules are about {}; give that tool (or *)",
+            gate::COMMAND_TOOL
+        );
+    }
     let rule = NewRule {
         tool,
-        pattern: args.pattern,
+        pattern: args.pattern.unwrap_or_else(|| "**".to_owned()),
         workspace,
-        access: if args.write {
+        access: if args.write || args.command.is_some() {
             Access::Write
         } else {
             Access::Read
@@ -206,6 +222,7 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
         scope,
         created_at,
         expires_at,
+        command: args.command,
     };
     let stored = args.location.open()?.add(rule)?;
     let mut out = io::stdout().lock();
@@ -265,6 +282,7 @@ fn rule_json(rule: &Rule, now: i64) -> Value {
         "workspace": rule.workspace,
         "created_at": rule.created_at,
         "expires_at": rule.expires_at,
+        "command": rule.command,
         "expired": rule.is_expired(now),
     })
 }

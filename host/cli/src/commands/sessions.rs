@@ -226,13 +226,17 @@ fn call_line(call: &CallRecord) -> String {
             .unwrap_or_default();
         line.push_str(&format!(" [{}{reason}]", decision.as_str()));
     }
-    let failed = match call.status {
-        goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,
-        // A denial's result is its reason, already shown.
-        goat_store::CallStatus::Ok
-        | goat_store::CallStatus::Denied
-        | goat_store::CallStatus::Pending => false,
-    };
+    // A command's result opens with how it ended and how long it took.
+    let command_ran =
+        call.call.tool == goat_shepherd::RUN_COMMAND && call.status == goat_store::CallStatus::Ok;
+    let failed = command_ran
+        || match call.status {
+            goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,
+            // A denial's result is its reason, already shown.
+            goat_store::CallStatus::Ok
+            | goat_store::CallStatus::Denied
+            | goat_store::CallStatus::Pending => false,
+        };
     if failed && let Some(result) = &call.result {
         line.push_str(&format!(": {}", text::first_line(result, REASON_CHARS)));
     }
@@ -275,6 +279,7 @@ fn turn_json(t: &TurnRecord) -> Value {
                 "result": c.result,
                 "error_kind": c.error_kind.map(|k| k.as_str()),
                 "duration_ms": c.duration_ms,
+                "exit_code": c.exit_code,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

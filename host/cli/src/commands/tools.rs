@@ -56,6 +56,10 @@ pub enum ToolsCommand {
         /// workspace where no deny rule forbids it.
         #[arg(long)]
         allow_writes: bool,
+        /// Let run_command run a command no rule decides (inside the command
+        /// sandbox); deny rules still win.
+        #[arg(long)]
+        allow_commands: bool,
         #[command(flatten)]
         permissions: PermissionsArg,
         #[command(flatten)]
@@ -71,6 +75,7 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
             args_json,
             workspace,
             allow_writes,
+            allow_commands,
             permissions,
             store,
         } => call(&Call {
@@ -78,6 +83,7 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
             args_json,
             workspace,
             allow_writes,
+            allow_commands,
             permissions: permissions.permissions,
             db: store.db,
         }),
@@ -109,10 +115,33 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 Ok(v)
             })
             .collect::<serde_json::Result<_>>()?;
+        let mut specs: Vec<serde_json::Value> = specs;
+        let schema = goat_shepherd::command_schema();
+        specs.push(match goat_shepherd::command_support() {
+            Ok(()) => serde_json::json!({
+                "name": schema.name,
+                "description": schema.description,
+                "parameters": schema.parameters,
+                "access": "command",
+                "path_fields": [],
+                "native": true,
+            }),
+            Err(why) => serde_json::json!({
+                "name": schema.name,
+                "access": "command",
+                "native": true,
+                "not_offered": why,
+            }),
+        });
         serde_json::to_writer_pretty(&mut out, &specs)?;
         writeln!(out)?;
     } else {
-        let width = tools.iter().map(|t| t.spec().name.len()).max().unwrap_or(0);
+        let width = tools
+            .iter()
+            .map(|t| t.spec().name.len())
+            .chain([goat_shepherd::RUN_COMMAND.len()])
+            .max()
+            .unwrap_or(0);
         for t in &tools {
             let spec = t.spec();
             let summary = spec
@@ -130,6 +159,22 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 text::escape_controls(summary)
             )?;
         }
+        // The native command tool, offered only where it can be contained.
+        let command = goat_shepherd::RUN_COMMAND;
+        match goat_shepherd::command_support() {
+            Ok(()) => writeln!(
+                out,
+                "{command:width$}  {:10}  Run a shell command line in the workspace, contained \
+                 (Landlock, seccomp, limits)",
+                "command"
+            )?,
+            Err(why) => writeln!(
+                out,
+                "{command:width$}  {:10}  not offered: {}",
+                "command",
+                text::escape_controls(&why)
+            )?,
+        }
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -140,6 +185,7 @@ struct Call {
     args_json: String,
     workspace: Option<PathBuf>,
     allow_writes: bool,
+    allow_commands: bool,
     permissions: Option<PathBuf>,
     db: Option<PathBuf>,
 }
@@ -185,8 +231,15 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
         },
         &settings.limits(),
     )?;
-    if !tools.iter().any(|t| t.spec().name == call.name) {
-        let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+    let is_command = call.name == goat_shepherd::RUN_COMMAND;
+    if is_command && let Err(why) = goat_shepherd::command_support() {
+        bail!("run_command is not offered here: {why}");
+    }
+    if !is_command && !tools.iter().any(|t| t.spec().name == call.name) {
+        let mut names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+        if goat_shepherd::command_support().is_ok() {
+            names.push(goat_shepherd::RUN_COMMAND);
+        }
         bail!(
             "no tool named '{}'; available: {}",
             call.name,
@@ -198,12 +251,13 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
     let permissions_db = permissions_db.into_resolved();
     paths::prepare_permissions(&permissions_db)?;
+    let permissions_for_commands = permissions_db.clone();
 
-    let mut router = AppToolRouter::new(
+    let router = AppToolRouter::new(
         Arc::new(sandbox),
         tools,
         RouterConfig {
-            workspace,
+            workspace: workspace.clone(),
             permissions_db,
             session_id: DIRECT_SESSION.to_owned(),
             // No approval prompt for direct calls: the flags and rules are
@@ -212,6 +266,21 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
             writes,
         },
     );
+    let router = if is_command {
+        let store_path = paths::store_path(call.db.as_deref())?.into_resolved();
+        match session::command_tool(
+            &settings,
+            &workspace,
+            &[&store_path, &permissions_for_commands],
+            call.allow_commands,
+        )? {
+            Some(tool) => router.with_commands(tool),
+            None => router,
+        }
+    } else {
+        router
+    };
+    let mut router = router;
     let routed = router.route(&ToolCall {
         index: 0,
         id: DIRECT_SESSION.to_owned(),

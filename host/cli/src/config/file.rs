@@ -75,6 +75,9 @@ fn collect(
                     u64::deserialize(ValueDeserializer::from(value)).map(Raw::Number)
                 }
                 RawType::Bool => bool::deserialize(ValueDeserializer::from(value)).map(Raw::Bool),
+                RawType::List => {
+                    Vec::<String>::deserialize(ValueDeserializer::from(value)).map(Raw::List)
+                }
             }
             .map_err(|e| (e.span().unwrap_or(span.clone()), e.message().to_owned()))?;
             given.push(Given { def, raw, span });

@@ -25,6 +25,53 @@ use goat_sandbox::Limits;
 use table::SETTINGS;
 pub(crate) use table::timeout_setting;
 
+impl Settings {
+    /// The command sandbox for `workspace` as the settings describe it:
+    /// the toolchain directories under the home directory and
+    /// `commands.read_paths` readable, `commands.network`,
+    /// `commands.env`. Refused when a readable directory would hold one
+    /// of GOAT's own files (`host_files`: the store, the rules).
+    pub fn command_containment(
+        &self,
+        workspace: &Path,
+        host_files: &[&Path],
+    ) -> anyhow::Result<goat_shepherd::Containment> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut containment = goat_shepherd::default_containment(workspace, home.as_deref());
+        for raw in self.commands_read_paths.value.iter().flatten() {
+            let path = match (raw.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => PathBuf::from(raw),
+            };
+            if !path.is_absolute() {
+                bail!(
+                    "commands.read_paths: '{raw}' is not an absolute path (or one under ~/);                      name the directory in full"
+                );
+            }
+            containment.read_paths.push(path);
+        }
+        for dir in &containment.read_paths {
+            let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            if let Some(file) = host_files.iter().find(|f| {
+                f.canonicalize()
+                    .unwrap_or_else(|_| f.to_path_buf())
+                    .starts_with(&real)
+            }) {
+                bail!(
+                    "run_command would be able to read {} through the readable directory {};                      remove it from commands.read_paths or keep GOAT's files elsewhere",
+                    file.display(),
+                    dir.display()
+                );
+            }
+        }
+        if self.commands_network.value == Some(true) {
+            containment.network = goat_shepherd::Network::Open;
+        }
+        containment.env = self.commands_env.value.clone().unwrap_or_default();
+        Ok(containment)
+    }
+}
+
 /// Where a setting's value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -137,6 +184,9 @@ pub struct Settings {
     pub first_byte_timeout_secs: Setting<u64>,
     pub idle_timeout_secs: Setting<u64>,
     pub total_timeout_secs: Setting<u64>,
+    pub commands_network: Setting<bool>,
+    pub commands_read_paths: Setting<Vec<String>>,
+    pub commands_env: Setting<Vec<String>>,
 }
 
 impl Settings {

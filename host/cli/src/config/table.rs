@@ -87,6 +87,9 @@ pub(super) enum Kind {
     /// `true` or `false` (in the environment also `1` or `0`), default
     /// false.
     Bool(Field<bool>),
+    /// A list of strings (in the environment separated by `:`), default
+    /// empty.
+    List(Field<Vec<String>>),
 }
 
 /// Every setting, in the order the file documents and `config show`
@@ -246,6 +249,30 @@ pub static SETTINGS: &[SettingDef] = &[
             default: || DEFAULT_TOTAL_TIMEOUT.as_secs(),
         },
     },
+    SettingDef {
+        key: "commands.network",
+        env: "GOAT_COMMANDS_NETWORK",
+        flag: None,
+        doc: "Let run_command use the network (TCP and every socket family); the approval question says so",
+        example: "false",
+        kind: Kind::Bool(field!(commands_network)),
+    },
+    SettingDef {
+        key: "commands.read_paths",
+        env: "GOAT_COMMANDS_READ_PATHS",
+        flag: None,
+        doc: "Directories run_command may read besides the system's and ~/.cargo, ~/.rustup, ~/.npm and the like; never GOAT's own",
+        example: "[\"/srv/toolchains\"]",
+        kind: Kind::List(field!(commands_read_paths)),
+    },
+    SettingDef {
+        key: "commands.env",
+        env: "GOAT_COMMANDS_ENV",
+        flag: None,
+        doc: "Environment variables run_command passes on besides PATH, HOME, LANG, TERM and TMPDIR",
+        example: "[\"RUST_BACKTRACE\"]",
+        kind: Kind::List(field!(commands_env)),
+    },
 ];
 
 /// The setting that bounds each engine timeout, for the message that
@@ -267,6 +294,7 @@ pub(super) enum Raw {
     Text(String),
     Number(u64),
     Bool(bool),
+    List(Vec<String>),
 }
 
 /// The TOML type a setting takes in the file.
@@ -274,6 +302,7 @@ pub(super) enum RawType {
     Text,
     Number,
     Bool,
+    List,
 }
 
 impl SettingDef {
@@ -283,6 +312,7 @@ impl SettingDef {
             Kind::Text(_) | Kind::Writes(_) => RawType::Text,
             Kind::Number { .. } => RawType::Number,
             Kind::Bool(_) => RawType::Bool,
+            Kind::List(_) => RawType::List,
         }
     }
 
@@ -295,6 +325,7 @@ impl SettingDef {
             }
             Kind::Writes(field) => *(field.set)(s) = Setting::by_default(Some(Writes::Ask)),
             Kind::Bool(field) => *(field.set)(s) = Setting::by_default(Some(false)),
+            Kind::List(field) => *(field.set)(s) = Setting::by_default(Some(Vec::new())),
         }
     }
 
@@ -313,9 +344,16 @@ impl SettingDef {
                 *(field.set)(s) = Setting::new(Writes::parse(&text)?, source);
             }
             (Kind::Bool(field), Raw::Bool(on)) => *(field.set)(s) = Setting::new(on, source),
-            (Kind::Text(_) | Kind::Writes(_), Raw::Number(_) | Raw::Bool(_))
-            | (Kind::Number { .. }, Raw::Text(_) | Raw::Bool(_))
-            | (Kind::Bool(_), Raw::Text(_) | Raw::Number(_)) => {
+            (Kind::List(field), Raw::List(items)) => {
+                if items.iter().any(|i| i.trim().is_empty()) {
+                    return Err(format!("{} has an empty entry", self.key));
+                }
+                *(field.set)(s) = Setting::new(items, source);
+            }
+            (Kind::Text(_) | Kind::Writes(_), Raw::Number(_) | Raw::Bool(_) | Raw::List(_))
+            | (Kind::Number { .. }, Raw::Text(_) | Raw::Bool(_) | Raw::List(_))
+            | (Kind::Bool(_), Raw::Text(_) | Raw::Number(_) | Raw::List(_))
+            | (Kind::List(_), Raw::Text(_) | Raw::Number(_) | Raw::Bool(_)) => {
                 return Err(format!("{} takes a different type", self.key));
             }
         }
@@ -341,6 +379,18 @@ impl SettingDef {
                     "{var}={text}: use 1 or true to turn it on, 0 or false to turn it off"
                 )),
             },
+            Kind::List(_) => self
+                .set(
+                    s,
+                    Raw::List(
+                        text.split(':')
+                            .filter(|t| !t.is_empty())
+                            .map(str::to_owned)
+                            .collect(),
+                    ),
+                    source,
+                )
+                .map_err(|why| format!("{var}: {why}")),
         }
         .map_err(|why| anyhow!(why))
     }
@@ -367,6 +417,13 @@ impl SettingDef {
                 let setting = (field.get)(s);
                 (setting.value.map(|on| on.to_string()), &setting.source)
             }
+            Kind::List(field) => {
+                let setting = (field.get)(s);
+                (
+                    setting.value.as_ref().map(|items| format!("{items:?}")),
+                    &setting.source,
+                )
+            }
         }
     }
 
@@ -380,6 +437,7 @@ impl SettingDef {
                 format!("; {} to {} {unit}", range.start, range.end - 1)
             }
             Kind::Text(_) | Kind::Writes(_) | Kind::Bool(_) => String::new(),
+            Kind::List(_) => "; separated by : in the variable".to_owned(),
         };
         let leaf = self.key.rsplit('.').next().unwrap_or(self.key);
         format!(

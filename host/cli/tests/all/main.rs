@@ -10,6 +10,7 @@
 
 mod boundary;
 mod caps;
+mod command;
 mod config;
 mod demo;
 mod detect;

@@ -148,7 +148,8 @@ fn add_shows_the_plugin_copies_it_by_hash_and_records_the_approval() {
             )
         })
         .collect();
-    assert_eq!(rows.len(), 9, "{listing}");
+    // The eight Pen tools, the plugin's, and run_command.
+    assert_eq!(rows.len(), 10, "{listing}");
     assert_eq!(rows[0], ("read_file".to_owned(), "read".to_owned()));
     assert_eq!(rows[8], ("wc__count".to_owned(), "read".to_owned()));
 }
@@ -321,7 +322,9 @@ async fn the_model_is_offered_the_namespaced_tool_and_gets_its_counts_back() {
             "edit_file",
             "move_file",
             "delete_file",
-            "wc__count"
+            "wc__count",
+            // The native command tool, offered where it can be contained.
+            "run_command"
         ]
     );
     let wc_fn = offered[8];

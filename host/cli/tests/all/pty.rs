@@ -571,3 +571,57 @@ async fn ctrl_d_at_a_question_denies_that_call_and_the_terminal_still_answers_th
         "hello\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_question_shows_command_directory_and_network_and_always_saves_it() {
+    let env = Env::new();
+    let call = || {
+        call_reply(
+            "call_1",
+            "run_command",
+            r#"{"command": "echo hi > made.txt"}"#,
+        )
+    };
+    let server = ScriptedServer::start(vec![
+        call(),
+        content_reply("Ran it."),
+        call(),
+        content_reply("Ran it again."),
+    ])
+    .await;
+    let url = server.base_url();
+    let mut pty = Pty::spawn(&env, &["chat", "--engine", &url, "--model", "qwen"], &[]);
+    pty.expect("> ");
+    pty.type_keys("run it\r");
+    pty.expect(
+        "goat: run_command wants to run 'echo hi > made.txt' in '.' (network closed); allow it?",
+    );
+    pty.expect(&format!("workspace: {}", env.ws_str()));
+    pty.expect("$ echo hi > made.txt");
+    pty.expect("directory: .");
+    pty.expect("[a]lways in this workspace");
+    assert!(
+        !env.ws.join("made.txt").exists(),
+        "nothing runs before the answer"
+    );
+    pty.type_keys("a\r");
+    pty.expect("Ran it.");
+    pty.expect("> ");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("made.txt")).unwrap(),
+        "hi\n"
+    );
+    pty.type_keys("again\r");
+    pty.expect("Ran it again.");
+    pty.expect("> ");
+    assert_eq!(pty.transcript().matches("allow? [o]nce").count(), 1);
+    pty.type_keys("\x04");
+    assert_eq!(pty.exit_code(), Some(0));
+
+    let rules = json_out(&env.run(&["permissions", "list", "--json"]));
+    let rules = rules.as_array().unwrap();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0]["command"], "echo hi > made.txt");
+    assert_eq!(rules[0]["effect"], "allow");
+    assert_eq!(rules[0]["workspace"], env.ws_str());
+}

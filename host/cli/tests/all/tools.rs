@@ -30,6 +30,7 @@ fn tools_list_names_each_tool_with_its_access() {
             ("edit_file", "read-write"),
             ("move_file", "read-write"),
             ("delete_file", "read-write"),
+            ("run_command", "command"),
         ]
     );
 }

@@ -41,6 +41,7 @@ fn new_rule(tool: Option<&str>, pattern: &str, access: Access, effect: Effect) -
         workspace: None,
         created_at: 500,
         expires_at: None,
+        command: None,
     }
 }
 
@@ -84,6 +85,7 @@ fn rules_round_trip_through_the_file_with_every_field() {
             scope: Scope::Session("session-42".to_owned()),
             workspace: Some("/home/me/project".to_owned()),
             expires_at: Some(900),
+            command: None,
             ..new_rule(None, "secrets/*.key", Access::Read, Effect::Deny)
         })
         .unwrap();
@@ -238,6 +240,7 @@ fn invalid_rules_are_refused_and_nothing_is_stored() {
         (
             NewRule {
                 expires_at: Some(500),
+                command: None,
                 ..base.clone()
             },
             "expire before",
@@ -463,6 +466,7 @@ fn a_version_one_database_is_migrated_and_keeps_its_rules() {
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(rules[0].command, None);
     assert!(decide(&path, &call(Access::Write, &["src/a.rs"])).is_allow());
 }

@@ -18,6 +18,7 @@ fn rule(id: i64, tool: Option<&str>, pattern: &str, access: Access, effect: Effe
         workspace: None,
         created_at: 0,
         expires_at: None,
+        command: None,
     }
 }
 
@@ -47,6 +48,7 @@ fn in_session(session: &str, rule: Rule) -> Rule {
 fn expiring(at: i64, rule: Rule) -> Rule {
     Rule {
         expires_at: Some(at),
+        command: None,
         ..rule
     }
 }

@@ -48,6 +48,7 @@ pub(super) fn too_many_calls_outcome() -> CallOutcome {
         decision: None,
         decision_reason: None,
         duration: Duration::ZERO,
+        exit_code: None,
     }
 }
 

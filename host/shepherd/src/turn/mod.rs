@@ -310,6 +310,7 @@ impl Shepherd {
             decision: None,
             decision_reason: None,
             duration: std::time::Duration::ZERO,
+            exit_code: None,
         };
         self.store(move |s| s.finish_call(row, &outcome)).await
     }

@@ -231,6 +231,7 @@ fn always_saves_a_persistent_rule_and_a_deny_rule_still_wins() {
             workspace: None,
             created_at: 1,
             expires_at: None,
+            command: None,
         })
         .unwrap();
     let denied = later.route(&write("a.txt", "three")).unwrap();
@@ -358,6 +359,7 @@ fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
             workspace: None,
             created_at: goat_shepherd::gate::now(),
             expires_at: None,
+            command: None,
         })
         .unwrap();
     PermissionDb::open(&f.db)
@@ -371,6 +373,7 @@ fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
             workspace: None,
             created_at: goat_shepherd::gate::now(),
             expires_at: None,
+            command: None,
         })
         .unwrap();
     let denied = router.route(&write("notes/a.txt", "x")).unwrap();
@@ -383,4 +386,70 @@ fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
         denied.result
     );
     assert!(!f.ws.join("notes/a.txt").exists());
+}
+
+fn run_command(command: &str) -> ToolCall {
+    let arguments = json!({"command": command, "cwd": "sub"});
+    ToolCall {
+        index: 0,
+        id: "call_1".to_owned(),
+        id_generated: false,
+        name: "run_command".to_owned(),
+        raw_arguments: arguments.to_string(),
+        arguments: Ok(arguments),
+    }
+}
+
+#[test]
+fn a_command_question_shows_the_command_directory_and_network_and_always_saves_that_command() {
+    if goat_shepherd::command_support().is_err() {
+        // The tool is not offered on this kernel; nothing to ask.
+        return;
+    }
+    let f = Fixture::new();
+    std::fs::create_dir(f.ws.join("sub")).unwrap();
+    let tool = |network| goat_shepherd::CommandTool {
+        containment: goat_shepherd::Containment {
+            network,
+            ..goat_shepherd::default_containment(&f.ws, None)
+        },
+        policy: goat_shepherd::gate::CommandPolicy::Default,
+    };
+    let mut router = f
+        .router("s1", vec![Approval::Always])
+        .with_commands(tool(goat_shepherd::Network::Closed));
+    let routed = router.route(&run_command("touch made")).unwrap();
+    assert_eq!(routed.status, CallStatus::Ok, "{}", routed.result);
+    assert!(f.ws.join("sub/made").exists());
+    let asked = f.asked();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].tool, "run_command");
+    assert_eq!(
+        asked[0].prompt,
+        "run_command wants to run 'touch made' in 'sub' (network closed); allow it?"
+    );
+    assert!(asked[0].can_remember);
+    // Saved as exactly that command, bound to this workspace.
+    let rules = f.rules();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].command.as_deref(), Some("touch made"));
+    assert_eq!(rules[0].effect, Effect::Allow);
+    assert_eq!(rules[0].workspace.as_deref(), f.ws.to_str());
+    // The same command runs unasked now; another is asked about.
+    router.route(&run_command("touch made")).unwrap();
+    router.route(&run_command("touch other")).unwrap();
+    assert_eq!(f.asked().len(), 2);
+    assert!(!f.ws.join("sub/other").exists(), "denied by the script");
+
+    // With the network opened, the question says so.
+    let mut open = f
+        .router("s2", vec![Approval::Deny])
+        .with_commands(tool(goat_shepherd::Network::Open));
+    let routed = open.route(&run_command("curl example.com")).unwrap();
+    assert_eq!(routed.status, CallStatus::Denied);
+    assert!(
+        f.asked()[2].prompt.contains("(NETWORK OPEN)"),
+        "{:?}",
+        f.asked()[2]
+    );
 }

@@ -34,6 +34,7 @@ fn ok(result: &str) -> CallOutcome {
         decision: Some(goat_store::CallDecision::Allow),
         decision_reason: Some("reading inside the workspace".into()),
         duration: Duration::from_millis(3),
+        exit_code: None,
     }
 }
 
@@ -234,6 +235,7 @@ fn a_turn_is_recorded_and_history_rebuilt_in_order() {
                 decision: Some(goat_store::CallDecision::Deny),
                 decision_reason: Some("rule 3".into()),
                 duration: Duration::ZERO,
+                exit_code: None,
             },
         )
         .unwrap();
@@ -645,7 +647,8 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "ALTER TABLE rounds DROP COLUMN markup_channel;
+        "ALTER TABLE tool_calls DROP COLUMN exit_code;
+         ALTER TABLE rounds DROP COLUMN markup_channel;
          ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;",
     )
     .unwrap();
@@ -655,8 +658,11 @@ fn store_at_version_1(db: &Path) {
 /// rounds said which channel held the call.
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
-    conn.execute_batch("ALTER TABLE rounds DROP COLUMN markup_channel; PRAGMA user_version = 2;")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE tool_calls DROP COLUMN exit_code;
+         ALTER TABLE rounds DROP COLUMN markup_channel; PRAGMA user_version = 2;",
+    )
+    .unwrap();
 }
 
 #[test]

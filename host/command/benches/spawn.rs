@@ -1,0 +1,136 @@
+//! What containment adds to starting a command: `true` and `cargo
+//! --version`, run bare (`/bin/sh -c`, output read to the end) and through
+//! `goat_command::run`, in one run, interleaved so both see the same
+//! machine. Prints the medians, the ratio and the milliseconds added.
+//!
+//! `cargo bench -p goat-command --bench spawn`
+
+#![expect(clippy::unwrap_used, reason = "a benchmark")]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use goat_command::{CommandRequest, Containment, Network, PidsCgroup, WorkspaceRules};
+
+/// Runs of each command, each way.
+const RUNS: usize = 40;
+
+struct Protected;
+
+impl WorkspaceRules for Protected {
+    fn visible(&self, _: &str) -> bool {
+        true
+    }
+    fn writable(&self, path: &str) -> bool {
+        !path.split('/').any(|c| c == ".git")
+    }
+    fn governs_below(&self, _: &str) -> bool {
+        false
+    }
+    fn is_protected_name(&self, name: &str) -> bool {
+        name == ".git"
+    }
+}
+
+/// The command with the environment a contained one gets (the allowlist),
+/// so only the containment differs: `cargo bench` itself sets variables
+/// (`RUSTUP_TOOLCHAIN`) that would spare the bare rustup proxy its work.
+fn bare(command: &str) -> Duration {
+    let started = Instant::now();
+    let mut cmd = Command::new("/bin/sh");
+    cmd.env_clear();
+    for name in ["PATH", "HOME", "LANG", "TERM"] {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    let out = cmd
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    started.elapsed()
+}
+
+fn contained(containment: &Containment, command: &str) -> Duration {
+    let started = Instant::now();
+    let out = goat_command::run(
+        containment,
+        &Protected,
+        &CommandRequest {
+            command,
+            cwd: None,
+            timeout: Duration::from_secs(60),
+        },
+    )
+    .unwrap();
+    assert_eq!(out.exit_code(), Some(0), "{}", out.render());
+    started.elapsed()
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn main() {
+    goat_command::support().unwrap();
+    // A small workspace shaped like a repository: a .git directory makes
+    // the root split, so the walk and per-entry rules are measured too.
+    let ws = tempfile::tempdir().unwrap();
+    for dir in [".git/objects", "src", "tests"] {
+        std::fs::create_dir_all(ws.path().join(dir)).unwrap();
+    }
+    for file in ["Cargo.toml", "src/lib.rs", "tests/t.rs", ".git/config"] {
+        std::fs::write(ws.path().join(file), "x\n").unwrap();
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let containment = Containment {
+        workspace: ws.path().canonicalize().unwrap(),
+        read_paths: home
+            .as_deref()
+            .map(goat_command::default_read_paths)
+            .unwrap_or_default(),
+        network: Network::Closed,
+        env: Vec::new(),
+        pids_cgroup: PidsCgroup::Never,
+    };
+    // As root, each command also joins a pids cgroup: measured apart.
+    let with_cgroup = Containment {
+        pids_cgroup: PidsCgroup::WhereAvailable,
+        ..containment.clone()
+    };
+    for command in ["true", "cargo --version"] {
+        // Warm the page cache and the toolchain's own caches.
+        bare(command);
+        contained(&containment, command);
+        contained(&with_cgroup, command);
+        let mut plain = Vec::with_capacity(RUNS);
+        let mut boxed = Vec::with_capacity(RUNS);
+        let mut grouped = Vec::with_capacity(RUNS);
+        for _ in 0..RUNS {
+            plain.push(bare(command));
+            boxed.push(contained(&containment, command));
+            grouped.push(contained(&with_cgroup, command));
+        }
+        let fastest = |t: &[Duration]| t.iter().min().copied().unwrap_or_default();
+        for (what, times) in [("contained", boxed), ("+ pids cgroup (root)", grouped)] {
+            for (stat, plain, boxed) in [
+                ("median", median(plain.clone()), median(times.clone())),
+                ("fastest", fastest(&plain), fastest(&times)),
+            ] {
+                println!(
+                    "{command:16} {what:21} {stat:7} bare {:7.2} ms  contained {:7.2} ms  \
+                     ratio {:5.2}  added {:6.2} ms",
+                    plain.as_secs_f64() * 1e3,
+                    boxed.as_secs_f64() * 1e3,
+                    boxed.as_secs_f64() / plain.as_secs_f64(),
+                    (boxed.as_secs_f64() - plain.as_secs_f64()) * 1e3
+                );
+            }
+        }
+    }
+}

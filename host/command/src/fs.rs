@@ -1,0 +1,383 @@
+//! The command's filesystem, as a Landlock ruleset built in GOAT before
+//! the fork and enforced in the child.
+//!
+//! Landlock only grants: a right given on a directory holds for everything
+//! beneath it, and nothing can take it back lower down. So "the workspace
+//! writable except `.git`" cannot be one rule on the workspace. Instead the
+//! workspace is walked (ADR-0070):
+//!
+//! - a directory with nothing below it that the rules or the protected names
+//!   treat differently gets one rule for all of it (read-write, read-only, or
+//!   none when hidden);
+//! - a directory with something different below it gets only the right to
+//!   list it, and each of its entries is granted on its own, recursively.
+//!
+//! So a protected or denied path is never under a grant wider than its own.
+//! The cost, said plainly: nothing can be created, removed or renamed
+//! *directly* in a directory that holds such a path (in a git repository,
+//! the workspace root), because creating there would be a right on the whole
+//! directory, `.git` included. Existing files there stay writable.
+//!
+//! # Security
+//!
+//! Entries are opened relative to their parent's descriptor with
+//! `O_NOFOLLOW`, and symbolic links get no rule of their own: what a link
+//! reaches is governed by the rules on its target, so a link to `~/.ssh`
+//! grants nothing.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+};
+use rustix::fs::{FileType, Mode, OFlags};
+
+use crate::limits::MAX_WALK_ENTRIES;
+use crate::run::{CommandError, Network};
+
+/// The Landlock ABI the containment is written for: 6 (Linux 6.12) brings
+/// the signal and abstract-socket scopes, without which a command could
+/// kill GOAT or reach a session bus; 4 brings the TCP rules, 3 truncation.
+pub const REQUIRED_ABI: ABI = ABI::V6;
+
+/// The permission rules, as the command's filesystem needs them: asked
+/// about workspace paths (relative, `/` between components, `.` for the
+/// root), never about names a model wrote.
+pub trait WorkspaceRules: Send + Sync {
+    /// Whether the path may be read at all.
+    fn visible(&self, path: &str) -> bool;
+    /// Whether the path may be created, changed, renamed or removed.
+    fn writable(&self, path: &str) -> bool;
+    /// Whether a rule could treat something strictly below the directory
+    /// differently from the directory itself.
+    fn governs_below(&self, dir: &str) -> bool;
+    /// Whether a directory of this name is protected wherever it is
+    /// (version-control metadata).
+    fn is_protected_name(&self, name: &str) -> bool;
+}
+
+/// System locations every build reads: programs, libraries, headers,
+/// configuration. Read and executed, never written.
+pub const SYSTEM_READ_PATHS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// The system-wide files of `/proc` programs read to size themselves
+/// (`nproc`, `free`, build tools choosing a job count). Never `/proc`
+/// itself: `/proc/PID/environ` of GOAT, or of the shell that started it,
+/// holds the API keys, and Landlock's ptrace restriction was seen not to
+/// keep a command from reading it (Linux 6.18, GOAT as root). So
+/// `/proc/self` is not readable either.
+pub const PROC_READ_FILES: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
+];
+
+/// Device nodes a build reads and writes (`> /dev/null`).
+pub const DEVICES_READ_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Device nodes read for randomness.
+pub const DEVICES_READ: &[&str] = &["/dev/urandom", "/dev/random"];
+
+/// Toolchain directories under the home directory, readable (and
+/// executable) by default: where rustup, cargo, npm, pip, pyenv, nvm and Go
+/// keep compilers and downloaded packages. Everything else in the home
+/// directory (`~/.ssh`, `~/.aws`, GOAT's own store) stays unreadable.
+pub const HOME_TOOLCHAINS: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".nvm",
+    ".cache/pip",
+    ".pyenv",
+    ".local/bin",
+    ".local/lib",
+    "go",
+];
+
+/// [`HOME_TOOLCHAINS`] under `home`.
+pub fn default_read_paths(home: &Path) -> Vec<PathBuf> {
+    HOME_TOOLCHAINS.iter().map(|p| home.join(p)).collect()
+}
+
+/// Whether the kernel can enforce the containment, by making (and
+/// dropping) the ruleset it needs.
+pub(crate) fn probe() -> Result<(), String> {
+    base_ruleset(Network::Closed)
+        .and_then(|r| r.create().map_err(|e| e.to_string()))
+        .map(drop)
+        .map_err(|why| {
+            format!(
+                "the kernel cannot enforce the command sandbox (Landlock ABI {} or later, Linux \
+                 6.12, is needed, with TCP rules and scopes): {why}",
+                REQUIRED_ABI as i32
+            )
+        })
+}
+
+fn base_ruleset(network: Network) -> Result<Ruleset, String> {
+    let ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(REQUIRED_ABI))
+        .map_err(|e| e.to_string())?;
+    let ruleset = match network {
+        // Handled with no rule: every TCP bind and connect is refused.
+        Network::Closed => ruleset
+            .handle_access(AccessNet::from_all(REQUIRED_ABI))
+            .map_err(|e| e.to_string())?,
+        Network::Open => ruleset,
+    };
+    ruleset
+        .scope(Scope::from_all(REQUIRED_ABI))
+        .map_err(|e| e.to_string())
+}
+
+/// What the command may do beneath one path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Grant {
+    /// Read and execute.
+    Read,
+    /// Everything, creating and removing included.
+    ReadWrite,
+    /// Only list the directory (its entries are granted one by one).
+    ListOnly,
+}
+
+fn rights(grant: Grant, is_dir: bool) -> BitFlags<AccessFs> {
+    let all = match grant {
+        Grant::Read => AccessFs::from_read(REQUIRED_ABI),
+        Grant::ReadWrite => AccessFs::from_all(REQUIRED_ABI),
+        Grant::ListOnly => AccessFs::ReadDir.into(),
+    };
+    if is_dir {
+        all
+    } else {
+        // A rule on a file may only carry file rights.
+        all & AccessFs::from_file(REQUIRED_ABI)
+    }
+}
+
+/// Where the command's filesystem comes from.
+pub(crate) struct FsPlan<'a> {
+    pub workspace: &'a Path,
+    pub tmpdir: &'a Path,
+    pub read_paths: &'a [PathBuf],
+    pub rules: &'a dyn WorkspaceRules,
+    pub network: Network,
+}
+
+/// The ruleset for one command, ready for `restrict_self` in the child.
+pub(crate) fn ruleset(plan: &FsPlan<'_>) -> Result<RulesetCreated, CommandError> {
+    let failed = |why: String| CommandError::Containment(why);
+    let mut created = base_ruleset(plan.network)
+        .map_err(failed)?
+        .create()
+        .map_err(|e| failed(e.to_string()))?;
+    let mut add = |created: RulesetCreated, fd: &dyn AsFd, grant: Grant, is_dir: bool| {
+        created
+            .add_rule(PathBeneath::new(fd.as_fd(), rights(grant, is_dir)))
+            .map_err(|e| failed(e.to_string()))
+    };
+    for (paths, grant) in [
+        (SYSTEM_READ_PATHS, Grant::Read),
+        (PROC_READ_FILES, Grant::Read),
+        (DEVICES_READ, Grant::Read),
+        (DEVICES_READ_WRITE, Grant::ReadWrite),
+    ] {
+        for path in paths {
+            created = add_existing(created, Path::new(path), grant, &mut add)?;
+        }
+    }
+    for path in plan.read_paths {
+        created = add_existing(created, path, Grant::Read, &mut add)?;
+    }
+    created = add_existing(created, plan.tmpdir, Grant::ReadWrite, &mut add)?;
+
+    let root = rustix::fs::open(
+        plan.workspace,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        failed(format!(
+            "cannot open the workspace {}: {e}",
+            plan.workspace.display()
+        ))
+    })?;
+    let mut split = HashSet::new();
+    let mut budget = MAX_WALK_ENTRIES;
+    if plan.rules.visible(".") {
+        mark_split(plan.workspace, ".", plan.rules, &mut split, &mut budget)?;
+        created = grant_dir(created, &root, ".", plan.rules, &split, &mut add)?;
+    }
+    Ok(created)
+}
+
+type AddRule<'f> =
+    dyn FnMut(RulesetCreated, &dyn AsFd, Grant, bool) -> Result<RulesetCreated, CommandError> + 'f;
+
+/// Adds a grant on a host path that may not exist (a missing `/lib32` or
+/// `~/.npm` grants nothing). Host paths may be links (`/bin` to `usr/bin`):
+/// they are the host's, not the workspace's, and are followed.
+fn add_existing(
+    created: RulesetCreated,
+    path: &Path,
+    grant: Grant,
+    add: &mut AddRule<'_>,
+) -> Result<RulesetCreated, CommandError> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(created);
+    };
+    match PathFd::new(path) {
+        Ok(fd) => add(created, &fd, grant, meta.is_dir()),
+        Err(_) => Ok(created),
+    }
+}
+
+fn join(rel: &str, name: &str) -> String {
+    if rel == "." {
+        name.to_owned()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
+/// The grant a path's own rules give it; `None` when it is hidden.
+fn grant_of(rules: &dyn WorkspaceRules, rel: &str) -> Option<Grant> {
+    if !rules.visible(rel) {
+        None
+    } else if rules.writable(rel) {
+        Some(Grant::ReadWrite)
+    } else {
+        Some(Grant::Read)
+    }
+}
+
+/// First pass: which directories hold something treated differently from
+/// themselves. Returns whether `rel` is one (and records it in `split`).
+fn mark_split(
+    dir: &Path,
+    rel: &str,
+    rules: &dyn WorkspaceRules,
+    split: &mut HashSet<String>,
+    budget: &mut usize,
+) -> Result<bool, CommandError> {
+    let own = grant_of(rules, rel);
+    let mut differs = rules.governs_below(rel);
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CommandError::Containment(format!("cannot list {}: {e}", dir.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| {
+            CommandError::Containment(format!("cannot list {}: {e}", dir.display()))
+        })?;
+        *budget = budget.checked_sub(1).ok_or_else(|| {
+            CommandError::Containment(format!(
+                "the workspace has more than {MAX_WALK_ENTRIES} entries; the command sandbox \
+                 does not place its protected paths in a workspace that large"
+            ))
+        })?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            // A name the rules cannot be asked about: treat its directory
+            // as holding something different, so it is granted on its own.
+            differs = true;
+            continue;
+        };
+        let child = join(rel, &name);
+        let kind = entry.file_type().map_err(|e| {
+            CommandError::Containment(format!("cannot inspect {}: {e}", entry.path().display()))
+        })?;
+        if kind.is_symlink() {
+            continue;
+        }
+        if grant_of(rules, &child) != own || (kind.is_dir() && rules.is_protected_name(&name)) {
+            differs = true;
+        }
+        if kind.is_dir()
+            && grant_of(rules, &child).is_some()
+            && mark_split(&entry.path(), &child, rules, split, budget)?
+        {
+            differs = true;
+        }
+    }
+    if differs {
+        split.insert(rel.to_owned());
+    }
+    Ok(differs)
+}
+
+/// Second pass: the rules, opening each entry beneath its parent's
+/// descriptor without following links.
+fn grant_dir(
+    mut created: RulesetCreated,
+    dir: &OwnedFd,
+    rel: &str,
+    rules: &dyn WorkspaceRules,
+    split: &HashSet<String>,
+    add: &mut AddRule<'_>,
+) -> Result<RulesetCreated, CommandError> {
+    let Some(own) = grant_of(rules, rel) else {
+        return Ok(created);
+    };
+    if !split.contains(rel) {
+        return add(created, dir, own, true);
+    }
+    created = add(created, dir, Grant::ListOnly, true)?;
+    let listing = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| CommandError::Containment(format!("cannot list workspace path {rel}: {e}")))?;
+    let mut names = Vec::new();
+    let reader = rustix::fs::Dir::read_from(&listing)
+        .map_err(|e| CommandError::Containment(format!("cannot list workspace path {rel}: {e}")))?;
+    for entry in reader {
+        let entry = entry.map_err(|e| {
+            CommandError::Containment(format!("cannot list workspace path {rel}: {e}"))
+        })?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(name.to_vec());
+        }
+    }
+    for name in names {
+        let Some(text) = OsStr::from_bytes(&name).to_str() else {
+            // Not UTF-8: no rule can name it, and it gets no grant.
+            continue;
+        };
+        let child_rel = join(rel, text);
+        let Some(grant) = grant_of(rules, &child_rel) else {
+            continue;
+        };
+        let Ok(fd) = rustix::fs::openat(
+            dir,
+            name.as_slice(),
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        let kind = rustix::fs::fstat(&fd)
+            .map(|st| FileType::from_raw_mode(st.st_mode))
+            .map_err(|e| CommandError::Containment(format!("cannot inspect {child_rel}: {e}")))?;
+        match kind {
+            FileType::Symlink => {}
+            FileType::Directory => {
+                created = grant_dir(created, &fd, &child_rel, rules, split, add)?;
+            }
+            _ => created = add(created, &fd, grant, false)?,
+        }
+    }
+    Ok(created)
+}

@@ -1,0 +1,39 @@
+//! The `run_command` tool's runner and its containment (`goat-command`).
+//!
+//! A model that can edit code must be able to build and test it, and a
+//! build runs native programs: there is no WASI component to hold them in.
+//! So a command gets an operating-system sandbox of its own, applied in the
+//! child between `fork` and `exec` (ADR-0070), on every call, with no
+//! argument the model could use to turn any of it off:
+//!
+//! - **Filesystem** ([`fs`], Landlock): the workspace readable and
+//!   writable except the paths the permission gate keeps from it (hidden or
+//!   read-only) and the version-control directories (read-only); a private
+//!   `TMPDIR`; system locations and toolchain directories read-only;
+//!   nothing else, the rest of the home directory included, even readable.
+//! - **Network** ([`seccomp`] and Landlock): no TCP bind or connect, no
+//!   socket family but Unix; no io_uring (it would bypass both). Opened
+//!   only by the host's [`Network::Open`].
+//! - **Process** ([`run`]): no new privileges, its own session and process
+//!   group which it cannot leave (`setsid`/`setpgid` refused), no signals
+//!   to processes outside its Landlock domain, stdin from `/dev/null`, a
+//!   scrubbed environment, resource limits ([`limits`]), a wall-clock
+//!   timeout that kills the whole group, and output captured with a cap
+//!   ([`output`]).
+//!
+//! Where the kernel lacks what is needed, [`support`] says why and the tool
+//! is not offered: it fails closed, never runs a command uncontained.
+
+pub mod fs;
+pub mod limits;
+pub mod output;
+mod pids;
+pub mod run;
+pub mod seccomp;
+
+pub use fs::{WorkspaceRules, default_read_paths};
+pub use output::Captured;
+pub use run::{
+    CommandError, CommandOutcome, CommandRequest, Containment, Exit, Network, PidsCgroup,
+    Unsupported, run, support,
+};
