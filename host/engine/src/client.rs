@@ -204,6 +204,9 @@ impl EngineClient {
     ) -> Result<Response, EngineError> {
         let started = Instant::now();
         let deadline = started + self.config.total_timeout;
+        // One first-byte deadline for the whole request: waiting for a
+        // loading engine, and retries after it, all count against it.
+        let first_byte_by = deadline.min(started + self.config.first_byte_timeout);
         let mut attempt = 0u32;
         let mut loading_backoff = LOADING_BACKOFF;
         loop {
@@ -212,7 +215,7 @@ impl EngineClient {
             let outcome = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(EngineError::Cancelled),
-                r = tokio::time::timeout_at(deadline, self.attempt(&body, deadline, on_delta)) => {
+                r = tokio::time::timeout_at(deadline, self.attempt(&body, deadline, first_byte_by, on_delta)) => {
                     r.unwrap_or(Err(EngineError::TotalTimeout { after: self.config.total_timeout }))
                 }
             };
@@ -233,23 +236,31 @@ impl EngineClient {
                     // llama-server answers 503 "Loading model" until its
                     // weights are in memory. Loading is what the
                     // first-byte timeout allows for, so wait within it.
-                    let waited = started.elapsed();
-                    let allowed = self.config.first_byte_timeout;
-                    let Some(left) = allowed.checked_sub(waited).filter(|l| !l.is_zero()) else {
+                    let now = Instant::now();
+                    let Some(left) = first_byte_by
+                        .checked_duration_since(now)
+                        .filter(|l| !l.is_zero())
+                    else {
                         return Err(EngineError::StillLoading {
-                            after: waited,
+                            after: started.elapsed(),
                             message,
                         });
                     };
                     on_delta(Delta::EngineLoading {
                         message: &message,
-                        waited,
+                        waited: started.elapsed(),
                     });
                     let pause = loading_backoff.min(left);
                     loading_backoff = (loading_backoff * 2).min(LOADING_BACKOFF_MAX);
                     tokio::select! {
                         () = cancel.cancelled() => return Err(EngineError::Cancelled),
-                        () = tokio::time::sleep_until((Instant::now() + pause).min(deadline)) => {}
+                        () = tokio::time::sleep_until((now + pause).min(deadline)) => {}
+                    }
+                    if Instant::now() >= first_byte_by {
+                        return Err(EngineError::StillLoading {
+                            after: started.elapsed(),
+                            message,
+                        });
                     }
                     if Instant::now() >= deadline {
                         return Err(EngineError::TotalTimeout {
@@ -342,9 +353,9 @@ impl EngineClient {
         &self,
         body: &serde_json::Value,
         deadline: Instant,
+        first_byte_by: Instant,
         on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<Response, EngineError> {
-        let first_byte_by = deadline.min(Instant::now() + self.config.first_byte_timeout);
         let first_byte_timeout = EngineError::FirstByteTimeout {
             after: self.config.first_byte_timeout,
         };

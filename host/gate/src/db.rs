@@ -82,7 +82,11 @@ fn spec(busy_timeout: Duration) -> DbSpec {
         application_id: APPLICATION_ID,
         migrations: MIGRATIONS,
         busy_timeout,
-        journal: Journal::Wal,
+        // A rollback journal, not WAL (ADR-0071): a connection kept open
+        // between decisions must never keep a log alive that SQLite could
+        // lay over another file moved in under the name, or that a cleanup
+        // could delete from under it.
+        journal: Journal::Rollback,
         legacy: None,
     }
 }
@@ -118,6 +122,10 @@ impl PermissionDb {
     pub fn open_with_timeout(path: &Path, busy_timeout: Duration) -> Result<Self, GateError> {
         let fail = |err: rusqlite::Error| classify(path, busy_timeout, &err);
         let conn = sqlite::open(path, &spec(busy_timeout)).map_err(|err| gate_error(path, err))?;
+        // A file an earlier GOAT made in WAL mode goes back to a rollback
+        // journal as soon as no other connection has it open; until then
+        // it stays WAL, and a GateHandle does not keep it open.
+        let _ = conn.pragma_update(None, "journal_mode", "DELETE");
         // A file can claim our id and version and still lack the table (made
         // by hand, or by another program reusing the id).
         if let Err(err) = conn.prepare(SELECT_RULES) {
@@ -150,19 +158,14 @@ impl PermissionDb {
             .map_err(|err| classify(&self.path, self.busy_timeout, &err))
     }
 
-    /// Copies what other connections committed into the file and empties
-    /// the write-ahead log (`PRAGMA wal_checkpoint(TRUNCATE)`), so a log
-    /// this connection keeps alive never holds pages that could be applied
-    /// to another file moved in under the same name. Whether the log was
-    /// emptied; a busy database leaves it for next time.
-    pub fn checkpoint(&self) -> Result<bool, GateError> {
-        let (busy, _log, _moved): (i64, i64, i64) = self
+    /// Whether the file is (still) in WAL mode: made by an earlier GOAT
+    /// and not yet converted (another connection had it open).
+    pub fn is_wal(&self) -> Result<bool, GateError> {
+        let mode: String = self
             .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-            })
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))
             .map_err(|err| classify(&self.path, self.busy_timeout, &err))?;
-        Ok(busy == 0)
+        Ok(mode.eq_ignore_ascii_case("wal"))
     }
 
     /// Adds a rule, normalising its pattern, and returns it as stored.
@@ -391,7 +394,7 @@ mod tests {
             .conn
             .pragma_query_value(None, "journal_mode", |row| row.get(0))
             .unwrap();
-        assert_eq!(mode, "wal");
+        assert_eq!(mode, "delete");
         let fk: bool = db
             .conn
             .pragma_query_value(None, "foreign_keys", |row| row.get(0))

@@ -14,14 +14,15 @@
 //! Fails closed as [`crate::decide`] does: a file that cannot be opened or
 //! read, or is not a permission database, denies, and nothing is kept.
 //!
-//! A kept connection keeps SQLite's write-ahead log (`permissions.db-wal`)
-//! alive with the pages other connections committed, and SQLite applies a
-//! log to whatever file has the database's name: a file renamed over the
-//! database would be read with the old file's pages laid over it. So after
-//! reading rules another connection changed, the handle empties the log
-//! into the file (a `TRUNCATE` checkpoint) and only then keeps the
-//! reading. The log is then empty whenever no rule changed since the last
-//! decision, and a file swapped in under the name is read as it is.
+//! The permission database uses a rollback journal, not WAL: a kept WAL
+//! connection keeps `permissions.db-wal` alive, and SQLite lays a log over
+//! whatever file has the database's name (a file renamed over it was read
+//! with the old file's pages), while a log deleted from under the kept
+//! connection hides every later commit from it. With a rollback journal no
+//! log outlives a transaction and every read checks the file itself. A file
+//! an earlier GOAT made in WAL mode is converted when no other connection
+//! has it open; until then the handle opens it afresh for every decision,
+//! as `decide` does.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -87,6 +88,12 @@ impl GateHandle {
         &self.path
     }
 
+    /// Whether a connection and its reading of the rules are kept for the
+    /// next decision (never for a database still in WAL mode).
+    pub fn keeps_connection(&self) -> bool {
+        self.kept.is_some()
+    }
+
     /// [`crate::decide_with_boundary`], from the kept reading of the rules
     /// when it is still current.
     pub fn decide_with_boundary(
@@ -111,32 +118,26 @@ impl GateHandle {
         {
             return Ok(kept.rules.clone());
         }
-        // Changed. Empty the log into the file it belongs to (another
-        // connection may have committed since the last decision) before
-        // the kept connection closes and anything opens the name again.
-        if let Some(kept) = self.kept.take() {
-            kept.db.checkpoint()?;
-        }
+        self.kept = None;
         let db = PermissionDb::open_with_timeout(&self.path, self.busy_timeout)?;
         // The version before the rules: a commit after it makes the next
         // decision read them again, never miss it.
         let data_version = db.data_version()?;
         let rules = Arc::new(db.list()?);
-        // Keep the reading only once the log is empty and the path names
-        // the file that was read, before and after (or none before: the
-        // open created it).
-        if db.checkpoint()? {
-            let after = identity(&self.path);
-            if let Some(after) = after
-                && (now.is_none() || now.map(|n| (n.dev, n.ino)) == Some((after.dev, after.ino)))
-            {
-                self.kept = Some(Kept {
-                    db,
-                    identity: after,
-                    data_version,
-                    rules: rules.clone(),
-                });
-            }
+        // Kept only in rollback-journal mode, and only if the path named
+        // the file that was read before and after the open (or none
+        // before: the open created it).
+        let after = identity(&self.path);
+        if !db.is_wal()?
+            && let Some(after) = after
+            && (now.is_none() || now.map(|n| (n.dev, n.ino)) == Some((after.dev, after.ino)))
+        {
+            self.kept = Some(Kept {
+                db,
+                identity: after,
+                data_version,
+                rules: rules.clone(),
+            });
         }
         Ok(rules)
     }

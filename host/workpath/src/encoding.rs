@@ -31,6 +31,17 @@ pub fn decode(bytes: &[u8]) -> Option<(String, TextEncoding)> {
     })
 }
 
+/// Whether `bytes` are not UTF-8 as a whole yet hold a line that is, with
+/// characters beyond ASCII: a file edited in two encodings. `read_file`
+/// shows each line in its own, so rewriting the whole file in either one
+/// would change the other's lines.
+pub fn is_mixed(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_err()
+        && bytes
+            .split(|&b| b == b'\n')
+            .any(|line| !line.is_ascii() && std::str::from_utf8(line).is_ok())
+}
+
 /// `text` as bytes in `encoding`, or the first character it cannot hold.
 pub fn encode(text: &str, encoding: TextEncoding) -> Result<Vec<u8>, Unencodable> {
     match encoding {
@@ -162,6 +173,21 @@ mod tests {
             encode("café", TextEncoding::Utf8),
             Ok("café".as_bytes().to_vec())
         );
+    }
+
+    #[test]
+    fn a_file_in_two_encodings_is_mixed() {
+        assert!(is_mixed(
+            "José\n"
+                .as_bytes()
+                .iter()
+                .chain(b"caf\xe9\n")
+                .copied()
+                .collect::<Vec<_>>()
+                .as_slice()
+        ));
+        assert!(!is_mixed(b"plain\ncaf\xe9\n"));
+        assert!(!is_mixed("José\ncafé\n".as_bytes()));
     }
 
     #[test]

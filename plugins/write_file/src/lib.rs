@@ -64,6 +64,15 @@ impl Guest for WriteFile {
         let encoding = match before {
             Some(size) if size <= MAX_WRITE_BYTES as u64 => {
                 let old = ws.read_file(&path, MAX_WRITE_BYTES as u64)?;
+                if goat_workpath::encoding::is_mixed(&old) {
+                    return Err(ToolError::Conflict(format!(
+                        "'{path}' mixes UTF-8 lines with Windows-1252 ones (read_file showed \
+                         each in its own), so rewriting it whole in either would change the \
+                         others; nothing was written. Change it with edit_file, which keeps \
+                         every byte it does not replace, or delete_file and then write_file \
+                         to write it anew as UTF-8"
+                    )));
+                }
                 goat_workpath::encoding::decode(&old).map_or(TextEncoding::Utf8, |(_, e)| e)
             }
             _ => TextEncoding::Utf8,

@@ -115,3 +115,37 @@ fn a_binary_file_is_still_refused() {
         b"PK\x03\x04\x00\x00\xff\xfe"
     );
 }
+
+/// A UTF-8 file with one stray Latin-1 byte: read_file shows each line in
+/// its own encoding ("José" on line 1), so write_file cannot rewrite it
+/// whole in either without changing the other's lines; it refuses and the
+/// file stays byte for byte. edit_file keeps every byte it does not replace.
+#[test]
+fn write_file_refuses_a_file_in_two_encodings_and_edit_file_keeps_it() {
+    let ws = Workspace::new();
+    let mixed: &[u8] = b"name = \"Jos\xc3\xa9\"\n# caf\xe9\n";
+    ws.write("mixed.py", mixed);
+    let text = ok(ws.read_call("read_file", json!({"path": "mixed.py"})));
+    assert!(text.contains("1\tname = \"José\"\n"), "{text}");
+    expect_err(
+        ws.write_call(
+            "write_file",
+            json!({"path": "mixed.py", "content": "name = \"José\"\n# café!\n"}),
+        ),
+        ToolError::Conflict,
+        &[
+            "mixes UTF-8 lines with Windows-1252 ones",
+            "nothing was written",
+            "edit_file",
+        ],
+    );
+    assert_eq!(fs::read(ws.root.join("mixed.py")).unwrap(), mixed);
+    ok(ws.write_call(
+        "edit_file",
+        json!({"path": "mixed.py", "old_string": "# caf", "new_string": "# the caf"}),
+    ));
+    assert_eq!(
+        fs::read(ws.root.join("mixed.py")).unwrap(),
+        b"name = \"Jos\xc3\xa9\"\n# the caf\xe9\n"
+    );
+}

@@ -134,3 +134,18 @@ fn missing_source_and_read_only_access_change_nothing() {
     assert_eq!(ws.read("a.txt"), "A");
     assert!(!ws.exists("b.txt"));
 }
+
+/// The tool resolves `nowhere/../b.txt` lexically to `b.txt` and replaces
+/// it, as the gate judged it (the approval preview resolves it the same
+/// way, see host/cli approval::preview).
+#[test]
+fn a_dotdot_destination_replaces_the_file_it_names_lexically() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "A\n").write("b.txt", "B\n");
+    let text = ok(ws.write_call(
+        "move_file",
+        json!({"from": "a.txt", "to": "nowhere/../b.txt", "overwrite": true}),
+    ));
+    assert!(text.contains("It replaced the previous 'b.txt'"), "{text}");
+    assert_eq!(ws.read("b.txt"), "A\n");
+}

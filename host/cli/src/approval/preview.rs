@@ -37,17 +37,31 @@ pub fn preview(request: &ApprovalRequest<'_>) -> Vec<String> {
             }
             _ => arguments_preview(args),
         },
-        ("move_file", _) => match (text("from"), text("to")) {
+        // The paths as the tool will read them (`nowhere/../b.txt` is
+        // `b.txt`), never as the kernel would: the question must show what
+        // the tool replaces or deletes.
+        ("move_file", _) => match (lexical(text("from")), lexical(text("to"))) {
             (Some(from), Some(to)) => {
                 let overwrite = args.get("overwrite").and_then(Value::as_bool) == Some(true);
-                move_preview(request.workspace, from, to, overwrite)
+                move_preview(request.workspace, &from, &to, overwrite)
             }
             _ => arguments_preview(args),
         },
-        ("delete_file", Some(path)) => delete_preview(request.workspace, path),
+        ("delete_file", _) => match lexical(text("path")) {
+            Some(path) => delete_preview(request.workspace, &path),
+            None => arguments_preview(args),
+        },
         ("run_command", _) => command_preview(args),
         _ => arguments_preview(args),
     }
+}
+
+/// A workspace path as the tools resolve it (goat-workpath, lexically);
+/// `None` for one they refuse.
+fn lexical(raw: Option<&str>) -> Option<String> {
+    goat_workpath::resolve(raw?)
+        .ok()
+        .map(|p| p.as_str().to_owned())
 }
 
 /// What moving `from` to `to` does: which entry moves, and what of `to`
@@ -91,6 +105,13 @@ fn move_preview(workspace: &Path, from: &str, to: &str, overwrite: bool) -> Vec<
 /// What deleting `path` loses.
 fn delete_preview(workspace: &Path, path: &str) -> Vec<String> {
     let shown = escape_controls(path);
+    // The tool deletes a link itself, never what it points to.
+    if let Ok(target) = fs::read_link(workspace.join(path)) {
+        return vec![format!(
+            "deletes the link '{shown}' (to '{}'); what it points to is untouched",
+            escape_controls(&target.to_string_lossy())
+        )];
+    }
     match existing(workspace, path) {
         Existing::Missing => vec![format!(
             "'{shown}' does not exist; the tool will say so and delete nothing"
@@ -411,6 +432,44 @@ mod tests {
         assert_eq!(
             refused[1],
             "'b.txt' exists; the tool will refuse unless overwrite is true"
+        );
+    }
+
+    /// The gate and the tool resolve `..` lexically (`nowhere/../b.txt` is
+    /// `b.txt`); the preview does too, or it would ask the kernel, find no
+    /// `nowhere`, and say nothing is replaced while the tool loses `b.txt`.
+    #[test]
+    fn a_move_over_a_file_named_through_dotdot_shows_the_loss() {
+        let moved = preview_in(
+            &[("a.txt", "new\n"), ("b.txt", "old\n")],
+            "move_file",
+            json!({"path": "", "from": "a.txt", "to": "nowhere/../b.txt", "overwrite": true}),
+        );
+        assert!(
+            moved.iter().any(|l| l.starts_with("replaces")),
+            "the loss of b.txt is not shown: {moved:?}"
+        );
+    }
+
+    #[test]
+    fn deleting_a_link_is_shown_as_the_link_not_its_target() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        fs::write(root.join("target.txt"), "kept\n").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink("target.txt", root.join("link"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let arguments = json!({"path": "link"});
+        let lines = preview(&ApprovalRequest {
+            tool: "delete_file",
+            prompt: "",
+            paths: &["target.txt".to_owned()],
+            arguments: &arguments,
+            workspace: &root,
+            can_remember: true,
+        });
+        assert_eq!(
+            lines,
+            ["deletes the link 'link' (to 'target.txt'); what it points to is untouched"]
         );
     }
 

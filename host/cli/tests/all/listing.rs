@@ -182,7 +182,7 @@ fn listings_with_no_state_yet_create_nothing() {
         let out = world.run(place, &["stats"]);
         assert!(text(&out.stderr).contains("no sessions yet"));
         let out = world.run(place, &["tools", "list", "--json"]);
-        assert_eq!(json_out(&out).as_array().unwrap().len(), 8);
+        assert_eq!(json_out(&out).as_array().unwrap().len(), 9);
     }
 }
 

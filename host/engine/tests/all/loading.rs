@@ -93,3 +93,27 @@ async fn any_other_503_is_not_waited_on() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+/// The wait for a loading engine and the requests after it share one
+/// first-byte deadline: an engine that says "Loading" and then accepts the
+/// next request without answering does not get a second full timeout.
+#[tokio::test]
+async fn loading_then_silence_stays_within_the_first_byte_timeout() {
+    let mut silent = Reply::text("late");
+    silent.delay_headers = Duration::from_secs(10);
+    let server = ScriptedServer::start(vec![loading(), silent]).await;
+    let mut config = EngineConfig::new(server.base_url(), "qwen");
+    config.retries = 0;
+    config.first_byte_timeout = Duration::from_secs(1);
+    let client = EngineClient::new(config).unwrap();
+    let started = std::time::Instant::now();
+    let err = client
+        .stream_chat(&request(), &CancellationToken::new(), &mut |_| {})
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(1300),
+        "{err:?} after {took:?}, first-byte timeout 1 s"
+    );
+}

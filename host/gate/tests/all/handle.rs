@@ -30,6 +30,7 @@ fn deny_read(pattern: &str) -> NewRule {
         workspace: None,
         created_at: 500,
         expires_at: None,
+        command: None,
     }
 }
 
@@ -126,4 +127,147 @@ fn a_file_swapped_in_just_after_another_process_wrote_is_read_as_it_is() {
     assert!(allowed(&mut handle, "x.txt"), "the old file's rule is gone");
     let rules = PermissionDb::open(&path).unwrap().list().unwrap();
     assert_eq!(rules.len(), 1, "{rules:?}");
+}
+
+/// Two sessions keep the database open; the file is replaced
+/// (`mv restored.db permissions.db`); the session that decides first
+/// reopens the new file, a deny is then added to it. In WAL mode the other
+/// session's first decision after the swap copied the new file's frames
+/// from the shared log into the orphaned old inode, and the deny was lost.
+#[test]
+fn a_deny_added_after_a_swap_is_not_lost_to_the_old_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    let other = dir.path().join("restored.db");
+    PermissionDb::open(&other).unwrap();
+    let mut one = GateHandle::new(&path);
+    let mut two = GateHandle::new(&path);
+    assert!(allowed(&mut one, "secret.txt"));
+    assert!(allowed(&mut two, "secret.txt"));
+    std::fs::rename(&other, &path).unwrap();
+    assert!(allowed(&mut two, "secret.txt"), "two reopens the new file");
+    PermissionDb::open(&path)
+        .unwrap()
+        .add(deny_read("secret.txt"))
+        .unwrap();
+    assert!(!allowed(&mut two, "secret.txt"), "two sees the deny");
+    // `one` still holds the old file: its first decision after the swap.
+    assert!(!allowed(&mut one, "secret.txt"), "one sees the deny");
+    assert!(!allowed(&mut two, "secret.txt"), "two still sees the deny");
+    assert_eq!(
+        PermissionDb::open(&path).unwrap().list().unwrap().len(),
+        1,
+        "the rule is still in the file"
+    );
+}
+
+/// Same, without `two` having seen the deny before `one` decides.
+#[test]
+fn a_deny_added_after_a_swap_before_the_old_handle_decides_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    let other = dir.path().join("restored.db");
+    PermissionDb::open(&other).unwrap();
+    let mut one = GateHandle::new(&path);
+    let mut two = GateHandle::new(&path);
+    assert!(allowed(&mut one, "secret.txt"));
+    assert!(allowed(&mut two, "secret.txt"));
+    std::fs::rename(&other, &path).unwrap();
+    assert!(allowed(&mut two, "secret.txt"), "two reopens the new file");
+    PermissionDb::open(&path)
+        .unwrap()
+        .add(deny_read("secret.txt"))
+        .unwrap();
+    assert!(!allowed(&mut one, "secret.txt"), "one sees the deny");
+    assert!(!allowed(&mut two, "secret.txt"), "two sees the deny");
+    assert_eq!(
+        PermissionDb::open(&path).unwrap().list().unwrap().len(),
+        1,
+        "the rule is still in the file"
+    );
+}
+
+/// Run in a child process by the test below (a no-op otherwise); adds a deny
+/// for `secret.txt` to the database named by GOAT_TEST_GATE_DB.
+#[test]
+fn child_adds_a_deny() {
+    if let Some(path) = std::env::var_os("GOAT_TEST_GATE_DB") {
+        PermissionDb::open(std::path::Path::new(&path))
+            .unwrap()
+            .add(deny_read("secret.txt"))
+            .unwrap();
+    }
+}
+
+/// Files beside the database are deleted while a session keeps it open (a
+/// cleanup, a sync tool), and another process adds a deny. In WAL mode the
+/// commit went to a new log the kept connection never looked at, and the
+/// kept rules went on deciding without the deny; with a rollback journal
+/// there is no such log, and the deny applies.
+#[test]
+fn a_deny_another_process_adds_after_a_cleanup_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    let mut handle = GateHandle::new(&path);
+    assert!(allowed(&mut handle, "secret.txt"));
+    for ext in ["db-wal", "db-shm", "db-journal"] {
+        let _ = std::fs::remove_file(path.with_extension(ext));
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "handle::child_adds_a_deny", "--quiet"])
+        .env("GOAT_TEST_GATE_DB", &path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !allowed(&mut handle, "secret.txt"),
+        "the kept handle sees it"
+    );
+}
+
+/// A database an earlier GOAT made in WAL mode: converted to a rollback
+/// journal when nothing else is reading it; while something is, it stays
+/// WAL and the handle opens it afresh for every decision (a kept WAL
+/// connection is what let a moved-in file or a deleted log hide a deny).
+#[test]
+fn a_wal_database_is_converted_or_never_kept_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    PermissionDb::open(&path).unwrap();
+    let wal = |p: &std::path::Path| {
+        let conn = rusqlite::Connection::open(p).unwrap();
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "wal", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        conn
+    };
+    drop(wal(&path));
+    assert!(
+        !PermissionDb::open(&path).unwrap().is_wal().unwrap(),
+        "converted"
+    );
+    let mut handle = GateHandle::new(&path);
+    assert!(allowed(&mut handle, "secret.txt"));
+    assert!(handle.keeps_connection());
+
+    // Being read in WAL mode by another process: not converted, not kept.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    PermissionDb::open(&path).unwrap();
+    let holder = wal(&path);
+    holder.execute_batch("BEGIN").unwrap();
+    let _: i64 = holder
+        .query_row("SELECT count(*) FROM rules", [], |r| r.get(0))
+        .unwrap();
+    assert!(PermissionDb::open(&path).unwrap().is_wal().unwrap());
+    let mut handle = GateHandle::new(&path);
+    assert!(allowed(&mut handle, "secret.txt"));
+    assert!(!handle.keeps_connection());
+    PermissionDb::open(&path)
+        .unwrap()
+        .add(deny_read("secret.txt"))
+        .unwrap();
+    assert!(!allowed(&mut handle, "secret.txt"), "the deny applies");
+    holder.execute_batch("COMMIT").unwrap();
 }
