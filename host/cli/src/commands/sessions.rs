@@ -1,4 +1,5 @@
-//! `goat sessions list` and `goat sessions show`: what the store recorded.
+//! `goat sessions list` and `goat sessions show`: what the store recorded;
+//! `goat sessions rm`: forgetting it.
 //!
 //! Reading never creates or changes anything: with no store file there are
 //! no sessions, and an existing store is opened read-only (never migrated). Failed rounds are shown with the rest (a malformed response
@@ -42,13 +43,65 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Remove sessions and everything recorded in them (turns, rounds,
+    /// tool calls). Files a session changed in its workspace stay as they
+    /// are. A session another GOAT is driving is left alone.
+    Rm {
+        /// The sessions' ids (or unique prefixes), as `goat sessions list`
+        /// shows them.
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[command(flatten)]
+        store: DbArg,
+    },
 }
 
 pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
     match command {
         SessionsCommand::List { store, json } => list(store.db.as_deref(), json),
         SessionsCommand::Show { id, store, json } => show(&id, store.db.as_deref(), json),
+        SessionsCommand::Rm { ids, store } => remove(&ids, store.db.as_deref()),
     }
+}
+
+/// Removes each session named, each in its own transaction and under its
+/// lock, and says what became of each; any that could not be removed
+/// makes the command fail, the others stay removed.
+fn remove(ids: &[String], db: Option<&Path>) -> anyhow::Result<Outcome> {
+    let path = paths::store_path(db)?.into_resolved();
+    if !path.exists() {
+        bail!(
+            "no sessions to remove: there is no store yet at {}",
+            path.display()
+        );
+    }
+    let mut store = Store::open(&path)?;
+    let mut outcome = Outcome::Ok;
+    for given in ids {
+        let shown = text::escape_controls(given);
+        let removed = store.find_session(given).and_then(|info| {
+            // Held while removing: a session another process drives is
+            // never removed under it (SessionInUse names the holder).
+            let _lock = store.lock_session(&info.id)?;
+            store.remove_session(&info.id).map(|_| info)
+        });
+        match removed {
+            Ok(info) => println!(
+                "removed session {} ({} turn{})",
+                info.id,
+                info.turns,
+                if info.turns == 1 { "" } else { "s" }
+            ),
+            Err(e) => {
+                note(format_args!(
+                    "error: session '{shown}' was not removed: {}",
+                    text::escape_controls(&e.to_string())
+                ));
+                outcome = Outcome::Failed;
+            }
+        }
+    }
+    Ok(outcome)
 }
 
 /// The store, if there is one, opened to read: nothing is created or

@@ -237,3 +237,61 @@ async fn a_session_whose_driver_was_killed_can_be_resumed() {
     );
     hold.release();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_rm_removes_what_it_names_and_never_a_session_being_driven() {
+    let env = Env::new();
+    let hold = Hold::new();
+    let server = ScriptedServer::start(vec![
+        Reply::text("One."),
+        Reply::text("Two."),
+        Reply::text("Carried on.").held(&hold),
+    ])
+    .await;
+    let url = server.base_url();
+    let gone = session(&env, &url).await;
+    let busy = session(&env, &url).await;
+
+    let driver = drive(&env, &url, &busy, "Carry on");
+    assert!(
+        server.wait_for_requests(3, REACH_ENGINE).await,
+        "the driving run never reached the engine"
+    );
+    let out = env.run(&["sessions", "rm", &gone[..8], &busy, "feedbeef"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("removed session {gone} (1 turn)\n")
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("session '{busy}' was not removed"))
+            && stderr.contains("is in use"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("session 'feedbeef' was not removed"),
+        "{stderr}"
+    );
+    hold.release();
+    let finished = finish(driver).await;
+    assert_eq!(
+        finished.status.code(),
+        Some(0),
+        "{}",
+        text(&finished.stderr)
+    );
+
+    let listed = json_out(&env.run(&["sessions", "list", "--json"]));
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [busy.as_str()]);
+    assert_eq!(
+        statuses(&env, &busy),
+        owned(&[("completed", &["ok"]), ("completed", &["ok"])])
+    );
+}
