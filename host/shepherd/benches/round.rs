@@ -129,7 +129,7 @@ fn main() {
             replies.push(Reply::sse(
                 [ev_content("done"), ev_finish("stop"), ev_done()].concat(),
             ));
-            let server = ScriptedServer::start(replies).await;
+            let server = ScriptedServer::start_unparsed(replies).await;
             let mut engine = EngineConfig::new(server.base_url(), "m");
             engine.retries = 0;
             let session = store

@@ -161,17 +161,24 @@ impl ScriptedServer {
     /// Listens on a free local port and answers connections with
     /// `replies` in order; connections beyond the script are dropped.
     pub async fn start(replies: Vec<Reply>) -> Self {
-        Self::listen(replies, None).await
+        Self::listen(replies, None, true).await
+    }
+
+    /// As [`start`](Self::start), for benchmarks: an instant engine does
+    /// no JSON work, so request bodies are not parsed (recorded as `null`)
+    /// and what is measured is the host alone.
+    pub async fn start_unparsed(replies: Vec<Reply>) -> Self {
+        Self::listen(replies, None, false).await
     }
 
     /// As [`start`](Self::start), over TLS with a certificate `ca` signed;
     /// [`base_url`](Self::base_url) is `https://`. A handshake that fails
     /// (the client did not trust the certificate) uses up no reply.
     pub async fn start_tls(replies: Vec<Reply>, ca: &TestCa) -> Self {
-        Self::listen(replies, Some(ca.acceptor())).await
+        Self::listen(replies, Some(ca.acceptor()), true).await
     }
 
-    async fn listen(replies: Vec<Reply>, tls: Option<TlsAcceptor>) -> Self {
+    async fn listen(replies: Vec<Reply>, tls: Option<TlsAcceptor>, parse: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -192,7 +199,7 @@ impl ScriptedServer {
                         None => {
                             let reply = script.lock().unwrap().pop_front();
                             if let Some(reply) = reply {
-                                serve(socket, reply, reqs, closed).await;
+                                serve(socket, reply, reqs, closed, parse).await;
                             }
                         }
                         Some(tls) => {
@@ -201,7 +208,7 @@ impl ScriptedServer {
                             };
                             let reply = script.lock().unwrap().pop_front();
                             if let Some(reply) = reply {
-                                serve(stream, reply, reqs, closed).await;
+                                serve(stream, reply, reqs, closed, parse).await;
                             }
                         }
                     }
@@ -249,8 +256,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     reply: Reply,
     reqs: Arc<Mutex<Vec<Recorded>>>,
     closed: Arc<Mutex<u32>>,
+    parse: bool,
 ) {
-    let Some(recorded) = read_request(&mut socket).await else {
+    let Some(recorded) = read_request(&mut socket, parse).await else {
         return;
     };
     reqs.lock().unwrap().push(recorded);
@@ -293,7 +301,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let _ = socket.shutdown().await;
 }
 
-async fn read_request<S: AsyncRead + Unpin>(socket: &mut S) -> Option<Recorded> {
+async fn read_request<S: AsyncRead + Unpin>(socket: &mut S, parse: bool) -> Option<Recorded> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     let header_end = loop {
@@ -326,7 +334,11 @@ async fn read_request<S: AsyncRead + Unpin>(socket: &mut S) -> Option<Recorded> 
         }
         buf.extend_from_slice(&tmp[..n]);
     }
-    let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(Value::Null);
+    let body = if parse {
+        serde_json::from_slice(&buf[header_end..]).unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
     Some(Recorded {
         method,
         path,
