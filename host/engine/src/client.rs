@@ -507,10 +507,15 @@ fn is_loading(message: &str) -> bool {
 fn extra_roots(ca_cert: Option<&Path>) -> Result<Vec<reqwest::Certificate>, EngineError> {
     if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
         let path = Path::new(&file);
-        if let Err(e) = std::fs::metadata(path) {
+        let problem = match std::fs::metadata(path) {
+            Err(e) => Some(e.to_string()),
+            Ok(meta) if !meta.is_file() => Some("it is not a file".to_owned()),
+            Ok(_) => None,
+        };
+        if let Some(why) = problem {
             return Err(EngineError::CaCert {
                 path: format!("{} (SSL_CERT_FILE)", path.display()),
-                reason: format!("{e}; point SSL_CERT_FILE at a PEM bundle, or unset it"),
+                reason: format!("{why}; point SSL_CERT_FILE at a PEM bundle, or unset it"),
             });
         }
     }

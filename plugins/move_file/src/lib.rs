@@ -95,7 +95,14 @@ impl Guest for MoveFile {
             Some((parent, _)) => ws.create_dir_all(&parent)?,
             None => Vec::new(),
         };
-        ws.rename(&from, &to)?;
+        if let Err(refused) = ws.rename(&from, &to) {
+            // Nothing moved: the directories made for it go too, newest
+            // first, so a refused move leaves the workspace as it was.
+            for dir in created_dirs.iter().rev() {
+                ws.remove_empty_dir(dir);
+            }
+            return Err(refused);
+        }
         let mut msg = format!("Moved '{from}' to '{to}' ({what}).");
         if let Some(old) = replaced {
             msg.push_str(&format!(" It replaced the previous '{to}' ({old})."));

@@ -56,6 +56,12 @@ impl Workspace {
             })
     }
 
+    /// Removes the directory `path` if it is empty, quietly: used to undo
+    /// directories made for a change that did not happen.
+    pub fn remove_empty_dir(&self, path: &WorkPath) {
+        let _ = self.root.remove_directory_at(path.as_str());
+    }
+
     /// Removes the file (or symbolic link) at `path`.
     pub fn unlink(&self, path: &WorkPath) -> ToolResult<()> {
         self.require_writable(path)?;

@@ -405,3 +405,31 @@ fn moving_and_deleting_hold_to_the_same_rules_as_writing() {
     assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
     assert!(!env.ws.join("evil.sh").exists());
 }
+
+#[test]
+fn a_move_the_sandbox_refuses_leaves_no_directories_behind() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.ws.join("src")).unwrap();
+    std::fs::write(env.ws.join("src/main.rs"), "fn main() {}\n").unwrap();
+    // A rule that could apply inside any directory: no directory is
+    // renamed (the fence's rule), though the gate allows both names.
+    let out = env.run(&["permissions", "deny", "*", "**/*.env"]);
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    let out = call(
+        &env,
+        "move_file",
+        json!({"from": "src", "to": "new/place/src"}),
+        &["--allow-writes"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains("renaming the directory"),
+        "{}",
+        all_output(&out)
+    );
+    assert!(
+        !env.ws.join("new").exists(),
+        "the directories made for the move stayed"
+    );
+    assert!(env.ws.join("src/main.rs").exists());
+}
