@@ -6,6 +6,7 @@ mod chat;
 mod config;
 mod demo;
 mod detect;
+mod export;
 mod permissions;
 mod plugins;
 mod probe;

@@ -43,6 +43,18 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print a session as a Markdown transcript (requests, the model's
+    /// text, each tool call with its decision and result, failures) or as
+    /// JSON (what `show --json` prints).
+    Export {
+        /// The session's id (or a unique prefix).
+        id: String,
+        /// md or json.
+        #[arg(long, value_enum, default_value_t = super::export::Format::Md)]
+        format: super::export::Format,
+        #[command(flatten)]
+        store: DbArg,
+    },
     /// Remove sessions and everything recorded in them (turns, rounds,
     /// tool calls). Files a session changed in its workspace stay as they
     /// are. A session another GOAT is driving is left alone.
@@ -61,6 +73,9 @@ pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
         SessionsCommand::List { store, json } => list(store.db.as_deref(), json),
         SessionsCommand::Show { id, store, json } => show(&id, store.db.as_deref(), json),
         SessionsCommand::Rm { ids, store } => remove(&ids, store.db.as_deref()),
+        SessionsCommand::Export { id, format, store } => {
+            super::export::export(&id, format, store.db.as_deref())
+        }
     }
 }
 
@@ -296,7 +311,7 @@ fn call_line(call: &CallRecord) -> String {
     line
 }
 
-fn session_json(s: &SessionInfo) -> Value {
+pub(super) fn session_json(s: &SessionInfo) -> Value {
     json!({
         "id": s.id,
         "created_at": s.created_at,
@@ -307,7 +322,7 @@ fn session_json(s: &SessionInfo) -> Value {
     })
 }
 
-fn turn_json(t: &TurnRecord) -> Value {
+pub(super) fn turn_json(t: &TurnRecord) -> Value {
     json!({
         "id": t.id,
         "prompt": t.prompt,

@@ -319,6 +319,23 @@ async fn snapshot_sessions_show_text_and_json() {
         "goat sessions show ID --json (after the scripted turn)",
         &scrub.json_transcript(&env.run(&["sessions", "show", &id, "--json"])),
     );
+    snapshot(
+        "sessions_export_md",
+        "goat sessions export ID (after the scripted turn)",
+        &scrub.transcript(&env.run(&["sessions", "export", &id[..6]])),
+    );
+    // The JSON export is what show --json prints.
+    let exported = env.run(&["sessions", "export", &id, "--format", "json"]);
+    assert_eq!(
+        exported.status.code(),
+        Some(0),
+        "{}",
+        text(&exported.stderr)
+    );
+    assert_eq!(
+        exported.stdout,
+        env.run(&["sessions", "show", &id, "--json"]).stdout
+    );
 }
 
 /// Three sessions on two engines: the scripted turn and a turn that writes
