@@ -27,10 +27,16 @@
 //! otherwise create `-wal` and `-shm` files beside it (and a read-only
 //! connection cannot remove them again).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+mod error;
+mod read_only;
+
+pub use error::DbError;
+pub use read_only::open_read_only;
 
 /// The application ids of GOAT's databases, kept side by side so no two
 /// can collide. Each is four ASCII letters, readable in a hex dump.
@@ -104,188 +110,6 @@ impl DbSpec {
     }
 }
 
-/// Why a database could not be opened (or, through [`DbError::from_sqlite`],
-/// used).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DbError {
-    /// The file could not be opened or read at all.
-    #[error(
-        "the {name} {} is unreadable: {reason}; check that its directory exists and is yours",
-        path.display()
-    )]
-    Unreadable {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// SQLite's or the system's reason.
-        reason: String,
-    },
-    /// Not a SQLite database, or its pages are damaged.
-    #[error(
-        "the {name} {} is corrupt or not a database: {reason}; move it aside to start afresh",
-        path.display()
-    )]
-    Corrupt {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// SQLite's reason.
-        reason: String,
-    },
-    /// A SQLite database, but not this one. Left untouched.
-    #[error(
-        "{} is not a GOAT {name}: {reason}; it was left as it was, so give another path",
-        path.display()
-    )]
-    Foreign {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// What gave it away.
-        reason: String,
-    },
-    /// Made by a newer GOAT, whose data this one might misread. Left
-    /// untouched.
-    #[error(
-        "the {name} {} was created by a newer GOAT (schema version {found}; this GOAT knows up \
-         to {known}); upgrade GOAT, or give another path",
-        path.display()
-    )]
-    NewerSchema {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Its schema version.
-        found: i64,
-        /// The newest this build knows.
-        known: i64,
-    },
-    /// Another connection held a lock for longer than the busy timeout.
-    #[error(
-        "the {name} {} stayed locked by another process for {waited:?}; try again when it is done",
-        path.display()
-    )]
-    Locked {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The busy timeout that ran out.
-        waited: Duration,
-    },
-    /// Made by an older GOAT and not yet migrated; a read-only open
-    /// ([`open_read_only`]) reports it rather than upgrade it. Left
-    /// untouched.
-    #[error(
-        "the {name} {} has schema version {found}, older than this GOAT's {known}; it is read \
-         as it is only once upgraded, which any GOAT command that writes it does (goat run, \
-         goat chat)",
-        path.display()
-    )]
-    OlderSchema {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Its schema version.
-        found: i64,
-        /// The version this build reads.
-        known: i64,
-    },
-    /// A write-ahead log without the `-shm` index SQLite reads it through:
-    /// a writer was killed before it closed the file. Reading it would
-    /// create the index, so a read-only open ([`open_read_only`]) refuses.
-    #[error(
-        "the {name} {} has a write-ahead log ({}-wal) left by a GOAT that stopped before closing \
-         it; reading it without writing is not possible, so run a GOAT command that writes it \
-         (goat run or goat chat recover the log), then try again",
-        path.display(),
-        path.display()
-    )]
-    UnrecoveredLog {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-    },
-    /// The write-ahead log the spec asks for could not be enabled (SQLite
-    /// needs shared memory beside the file).
-    #[error(
-        "the {name} {} cannot use a write-ahead log (journal mode is {mode}); put it on a local \
-         filesystem",
-        path.display()
-    )]
-    Journal {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The mode SQLite reported instead.
-        mode: String,
-    },
-    /// Any other SQLite failure (disk full, an I/O error mid-query, a
-    /// migration that failed).
-    #[error("the {name} {} failed: {reason}", path.display())]
-    Sqlite {
-        /// The database's name.
-        name: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// SQLite's reason.
-        reason: String,
-    },
-}
-
-impl DbError {
-    /// Sorts a SQLite failure on the database `name` at `path` into what the
-    /// caller and the person need to know; `busy_timeout` is what a lock
-    /// outlasted.
-    pub fn from_sqlite(
-        name: &'static str,
-        path: &Path,
-        busy_timeout: Duration,
-        err: &rusqlite::Error,
-    ) -> Self {
-        let path = path.to_path_buf();
-        let reason = err.to_string();
-        match err.sqlite_error_code() {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Self::Locked {
-                name,
-                path,
-                waited: busy_timeout,
-            },
-            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
-                Self::Corrupt { name, path, reason }
-            }
-            Some(
-                ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::SystemIoFailure,
-            ) => Self::Unreadable { name, path, reason },
-            _ => Self::Sqlite { name, path, reason },
-        }
-    }
-
-    /// Whether the same open may succeed if tried again later with nothing
-    /// fixed (another process's lock).
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            Self::Locked { .. } => true,
-            Self::Unreadable { .. }
-            | Self::Corrupt { .. }
-            | Self::Foreign { .. }
-            | Self::NewerSchema { .. }
-            | Self::OlderSchema { .. }
-            | Self::UnrecoveredLog { .. }
-            | Self::Journal { .. }
-            | Self::Sqlite { .. } => false,
-        }
-    }
-}
-
 /// Opens (creating if absent) the database `spec` describes at `path`: checks
 /// it is ours, sets the busy timeout, foreign keys and journal, and runs the
 /// migrations it lacks.
@@ -313,117 +137,6 @@ pub fn open(path: &Path, spec: &DbSpec) -> Result<Connection, DbError> {
     Ok(conn)
 }
 
-/// Opens the database `spec` describes at `path` to read it, creating and
-/// changing nothing: `Ok(None)` when there is no file, or an empty one
-/// (nothing recorded yet).
-///
-/// The file is identified as [`open`] identifies it, but never migrated,
-/// adopted or switched to another journal: one that needs migrating is
-/// [`DbError::OlderSchema`]; a legacy file the spec recognises is read as
-/// it is. The connection is read-only (`SQLITE_OPEN_READONLY` and `PRAGMA
-/// query_only`).
-///
-/// A write-ahead-logged file with no `-wal` beside it is fully
-/// checkpointed and has no writer, so it is opened `immutable`: SQLite
-/// then reads the file alone and creates no `-wal` or `-shm`. (A writer
-/// starting in the instant of the read writes to a new log, not the file,
-/// until its first checkpoint.) With a log and its `-shm` beside it (a
-/// `goat run` in progress), both are read, and no file is added. A log
-/// with no `-shm` (a writer that was killed) cannot be read without
-/// creating one: that is [`DbError::UnrecoveredLog`], which says what to
-/// do.
-///
-/// # Security
-///
-/// `path` is turned into a `file:` URI only here, every byte outside the
-/// unreserved set percent-encoded, so no character of a path can add a
-/// URI parameter.
-pub fn open_read_only(path: &Path, spec: &DbSpec) -> Result<Option<Connection>, DbError> {
-    let fail =
-        |err: rusqlite::Error| DbError::from_sqlite(spec.name, path, spec.busy_timeout, &err);
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.len() == 0 => return Ok(None),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(DbError::Unreadable {
-                name: spec.name,
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            });
-        }
-    }
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_URI
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let wal_bytes = std::fs::metadata(sibling(path, "-wal")).map(|m| m.len());
-    let shm = sibling(path, "-shm").exists();
-    let immutable = match (wal_bytes, shm) {
-        (Err(_), _) | (Ok(0), false) => is_wal_file(path),
-        (Ok(_), false) => {
-            return Err(DbError::UnrecoveredLog {
-                name: spec.name,
-                path: path.to_path_buf(),
-            });
-        }
-        (Ok(_), true) => false,
-    };
-    let uri = file_uri(path, immutable);
-    let conn = Connection::open_with_flags(&uri, flags).map_err(fail)?;
-    conn.busy_timeout(spec.busy_timeout).map_err(fail)?;
-    conn.pragma_update(None, "query_only", true).map_err(fail)?;
-    let found = check(path, spec, &conn)?;
-    if found.version == 0 {
-        return Ok(None);
-    }
-    if found.version < spec.version() {
-        return Err(DbError::OlderSchema {
-            name: spec.name,
-            path: path.to_path_buf(),
-            found: found.version,
-            known: spec.version(),
-        });
-    }
-    Ok(Some(conn))
-}
-
-/// Whether the file's header says it is in write-ahead-log mode (bytes 18
-/// and 19, the read and write versions, are 2). Anything unreadable or not
-/// SQLite is left for SQLite to report.
-fn is_wal_file(path: &Path) -> bool {
-    use std::io::Read;
-    let mut header = [0u8; 20];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut header))
-        .is_ok_and(|()| header.starts_with(b"SQLite format 3\0") && header[18..20] == [2, 2])
-}
-
-/// `path` with `suffix` appended to its file name, as SQLite names the
-/// files beside a database (`-wal`, `-shm`, `-journal`).
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// A `file:` URI naming exactly `path`, read-only, `immutable` when asked.
-fn file_uri(path: &Path, immutable: bool) -> String {
-    let mut uri = String::from("file:");
-    for &b in path.as_os_str().as_encoded_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~') {
-            uri.push(char::from(b));
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
-        }
-    }
-    // readonly_shm: use a `-shm` that is there, never create one.
-    uri.push_str("?mode=ro&readonly_shm=1");
-    if immutable {
-        uri.push_str("&immutable=1");
-    }
-    uri
-}
-
 /// Whether `conn` holds every table in `tables`: the usual way for a
 /// [`Recognise`] to know a legacy file.
 pub fn has_tables(conn: &Connection, tables: &[&str]) -> rusqlite::Result<bool> {
@@ -441,15 +154,15 @@ pub fn has_tables(conn: &Connection, tables: &[&str]) -> rusqlite::Result<bool> 
 }
 
 /// What the header says, once accepted.
-struct Found {
-    version: i64,
+pub(super) struct Found {
+    pub(super) version: i64,
     /// A legacy file: its id is still to be written.
     adopt: bool,
 }
 
 /// Accepts our own file of a version this build knows, an empty one, or a
 /// legacy one the spec recognises; refuses anything else.
-fn check(path: &Path, spec: &DbSpec, conn: &Connection) -> Result<Found, DbError> {
+pub(super) fn check(path: &Path, spec: &DbSpec, conn: &Connection) -> Result<Found, DbError> {
     let fail =
         |err: rusqlite::Error| DbError::from_sqlite(spec.name, path, spec.busy_timeout, &err);
     let foreign = |reason: String| DbError::Foreign {
@@ -573,15 +286,15 @@ fn migrate(path: &Path, spec: &DbSpec, conn: &mut Connection) -> Result<(), DbEr
 
 #[cfg(test)]
 #[expect(clippy::unwrap_used, reason = "tests")]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    const MIGRATIONS: &[Migration] = &[
+    pub(super) const MIGRATIONS: &[Migration] = &[
         Migration::sql("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"),
         Migration::sql("ALTER TABLE notes ADD COLUMN at INTEGER;"),
     ];
 
-    const SPEC: DbSpec = DbSpec {
+    pub(super) const SPEC: DbSpec = DbSpec {
         name: "test database",
         application_id: 0x5445_5354,
         migrations: MIGRATIONS,
@@ -804,147 +517,6 @@ mod tests {
         };
         let err = open(&path, &quick).unwrap_err();
         assert!(err.is_retryable(), "{err:?}");
-    }
-
-    /// Every name in `dir`, sorted.
-    fn listing(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// A WAL database of [`SPEC`] at `path` with one note, closed (so its
-    /// log is checkpointed and removed, as GOAT leaves a store).
-    fn made(path: &Path) {
-        let conn = open(path, &SPEC).unwrap();
-        conn.execute("INSERT INTO notes (body) VALUES ('kept')", [])
-            .unwrap();
-        drop(conn);
-    }
-
-    fn count(conn: &Connection) -> i64 {
-        conn.query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
-            .unwrap()
-    }
-
-    #[test]
-    fn read_only_a_missing_or_empty_file_is_nothing_yet_and_not_created() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        assert!(open_read_only(&path, &SPEC).unwrap().is_none());
-        assert!(listing(dir.path()).is_empty());
-        std::fs::write(&path, b"").unwrap();
-        assert!(open_read_only(&path, &SPEC).unwrap().is_none());
-        assert_eq!(listing(dir.path()), ["t.db"]);
-        assert_eq!(std::fs::read(&path).unwrap(), b"");
-    }
-
-    #[test]
-    fn read_only_a_closed_wal_file_is_read_without_a_log_or_shm() {
-        let dir = tempfile::tempdir().unwrap();
-        // A name that would add URI parameters if it were not encoded.
-        let path = dir.path().join("t?mode=rwc&x#%20.db");
-        made(&path);
-        assert_eq!(listing(dir.path()), ["t?mode=rwc&x#%20.db"]);
-        let before = std::fs::read(&path).unwrap();
-        let conn = open_read_only(&path, &SPEC).unwrap().unwrap();
-        assert_eq!(count(&conn), 1);
-        assert!(
-            conn.execute("INSERT INTO notes (body) VALUES ('no')", [])
-                .is_err()
-        );
-        drop(conn);
-        assert_eq!(listing(dir.path()), ["t?mode=rwc&x#%20.db"]);
-        assert_eq!(std::fs::read(&path).unwrap(), before);
-    }
-
-    #[test]
-    fn read_only_with_a_live_writer_reads_its_log_and_adds_no_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        made(&path);
-        let writer = open(&path, &SPEC).unwrap();
-        writer
-            .execute("INSERT INTO notes (body) VALUES ('logged')", [])
-            .unwrap();
-        let files = listing(dir.path());
-        assert_eq!(files, ["t.db", "t.db-shm", "t.db-wal"]);
-        let conn = open_read_only(&path, &SPEC).unwrap().unwrap();
-        assert_eq!(count(&conn), 2);
-        drop(conn);
-        assert_eq!(listing(dir.path()), files);
-    }
-
-    #[test]
-    fn read_only_a_killed_writers_log_is_reported_and_no_shm_is_made() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        made(&path);
-        let writer = open(&path, &SPEC).unwrap();
-        writer
-            .execute("INSERT INTO notes (body) VALUES ('logged')", [])
-            .unwrap();
-        // What a writer killed mid-session leaves: the file and its log.
-        let copy = dir.path().join("copy");
-        std::fs::create_dir(&copy).unwrap();
-        std::fs::copy(&path, copy.join("t.db")).unwrap();
-        std::fs::copy(sibling(&path, "-wal"), copy.join("t.db-wal")).unwrap();
-        let err = open_read_only(&copy.join("t.db"), &SPEC).unwrap_err();
-        assert!(matches!(err, DbError::UnrecoveredLog { .. }), "{err:?}");
-        assert!(err.to_string().contains("goat run"), "{err}");
-        assert_eq!(listing(&copy), ["t.db", "t.db-wal"]);
-    }
-
-    #[test]
-    fn read_only_an_older_version_is_reported_not_migrated() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        let v1 = DbSpec {
-            migrations: &MIGRATIONS[..1],
-            ..SPEC
-        };
-        drop(open(&path, &v1).unwrap());
-        let before = std::fs::read(&path).unwrap();
-        let err = open_read_only(&path, &SPEC).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                DbError::OlderSchema {
-                    found: 1,
-                    known: 2,
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
-        assert!(err.to_string().contains("goat run"), "{err}");
-        assert_eq!(std::fs::read(&path).unwrap(), before);
-        assert_eq!(listing(dir.path()), ["t.db"]);
-    }
-
-    #[test]
-    fn read_only_a_legacy_file_is_read_as_it_is_not_adopted() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        made(&path);
-        Connection::open(&path)
-            .unwrap()
-            .pragma_update(None, "application_id", 0)
-            .unwrap();
-        let before = std::fs::read(&path).unwrap();
-        let adopting = DbSpec {
-            legacy: Some(|conn| has_tables(conn, &["notes"])),
-            ..SPEC
-        };
-        let conn = open_read_only(&path, &adopting).unwrap().unwrap();
-        assert_eq!(count(&conn), 1);
-        drop(conn);
-        assert_eq!(std::fs::read(&path).unwrap(), before);
-        let err = open_read_only(&path, &SPEC).unwrap_err();
-        assert!(matches!(err, DbError::Foreign { .. }), "{err:?}");
     }
 
     #[test]
