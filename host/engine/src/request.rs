@@ -196,11 +196,7 @@ impl ChatRequest {
     /// At least [`ChatRequest::body_bytes`], without serializing the
     /// messages (see [`Message::wire_bytes_bound`]).
     pub fn body_bytes_bound(&self, model: &str, include_usage: bool) -> usize {
-        let empty = ChatRequest {
-            messages: Vec::new(),
-            tools: self.tools.clone(),
-        };
-        let envelope = json_bytes(&empty.body(model, include_usage));
+        let envelope = json_bytes(&self.envelope(model, include_usage));
         self.messages
             .iter()
             .map(|m| m.wire_bytes_bound().saturating_add(1))
@@ -211,11 +207,7 @@ impl ChatRequest {
     /// building it: the envelope with no messages, plus each message and
     /// the commas between them.
     pub fn body_bytes(&self, model: &str, include_usage: bool) -> usize {
-        let empty = ChatRequest {
-            messages: Vec::new(),
-            tools: self.tools.clone(),
-        };
-        let envelope = json_bytes(&empty.body(model, include_usage));
+        let envelope = json_bytes(&self.envelope(model, include_usage));
         let messages: usize = self.messages.iter().map(Message::wire_bytes).sum();
         envelope + messages + self.messages.len().saturating_sub(1)
     }
@@ -223,10 +215,18 @@ impl ChatRequest {
     /// The request body for `model`. `include_usage` asks for a final usage
     /// chunk (`stream_options`), which some engines reject.
     pub fn body(&self, model: &str, include_usage: bool) -> Value {
+        let mut body = self.envelope(model, include_usage);
+        body["messages"] = self.messages.iter().map(Message::to_json).collect();
+        body
+    }
+
+    /// [`body`](Self::body) with an empty `messages` array: what the sizes
+    /// are counted from, built without copying the messages.
+    fn envelope(&self, model: &str, include_usage: bool) -> Value {
         let mut body = json!({
             "model": model,
             "stream": true,
-            "messages": self.messages.iter().map(Message::to_json).collect::<Vec<_>>(),
+            "messages": [],
         });
         if !self.tools.is_empty() {
             body["tools"] = self
