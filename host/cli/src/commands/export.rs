@@ -9,11 +9,9 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::{Context, bail};
 use goat_store::{RoundStatus, SessionInfo, TurnRecord};
-use serde_json::json;
 
-use super::sessions::{open_existing, session_json, turn_json};
+use super::sessions::{load, write_json};
 use crate::{Outcome, text};
 
 /// Longest tool result kept in a Markdown transcript, in characters; the
@@ -30,26 +28,10 @@ pub enum Format {
 }
 
 pub(super) fn export(id: &str, format: Format, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let Some(store) = open_existing(db)? else {
-        bail!(
-            "no session '{}': there is no store yet",
-            text::escape_controls(id)
-        );
-    };
-    let session = store
-        .find_session(id)
-        .context("`goat sessions list` shows the sessions")?;
-    let turns = store.turns(&session.id)?;
+    let (session, turns) = load(id, db)?;
     let mut out = io::stdout().lock();
     match format {
-        Format::Json => {
-            let value = json!({
-                "session": session_json(&session),
-                "turns": turns.iter().map(turn_json).collect::<Vec<_>>(),
-            });
-            serde_json::to_writer_pretty(&mut out, &value)?;
-            writeln!(out)?;
-        }
+        Format::Json => write_json(&mut out, &session, &turns)?,
         Format::Md => markdown(&mut out, &session, &turns)?,
     }
     out.flush()?;

@@ -174,7 +174,9 @@ fn list(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
+/// The session `id` names (an id or a unique prefix) and its turns, read
+/// without changing anything.
+pub(super) fn load(id: &str, db: Option<&Path>) -> anyhow::Result<(SessionInfo, Vec<TurnRecord>)> {
     let Some(store) = open_existing(db)? else {
         bail!(
             "no session '{}': there is no store yet",
@@ -185,14 +187,29 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
         .find_session(id)
         .context("`goat sessions list` shows the sessions")?;
     let turns = store.turns(&session.id)?;
+    Ok((session, turns))
+}
+
+/// A session and its turns as JSON, full texts included.
+pub(super) fn write_json(
+    out: &mut impl Write,
+    session: &SessionInfo,
+    turns: &[TurnRecord],
+) -> anyhow::Result<()> {
+    let value = json!({
+        "session": session_json(session),
+        "turns": turns.iter().map(turn_json).collect::<Vec<_>>(),
+    });
+    serde_json::to_writer_pretty(&mut *out, &value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
+    let (session, turns) = load(id, db)?;
     let mut out = io::stdout().lock();
     if json {
-        let value = json!({
-            "session": session_json(&session),
-            "turns": turns.iter().map(turn_json).collect::<Vec<_>>(),
-        });
-        serde_json::to_writer_pretty(&mut out, &value)?;
-        writeln!(out)?;
+        write_json(&mut out, &session, &turns)?;
     } else {
         write_session(&mut out, &session, &turns)?;
     }
@@ -311,7 +328,7 @@ fn call_line(call: &CallRecord) -> String {
     line
 }
 
-pub(super) fn session_json(s: &SessionInfo) -> Value {
+fn session_json(s: &SessionInfo) -> Value {
     json!({
         "id": s.id,
         "created_at": s.created_at,
@@ -322,7 +339,7 @@ pub(super) fn session_json(s: &SessionInfo) -> Value {
     })
 }
 
-pub(super) fn turn_json(t: &TurnRecord) -> Value {
+fn turn_json(t: &TurnRecord) -> Value {
     json!({
         "id": t.id,
         "prompt": t.prompt,
