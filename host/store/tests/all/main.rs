@@ -4,6 +4,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 mod lock;
+mod sessions;
 
 use std::path::Path;
 use std::time::Duration;
@@ -736,87 +737,4 @@ fn markup_rounds_say_which_channel_held_the_call_and_stats_count_the_reasoning_o
     );
     let stats = &store.stats().unwrap()[0];
     assert_eq!((stats.markup_responses, stats.markup_in_reasoning), (3, 2));
-}
-
-#[test]
-fn a_failed_request_asked_again_word_for_word_is_sent_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = open(dir.path());
-    let session = store
-        .create_session(dir.path(), "http://e/v1", "qwen")
-        .unwrap();
-    let failed = store.start_turn(&session, "fix the test").unwrap();
-    let r = store.start_round(failed).unwrap();
-    store
-        .finish_round_failed(r, goat_store::RoundFailure::Engine, "", "connection reset")
-        .unwrap();
-    store
-        .finish_turn(failed, TurnStatus::Failed, Some("connection reset"))
-        .unwrap();
-    store.start_turn(&session, "fix the test").unwrap();
-    assert_eq!(
-        store.history(&session).unwrap(),
-        [HistoryEntry::User("fix the test".into())]
-    );
-    // Asked differently, the failed request stays: "try again" refers to it.
-    let mut store2 = open(&dir.path().join("second"));
-    let s2 = store2
-        .create_session(dir.path(), "http://e/v1", "qwen")
-        .unwrap();
-    let t = store2.start_turn(&s2, "fix the test").unwrap();
-    store2
-        .finish_turn(t, TurnStatus::Failed, Some("connection reset"))
-        .unwrap();
-    store2.start_turn(&s2, "try again").unwrap();
-    assert_eq!(
-        store2.history(&s2).unwrap(),
-        [
-            HistoryEntry::User("fix the test".into()),
-            HistoryEntry::User("try again".into())
-        ]
-    );
-}
-
-#[test]
-fn a_session_is_found_by_any_unique_prefix_of_its_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = open(dir.path());
-    let ids: Vec<String> = (0..40)
-        .map(|_| {
-            store
-                .create_session(dir.path(), "http://e/v1", "qwen")
-                .unwrap()
-        })
-        .collect();
-    let id = &ids[0];
-    assert_eq!(&store.find_session(id).unwrap().id, id);
-    // The shortest prefix no other id shares.
-    let unique = (1..=id.len())
-        .map(|n| &id[..n])
-        .find(|p| ids.iter().filter(|i| i.starts_with(p)).count() == 1)
-        .unwrap();
-    assert_eq!(&store.find_session(unique).unwrap().id, id);
-    assert_eq!(
-        &store.find_session(&unique.to_ascii_uppercase()).unwrap().id,
-        id
-    );
-    // A prefix shared by several names some of them.
-    let shared = &id[..unique.len() - 1];
-    if !shared.is_empty() {
-        match store.find_session(shared) {
-            Err(goat_store::StoreError::AmbiguousSession { matches, .. }) => {
-                assert!(matches.len() >= 2 && matches.iter().all(|m| m.starts_with(shared)));
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-    for nothing in ["", "%", "_", "zz", "0%"] {
-        assert!(
-            matches!(
-                store.find_session(nothing),
-                Err(goat_store::StoreError::NoSession(_))
-            ),
-            "{nothing:?}"
-        );
-    }
 }
