@@ -526,7 +526,15 @@ fn extra_roots(ca_cert: Option<&Path>) -> Result<Vec<reqwest::Certificate>, Engi
         path: path.display().to_string(),
         reason,
     };
-    let file = std::fs::File::open(path).map_err(|e| problem(e.to_string()))?;
+    // Opened without ever blocking on a FIFO put where the file should be,
+    // and refused unless it is a regular file.
+    let file = goat_state::fs::open_regular(path).map_err(|e| match e {
+        goat_state::fs::OpenRegularError::Open { source, .. } => problem(source.to_string()),
+        goat_state::fs::OpenRegularError::NotAFile { kind, .. } => problem(format!(
+            "it is not a regular file (it is {kind}); give a PEM file"
+        )),
+        other => problem(other.to_string()),
+    })?;
     let mut pem = Vec::new();
     file.take(MAX_CA_FILE_BYTES + 1)
         .read_to_end(&mut pem)

@@ -108,6 +108,33 @@ async fn an_https_url_at_a_plain_http_port_says_to_use_http() {
 }
 
 #[test]
+fn a_fifo_given_as_the_ca_file_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ca.pem");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        let result = EngineClient::new(config(
+            "https://127.0.0.1:1/v1".to_owned(),
+            Some(path.as_path()),
+        ));
+        let _ = tx.send(result.map(|_| ()));
+    });
+    // A plain open of a FIFO waits for a writer that never comes.
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("opening the CA file blocked on a FIFO")
+        .unwrap_err();
+    assert!(matches!(err, EngineError::CaCert { .. }), "{err:?}");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+}
+
+#[test]
 fn a_ca_file_that_is_missing_or_not_pem_is_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.pem");
