@@ -185,8 +185,9 @@ impl Workspace {
     /// Reads regular file `path` into `buf` (cleared first) for a search:
     /// in [`READ_CHUNK_BYTES`] reads, the most the host hands over per call,
     /// into one buffer the caller reuses from file to file. Stops after the
-    /// first block when it holds a NUL byte (a binary file, as git and
-    /// ripgrep judge it), and before reading a file larger than `max_bytes`.
+    /// first block when it looks binary (a NUL in the first
+    /// [`crate::text::BINARY_PROBE_BYTES`], the one rule every tool and the
+    /// host use), and before reading a file larger than `max_bytes`.
     ///
     /// `known_file` is for a path a walk just listed as a regular file: the
     /// stat before opening (which keeps [`Workspace::open_read`] from
@@ -222,7 +223,7 @@ impl Workspace {
             let (chunk, end) = fd
                 .read(READ_CHUNK_BYTES, buf.len() as u64)
                 .map_err(|e| fs_error(e, path, "read"))?;
-            if buf.is_empty() && memchr::memchr(0, &chunk).is_some() {
+            if buf.is_empty() && crate::text::looks_binary(&chunk) {
                 return Ok(Contents::Binary);
             }
             buf.extend_from_slice(&chunk);

@@ -113,8 +113,8 @@ fn binary_files_are_skipped_with_a_note() {
 
 #[test]
 fn a_nul_past_the_first_block_does_not_make_a_file_binary() {
-    // The sniff reads the first block only (64 KiB, one read from the
-    // host), as ripgrep's does: the rest of the file is searched as text.
+    // The sniff looks at the first 8 KiB only, the one rule read_file and
+    // the host's previews use too: the rest of the file is searched as text.
     let ws = Workspace::new();
     let mut text = "x\n".repeat(40_000).into_bytes();
     text.extend_from_slice(b"\0\nneedle\n");
@@ -123,6 +123,24 @@ fn a_nul_past_the_first_block_does_not_make_a_file_binary() {
         search(&ws, json!({"pattern": "needle"})),
         "late.txt:40002:needle\n[1 matching line in 1 file; 1 file searched]\n"
     );
+}
+
+#[test]
+fn search_and_read_file_agree_on_what_is_binary() {
+    // A NUL 20,000 bytes in: past the 8 KiB probe, so read_file reads the
+    // file as text, and search must search it rather than skip it.
+    let ws = Workspace::new();
+    let mut text = "x\n".repeat(10_000).into_bytes();
+    text.extend_from_slice(b"\0\nneedle\n");
+    ws.write("mid.txt", text);
+    assert_eq!(
+        search(&ws, json!({"pattern": "needle"})),
+        "mid.txt:10002:needle\n[1 matching line in 1 file; 1 file searched]\n"
+    );
+    let read = ws
+        .read_call("read_file", json!({"path": "mid.txt", "offset": 10002, "limit": 1}))
+        .unwrap();
+    assert!(read.contains("needle"), "{read}");
 }
 
 #[test]
