@@ -6,7 +6,9 @@
 //! `target/`, a few binary files, and a `.git/` so that ripgrep and fd
 //! honour the ignore files too. Sizes in MB from `GOAT_BENCH_SIZES`
 //! (default `10`; `10,100,1000` shows growth); `GOAT_BENCH_ROUNDS` sets the
-//! rounds (default 7).
+//! rounds (default 7); `GOAT_BENCH_FILE_KB` the average source file size
+//! (default 6; 14, as in the crates.io sources, keeps a 1 GB tree under the
+//! walks' 100,000-entry cap).
 //!
 //! Compared, each a median of interleaved rounds, baselines single-threaded:
 //! - `search_files` (literal and a regex class) with `include_ignored`
@@ -34,9 +36,20 @@ use goat_sandbox::{Access, Pen, Sandbox, SandboxBuilder, Tool};
 /// Rounds per measurement when `GOAT_BENCH_ROUNDS` does not say.
 const ROUNDS: usize = 7;
 
-/// Average size of a generated source file: about what a Rust or
-/// JavaScript source file weighs.
+/// Average size of a generated source file when `GOAT_BENCH_FILE_KB` does
+/// not say: about what a Rust or JavaScript source file weighs.
 const SOURCE_FILE_BYTES: usize = 6 * 1024;
+
+/// Average size of a generated source file: `GOAT_BENCH_FILE_KB` or
+/// [`SOURCE_FILE_BYTES`]. At 6 KiB a 1 GB tree holds about 170,000 files,
+/// past the walks' 100,000-entry cap; the crates.io sources a Rust build
+/// leaves average about 14 KiB a file, which keeps 1 GB under it.
+fn source_file_bytes() -> usize {
+    std::env::var("GOAT_BENCH_FILE_KB")
+        .ok()
+        .and_then(|kb| kb.parse::<usize>().ok())
+        .map_or(SOURCE_FILE_BYTES, |kb| kb * 1024)
+}
 
 /// Files per generated directory, before a new one is started.
 const FILES_PER_DIR: usize = 24;
@@ -119,6 +132,7 @@ fn build_tree(root: &Path, mb: usize) {
         ("target", total * 9 / 100, "rs"),
     ];
     let mut planted = 0usize;
+    let file_bytes = source_file_bytes();
     for (top, bytes, ext) in parts {
         let mut written = 0usize;
         let mut n = 0usize;
@@ -134,7 +148,7 @@ fn build_tree(root: &Path, mb: usize) {
                     std::fs::write(dir.join("Cargo.toml"), "[package]\n").unwrap();
                 }
             }
-            let size = SOURCE_FILE_BYTES / 2 + rng.next() % SOURCE_FILE_BYTES;
+            let size = file_bytes / 2 + rng.next() % file_bytes;
             let plant = n % PLANT_EVERY == 3;
             planted += usize::from(plant);
             let text = source_file(&mut rng, size, plant);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::tls::TestCa;
@@ -161,24 +161,27 @@ impl ScriptedServer {
     /// Listens on a free local port and answers connections with
     /// `replies` in order; connections beyond the script are dropped.
     pub async fn start(replies: Vec<Reply>) -> Self {
-        Self::listen(replies, None, true).await
+        Self::listen(replies, None, Mode::Scripted).await
     }
 
     /// As [`start`](Self::start), for benchmarks: an instant engine does
     /// no JSON work, so request bodies are not parsed (recorded as `null`)
-    /// and what is measured is the host alone.
+    /// and what is measured is the host alone. It keeps connections alive
+    /// (answers in chunked encoding and reads the next request on the same
+    /// connection), as llama-server, vLLM and Ollama do, so a client that
+    /// reuses its connection is measured doing so.
     pub async fn start_unparsed(replies: Vec<Reply>) -> Self {
-        Self::listen(replies, None, false).await
+        Self::listen(replies, None, Mode::Bench).await
     }
 
     /// As [`start`](Self::start), over TLS with a certificate `ca` signed;
     /// [`base_url`](Self::base_url) is `https://`. A handshake that fails
     /// (the client did not trust the certificate) uses up no reply.
     pub async fn start_tls(replies: Vec<Reply>, ca: &TestCa) -> Self {
-        Self::listen(replies, Some(ca.acceptor()), true).await
+        Self::listen(replies, Some(ca.acceptor()), Mode::Scripted).await
     }
 
-    async fn listen(replies: Vec<Reply>, tls: Option<TlsAcceptor>, parse: bool) -> Self {
+    async fn listen(replies: Vec<Reply>, tls: Option<TlsAcceptor>, mode: Mode) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -196,10 +199,13 @@ impl ScriptedServer {
                 let (script, tls) = (script.clone(), tls.clone());
                 tokio::spawn(async move {
                     match tls {
+                        None if mode == Mode::Bench => {
+                            serve_kept_alive(socket, script, reqs).await;
+                        }
                         None => {
                             let reply = script.lock().unwrap().pop_front();
                             if let Some(reply) = reply {
-                                serve(socket, reply, reqs, closed, parse).await;
+                                serve(socket, reply, reqs, closed, true).await;
                             }
                         }
                         Some(tls) => {
@@ -208,7 +214,7 @@ impl ScriptedServer {
                             };
                             let reply = script.lock().unwrap().pop_front();
                             if let Some(reply) = reply {
-                                serve(stream, reply, reqs, closed, parse).await;
+                                serve(stream, reply, reqs, closed, true).await;
                             }
                         }
                     }
@@ -248,6 +254,55 @@ impl ScriptedServer {
 
     pub fn closed_early(&self) -> u32 {
         *self.closed_early.lock().unwrap()
+    }
+}
+
+/// How a [`ScriptedServer`] serves its connections.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One reply per connection, then close; request bodies parsed.
+    Scripted,
+    /// Bodies not parsed, connections kept alive ([`ScriptedServer::start_unparsed`]).
+    Bench,
+}
+
+/// Answers request after request on one connection, each with the next
+/// reply of the script, in chunked encoding, until the client closes it or
+/// the script runs out. Only a reply's status, headers and bytes are sent:
+/// the bench engine does not hang up, hold or delay.
+async fn serve_kept_alive(
+    mut socket: TcpStream,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    reqs: Arc<Mutex<Vec<Recorded>>>,
+) {
+    loop {
+        let Some(recorded) = read_request(&mut socket, false).await else {
+            return;
+        };
+        reqs.lock().unwrap().push(recorded);
+        let Some(reply) = script.lock().unwrap().pop_front() else {
+            return;
+        };
+        let mut out = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ntransfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n",
+            reply.status,
+            if reply.status == 200 { "OK" } else { "Error" },
+            reply.content_type
+        )
+        .into_bytes();
+        for step in reply.steps {
+            if let Step::Bytes(b) = step
+                && !b.is_empty()
+            {
+                out.extend_from_slice(format!("{:x}\r\n", b.len()).as_bytes());
+                out.extend_from_slice(&b);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        if socket.write_all(&out).await.is_err() {
+            return;
+        }
     }
 }
 

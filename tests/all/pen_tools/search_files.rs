@@ -138,7 +138,10 @@ fn search_and_read_file_agree_on_what_is_binary() {
         "mid.txt:10002:needle\n[1 matching line in 1 file; 1 file searched]\n"
     );
     let read = ws
-        .read_call("read_file", json!({"path": "mid.txt", "offset": 10002, "limit": 1}))
+        .read_call(
+            "read_file",
+            json!({"path": "mid.txt", "offset": 10002, "limit": 1}),
+        )
         .unwrap();
     assert!(read.contains("needle"), "{read}");
 }
