@@ -39,6 +39,7 @@ mod header;
 mod limiter;
 mod limits;
 mod linker;
+mod listing;
 mod load;
 mod output;
 mod policy_fs;

@@ -23,6 +23,7 @@ use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{FsPerms, OpenMode};
 
 use crate::fence::{Fence, MAX_WRITE_LINKS, Reached, file_type};
+use crate::listing::{Listing, descriptor_type};
 
 /// The linker's marker for [`PolicyFs`].
 pub(crate) struct PolicyFilesystem;
@@ -245,16 +246,7 @@ fn descriptor_stat(stat: &rfs::Stat) -> sync::DescriptorStat {
         })
     };
     sync::DescriptorStat {
-        type_: match file_type(stat) {
-            rfs::FileType::RegularFile => sync::DescriptorType::RegularFile,
-            rfs::FileType::Directory => sync::DescriptorType::Directory,
-            rfs::FileType::Symlink => sync::DescriptorType::SymbolicLink,
-            rfs::FileType::Fifo => sync::DescriptorType::Fifo,
-            rfs::FileType::Socket => sync::DescriptorType::Socket,
-            rfs::FileType::CharacterDevice => sync::DescriptorType::CharacterDevice,
-            rfs::FileType::BlockDevice => sync::DescriptorType::BlockDevice,
-            rfs::FileType::Unknown => sync::DescriptorType::Unknown,
-        },
+        type_: descriptor_type(file_type(stat)),
         link_count: stat.st_nlink,
         size: u64::try_from(stat.st_size).unwrap_or(0),
         data_access_timestamp: time(stat.st_atime, stat.st_atime_nsec),
@@ -476,13 +468,15 @@ impl sync::HostDescriptor for PolicyFs<'_> {
     }
 
     fn read_directory(&mut self, fd: Fd) -> FsResult<Resource<sync::DirectoryEntryStream>> {
+        let (dir, _) = self.dir(&fd)?;
         let listed = if self.fence.hides_anything() {
-            let (dir, _) = self.dir(&fd)?;
             Some(self.fence.workspace_path(&*dir)?)
         } else {
             None
         };
-        let stream = sync::HostDescriptor::read_directory(&mut self.inner, fd)?;
+        // Our own listing (see `listing`), under the stream's handle.
+        let listing = self.inner.table.push(Listing::read(&dir)?)?;
+        let stream = Resource::new_own(listing.rep());
         if let Some(dir) = listed {
             self.fence.track_stream(stream.rep(), dir);
         }
@@ -591,15 +585,16 @@ impl sync::HostDirectoryEntryStream for PolicyFs<'_> {
         stream: Resource<sync::DirectoryEntryStream>,
     ) -> FsResult<Option<sync::DirectoryEntry>> {
         let rep = stream.rep();
-        let Some(dir) = self.fence.stream_dir(rep).map(str::to_owned) else {
-            return sync::HostDirectoryEntryStream::read_directory_entry(&mut self.inner, stream);
+        let dir = self.fence.stream_dir(rep).map(str::to_owned);
+        let listing = self
+            .inner
+            .table
+            .get_mut(&Resource::<Listing>::new_borrow(rep))?;
+        let Some(dir) = dir else {
+            return Ok(listing.next_entry()?);
         };
         loop {
-            let entry = sync::HostDirectoryEntryStream::read_directory_entry(
-                &mut self.inner,
-                Resource::new_borrow(rep),
-            )?;
-            match entry {
+            match listing.next_entry()? {
                 Some(e) => {
                     let path = if dir == "." {
                         e.name.clone()
@@ -617,6 +612,9 @@ impl sync::HostDirectoryEntryStream for PolicyFs<'_> {
 
     fn drop(&mut self, stream: Resource<sync::DirectoryEntryStream>) -> wasmtime::Result<()> {
         self.fence.forget_stream(stream.rep());
-        sync::HostDirectoryEntryStream::drop(&mut self.inner, stream)
+        self.inner
+            .table
+            .delete(Resource::<Listing>::new_own(stream.rep()))?;
+        Ok(())
     }
 }
