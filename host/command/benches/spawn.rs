@@ -1,7 +1,15 @@
 //! What containment adds to starting a command: `true` and `cargo
 //! --version`, run bare (`/bin/sh -c`, output read to the end) and through
 //! `goat_command::run`, in one run, interleaved so both see the same
-//! machine. Prints the medians, the ratio and the milliseconds added.
+//! machine. Prints the medians, the ratio and the milliseconds added; the
+//! "paired" figure is the median of each round's contained time minus the
+//! bare time of the same round, which holds up best on a loaded machine.
+//!
+//! Each run starts after a pause, as a tool call does: back-to-back runs
+//! would hide a cost the kernel defers (joining a cgroup through
+//! `cgroup.procs` waited for an RCU grace period only when the previous
+//! join was more than a grace period ago, so `true` looked free and
+//! `cargo --version` did not).
 //!
 //! `cargo bench -p goat-command --bench spawn`
 
@@ -15,6 +23,10 @@ use goat_command::{CommandRequest, Containment, Network, PidsCgroup, WorkspaceRu
 
 /// Runs of each command, each way.
 const RUNS: usize = 40;
+
+/// Pause before each measured run: longer than an RCU grace period, so
+/// each run meets the kernel as a tool call seconds after the last does.
+const PAUSE: Duration = Duration::from_millis(30);
 
 struct Protected;
 
@@ -112,8 +124,11 @@ fn main() {
         let mut boxed = Vec::with_capacity(RUNS);
         let mut grouped = Vec::with_capacity(RUNS);
         for _ in 0..RUNS {
+            std::thread::sleep(PAUSE);
             plain.push(bare(command));
+            std::thread::sleep(PAUSE);
             boxed.push(contained(&containment, command));
+            std::thread::sleep(PAUSE);
             grouped.push(contained(&with_cgroup, command));
         }
         let fastest = |t: &[Duration]| t.iter().min().copied().unwrap_or_default();
@@ -131,6 +146,16 @@ fn main() {
                     (boxed.as_secs_f64() - plain.as_secs_f64()) * 1e3
                 );
             }
+            let mut added: Vec<f64> = plain
+                .iter()
+                .zip(&times)
+                .map(|(bare, boxed)| (boxed.as_secs_f64() - bare.as_secs_f64()) * 1e3)
+                .collect();
+            added.sort_by(f64::total_cmp);
+            println!(
+                "{command:16} {what:21} paired  added {:6.2} ms (median of {RUNS} rounds)",
+                added[added.len() / 2]
+            );
         }
     }
 }
