@@ -4,6 +4,9 @@
 //! machine. Prints the medians, the ratio and the milliseconds added; the
 //! "paired" figure is the median of each round's contained time minus the
 //! bare time of the same round, which holds up best on a loaded machine.
+//! "bare, own session" is the bare command with `setsid` alone: the share
+//! of the contained cost that is the command's own session, not the
+//! sandbox.
 //!
 //! Each run starts after a pause, as a tool call does: back-to-back runs
 //! would hide a cost the kernel defers (joining a cgroup through
@@ -15,6 +18,7 @@
 
 #![expect(clippy::unwrap_used, reason = "a benchmark")]
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -45,16 +49,38 @@ impl WorkspaceRules for Protected {
     }
 }
 
+/// Whether the bare command gets a session of its own, as a contained one
+/// does.
+#[derive(Clone, Copy)]
+enum Session {
+    /// The bench's own session (and scheduler autogroup).
+    Shared,
+    /// `setsid` in the child: a new session is a new scheduler autogroup,
+    /// which on a loaded machine waits behind the other sessions' work.
+    /// Measured so that share of the contained cost can be told apart.
+    Own,
+}
+
 /// The command with the environment a contained one gets (the allowlist),
 /// so only the containment differs: `cargo bench` itself sets variables
 /// (`RUSTUP_TOOLCHAIN`) that would spare the bare rustup proxy its work.
-fn bare(command: &str) -> Duration {
+fn bare(command: &str, session: Session) -> Duration {
     let started = Instant::now();
     let mut cmd = Command::new("/bin/sh");
     cmd.env_clear();
     for name in ["PATH", "HOME", "LANG", "TERM"] {
         if let Some(value) = std::env::var_os(name) {
             cmd.env(name, value);
+        }
+    }
+    if let Session::Own = session {
+        #[expect(unsafe_code, reason = "setsid in the child, as run_command does")]
+        // SAFETY: the hook makes one async-signal-safe system call.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::setsid()?;
+                Ok(())
+            });
         }
     }
     let out = cmd
@@ -117,22 +143,29 @@ fn main() {
     };
     for command in ["true", "cargo --version"] {
         // Warm the page cache and the toolchain's own caches.
-        bare(command);
+        bare(command, Session::Shared);
         contained(&containment, command);
         contained(&with_cgroup, command);
         let mut plain = Vec::with_capacity(RUNS);
+        let mut session = Vec::with_capacity(RUNS);
         let mut boxed = Vec::with_capacity(RUNS);
         let mut grouped = Vec::with_capacity(RUNS);
         for _ in 0..RUNS {
             std::thread::sleep(PAUSE);
-            plain.push(bare(command));
+            plain.push(bare(command, Session::Shared));
+            std::thread::sleep(PAUSE);
+            session.push(bare(command, Session::Own));
             std::thread::sleep(PAUSE);
             boxed.push(contained(&containment, command));
             std::thread::sleep(PAUSE);
             grouped.push(contained(&with_cgroup, command));
         }
         let fastest = |t: &[Duration]| t.iter().min().copied().unwrap_or_default();
-        for (what, times) in [("contained", boxed), ("+ pids cgroup (root)", grouped)] {
+        for (what, times) in [
+            ("bare, own session", session),
+            ("contained", boxed),
+            ("+ pids cgroup (root)", grouped),
+        ] {
             for (stat, plain, boxed) in [
                 ("median", median(plain.clone()), median(times.clone())),
                 ("fastest", fastest(&plain), fastest(&times)),
