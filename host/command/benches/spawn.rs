@@ -1,12 +1,24 @@
 //! What containment adds to starting a command: `true` and `cargo
 //! --version`, run bare (`/bin/sh -c`, output read to the end) and through
 //! `goat_command::run`, in one run, interleaved so both see the same
-//! machine. Prints the medians, the ratio and the milliseconds added.
+//! machine. Prints the medians, the ratio and the milliseconds added; the
+//! "paired" figure is the median of each round's contained time minus the
+//! bare time of the same round, which holds up best on a loaded machine.
+//! "bare, own session" is the bare command with `setsid` alone: the share
+//! of the contained cost that is the command's own session, not the
+//! sandbox.
+//!
+//! Each run starts after a pause, as a tool call does: back-to-back runs
+//! would hide a cost the kernel defers (joining a cgroup through
+//! `cgroup.procs` waited for an RCU grace period only when the previous
+//! join was more than a grace period ago, so `true` looked free and
+//! `cargo --version` did not).
 //!
 //! `cargo bench -p goat-command --bench spawn`
 
 #![expect(clippy::unwrap_used, reason = "a benchmark")]
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +27,10 @@ use goat_command::{CommandRequest, Containment, Network, PidsCgroup, WorkspaceRu
 
 /// Runs of each command, each way.
 const RUNS: usize = 40;
+
+/// Pause before each measured run: longer than an RCU grace period, so
+/// each run meets the kernel as a tool call seconds after the last does.
+const PAUSE: Duration = Duration::from_millis(30);
 
 struct Protected;
 
@@ -33,16 +49,38 @@ impl WorkspaceRules for Protected {
     }
 }
 
+/// Whether the bare command gets a session of its own, as a contained one
+/// does.
+#[derive(Clone, Copy)]
+enum Session {
+    /// The bench's own session (and scheduler autogroup).
+    Shared,
+    /// `setsid` in the child: a new session is a new scheduler autogroup,
+    /// which on a loaded machine waits behind the other sessions' work.
+    /// Measured so that share of the contained cost can be told apart.
+    Own,
+}
+
 /// The command with the environment a contained one gets (the allowlist),
 /// so only the containment differs: `cargo bench` itself sets variables
 /// (`RUSTUP_TOOLCHAIN`) that would spare the bare rustup proxy its work.
-fn bare(command: &str) -> Duration {
+fn bare(command: &str, session: Session) -> Duration {
     let started = Instant::now();
     let mut cmd = Command::new("/bin/sh");
     cmd.env_clear();
     for name in ["PATH", "HOME", "LANG", "TERM"] {
         if let Some(value) = std::env::var_os(name) {
             cmd.env(name, value);
+        }
+    }
+    if let Session::Own = session {
+        #[expect(unsafe_code, reason = "setsid in the child, as run_command does")]
+        // SAFETY: the hook makes one async-signal-safe system call.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::setsid()?;
+                Ok(())
+            });
         }
     }
     let out = cmd
@@ -105,19 +143,29 @@ fn main() {
     };
     for command in ["true", "cargo --version"] {
         // Warm the page cache and the toolchain's own caches.
-        bare(command);
+        bare(command, Session::Shared);
         contained(&containment, command);
         contained(&with_cgroup, command);
         let mut plain = Vec::with_capacity(RUNS);
+        let mut session = Vec::with_capacity(RUNS);
         let mut boxed = Vec::with_capacity(RUNS);
         let mut grouped = Vec::with_capacity(RUNS);
         for _ in 0..RUNS {
-            plain.push(bare(command));
+            std::thread::sleep(PAUSE);
+            plain.push(bare(command, Session::Shared));
+            std::thread::sleep(PAUSE);
+            session.push(bare(command, Session::Own));
+            std::thread::sleep(PAUSE);
             boxed.push(contained(&containment, command));
+            std::thread::sleep(PAUSE);
             grouped.push(contained(&with_cgroup, command));
         }
         let fastest = |t: &[Duration]| t.iter().min().copied().unwrap_or_default();
-        for (what, times) in [("contained", boxed), ("+ pids cgroup (root)", grouped)] {
+        for (what, times) in [
+            ("bare, own session", session),
+            ("contained", boxed),
+            ("+ pids cgroup (root)", grouped),
+        ] {
             for (stat, plain, boxed) in [
                 ("median", median(plain.clone()), median(times.clone())),
                 ("fastest", fastest(&plain), fastest(&times)),
@@ -131,6 +179,16 @@ fn main() {
                     (boxed.as_secs_f64() - plain.as_secs_f64()) * 1e3
                 );
             }
+            let mut added: Vec<f64> = plain
+                .iter()
+                .zip(&times)
+                .map(|(bare, boxed)| (boxed.as_secs_f64() - bare.as_secs_f64()) * 1e3)
+                .collect();
+            added.sort_by(f64::total_cmp);
+            println!(
+                "{command:16} {what:21} paired  added {:6.2} ms (median of {RUNS} rounds)",
+                added[added.len() / 2]
+            );
         }
     }
 }

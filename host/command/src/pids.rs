@@ -8,6 +8,17 @@
 //! still in it is killed, whatever group or session it put itself in.
 //! Elsewhere (cgroup v2 without a delegated subtree) this is skipped and
 //! said in `docs/security.md`.
+//!
+//! # Key decision: the child joins through `tasks`, not `cgroup.procs`
+//!
+//! Writing a process to `cgroup.procs` takes the kernel's global
+//! threadgroup lock for writing, and taking it waits for an RCU grace
+//! period: 5 to 30 ms on the machine GOAT was measured on, paid on every
+//! command by its start-up (ADR-0070). A thread that moves only itself
+//! (`0` written to `tasks`) skips that lock, since it cannot exit or exec
+//! while it writes. Between `fork` and `exec` the child has exactly one
+//! thread, so moving that thread moves the whole process: what it then
+//! forks or execs is born inside the cgroup, as with `cgroup.procs`.
 
 use std::fs;
 use std::os::fd::OwnedFd;
@@ -36,8 +47,9 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// One command's pids cgroup, removed when dropped.
 pub(crate) struct PidsGroup {
     dir: PathBuf,
-    /// `cgroup.procs`, opened for writing: the child writes `0` to join.
-    pub procs: OwnedFd,
+    /// `tasks`, opened for writing: the child, still single-threaded,
+    /// writes `0` to move itself in (see the module's key decision).
+    pub join: OwnedFd,
 }
 
 impl PidsGroup {
@@ -55,8 +67,8 @@ impl PidsGroup {
         ));
         fs::create_dir(&dir).ok()?;
         let group = Self {
-            procs: match rustix::fs::open(
-                dir.join("cgroup.procs"),
+            join: match rustix::fs::open(
+                dir.join("tasks"),
                 OFlags::WRONLY | OFlags::CLOEXEC,
                 Mode::empty(),
             ) {

@@ -77,9 +77,10 @@ pub struct Containment {
 
 /// Whether a command gets a pids cgroup of its own ([`crate::limits::MAX_PROCESSES`]).
 ///
-/// Joining one costs a multi-threaded program's start-up about 10 ms (the
-/// kernel's cgroup migration); it is what stops a fork bomb where
-/// `RLIMIT_NPROC` does not apply (root).
+/// It is what stops a fork bomb where `RLIMIT_NPROC` does not apply
+/// (root). It costs a command's start-up well under a millisecond: the
+/// child moves its one thread in, which spares it the kernel's global
+/// cgroup lock and its RCU wait (`pids.rs`, ADR-0070).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PidsCgroup {
@@ -240,7 +241,7 @@ pub fn run(
     let join_fd = match &pids {
         Some(group) => Some(
             group
-                .procs
+                .join
                 .try_clone()
                 .map_err(|e| CommandError::Containment(e.to_string()))?,
         ),
@@ -266,6 +267,8 @@ pub fn run(
         // is then left: see docs/security.md).
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
         if let Some(fd) = &join_fd {
+            // `0` to `tasks`: this thread, the child's only one, so the
+            // whole process, before anything is forked or executed.
             rustix::io::write(fd, b"0")?;
         }
         for (resource, value) in [

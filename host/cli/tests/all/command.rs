@@ -363,6 +363,46 @@ fn a_fork_bomb_is_stopped_and_nothing_is_left() {
     assert_eq!(settle(&env.ws), Vec::<String>::new());
 }
 
+/// Whether GOAT gives each command a pids cgroup here: root, with the
+/// cgroup v1 `pids` hierarchy mounted (as in CI).
+fn pids_cgroup_available() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    root && Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists()
+}
+
+/// The fork bomb above ends at its timeout by the group kill even with no
+/// process cap at all (seen: with the pids cgroup and `RLIMIT_NPROC` taken
+/// out it still passed, the bomb held only by an outer cgroup put around
+/// the test run), so the cap itself is checked here, with a bounded number
+/// of processes that is safe to start on a shared machine if the cap is
+/// ever lost.
+#[test]
+fn a_command_cannot_start_more_processes_than_its_cap() {
+    if !pids_cgroup_available() {
+        // As another user the cap is RLIMIT_NPROC (4096 for all the
+        // user's processes), too many to start in a test.
+        eprintln!("skipped: no pids cgroup here (not root, or no cgroup v1 pids hierarchy)");
+        return;
+    }
+    let env = Env::new();
+    let started = Instant::now();
+    // 600: above the cgroup's 512 (goat_command::limits::MAX_PROCESSES).
+    let out = command(
+        &env,
+        &json!({"command": "i=0; while [ $i -lt 600 ]; do sleep 30 & i=$((i+1)); done; \
+                            echo all 600 started", "timeout_secs": 60}),
+        &[],
+    );
+    let shown = result(&out);
+    assert!(!shown.contains("all 600 started"), "{shown}");
+    // dash's word for fork's EAGAIN; the shell gives up there.
+    assert!(shown.contains("Cannot fork"), "{shown}");
+    assert!(shown.starts_with("exit code 2;"), "{shown}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{shown}");
+    assert_eq!(settle(&env.ws), Vec::<String>::new());
+}
+
 #[test]
 fn a_loop_whose_child_ignores_sigterm_is_killed_at_the_timeout() {
     let env = Env::new();
