@@ -3,10 +3,11 @@
 //! [`Fence`] on the file it reaches.
 //!
 //! Opening, creating, removing and renaming are done here, on descriptors
-//! the fence resolved (so what was checked is what is used); stat, readlink,
-//! set-times and directory listing are checked here and then done by
-//! wasmtime-wasi; operations on an open descriptor (read, write, stat) are
-//! wasmtime-wasi's alone, since the descriptor was checked when opened.
+//! the fence resolved (so what was checked is what is used); stat, readlink
+//! and set-times are checked here and then done by wasmtime-wasi; directory
+//! listings are read here ([`crate::listing`]) and filtered by the fence;
+//! operations on an open descriptor (read, write, stat) are wasmtime-wasi's
+//! alone, since the descriptor was checked when opened.
 //! See ADR-0069.
 
 use std::fs::File;
