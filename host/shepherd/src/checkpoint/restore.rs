@@ -173,3 +173,62 @@ impl UndoPlan {
         (done, ids, None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+
+    use goat_store::FileChange;
+
+    use super::*;
+
+    fn change(id: i64, path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> ChangeRecord {
+        ChangeRecord {
+            id,
+            turn_id: 1,
+            call_row: id,
+            tool: "write_file".into(),
+            change: FileChange {
+                path: path.into(),
+                before: before.map(<[u8]>::to_vec),
+                after_sha256: after.map(beneath::sha256_hex),
+                after: after.map(<[u8]>::to_vec),
+            },
+            undone_at: None,
+        }
+    }
+
+    #[test]
+    fn a_protected_path_is_never_written_and_nothing_else_is_either() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "new").unwrap();
+        std::fs::write(dir.path().join(".git/config"), "new").unwrap();
+        let changes = [
+            change(1, "a.txt", Some(b"old"), Some(b"new")),
+            change(2, ".git/config", Some(b"[core]"), Some(b"new")),
+        ];
+        let refs: Vec<&ChangeRecord> = changes.iter().collect();
+        assert!(matches!(
+            plan_undo(dir.path(), &refs),
+            Err(UndoError::Protected(p)) if p == ".git/config"
+        ));
+        assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"new");
+    }
+
+    #[test]
+    fn several_changes_to_one_file_are_undone_to_the_first_before() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "three").unwrap();
+        let changes = [
+            change(1, "a.txt", Some(b"one"), Some(b"two")),
+            change(2, "a.txt", Some(b"two"), Some(b"three")),
+        ];
+        let refs: Vec<&ChangeRecord> = changes.iter().collect();
+        let (done, ids, stopped) = plan_undo(dir.path(), &refs).unwrap().apply();
+        assert!(stopped.is_none());
+        assert_eq!(done, [Restored::Restored("a.txt".into())]);
+        assert_eq!(ids, [1, 2]);
+        assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"one");
+    }
+}
