@@ -1,7 +1,7 @@
 //! Snapshots of what a person or a script reads when stdout and stderr are
 //! not terminals: `goat run` (text and `--json`), `goat sessions list` and
-//! `show` (text and `--json`), `goat probe` and `goat stats` (text and
-//! `--json`). Each snapshot holds the exit status and both streams exactly
+//! `show` (text and `--json`), `sessions diff`, `goat probe` and `goat
+//! stats` (text and `--json`). Each snapshot holds the exit status and both streams exactly
 //! as printed, so a change of wording, order, status or layout fails here
 //! and is reviewed as a diff of the `.snap` file.
 //!
