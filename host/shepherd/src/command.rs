@@ -191,6 +191,7 @@ impl AppToolRouter {
                     decision_reason: Some(reason),
                     duration: outcome.duration,
                     exit_code: outcome.exit_code(),
+                    changes: Vec::new(),
                 }
             }
             Err(e) => CallOutcome {
@@ -205,6 +206,7 @@ impl AppToolRouter {
                 decision_reason: Some(reason),
                 duration: Duration::ZERO,
                 exit_code: None,
+                changes: Vec::new(),
             },
         }
     }

@@ -18,6 +18,7 @@
 /// The permission gate, re-exported: the router asks it about every call.
 pub use goat_gate as gate;
 
+pub mod checkpoint;
 mod command;
 mod router;
 pub mod schema;

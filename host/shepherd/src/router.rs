@@ -15,6 +15,7 @@ use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool, ToolError, ToolFail
 use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
 use serde_json::Value;
 
+use crate::checkpoint;
 use crate::command::{CommandTool, RUN_COMMAND, command_schema};
 use crate::gate::{
     self, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive, NewRule,
@@ -81,6 +82,7 @@ pub(crate) fn failed(kind: CallErrorKind, result: String) -> Routed {
         decision_reason: None,
         duration: Duration::ZERO,
         exit_code: None,
+        changes: Vec::new(),
     }
 }
 
@@ -408,6 +410,19 @@ impl AppToolRouter {
     ) -> Result<Routed, SandboxError> {
         let pen = Pen::new(&self.config.workspace, tool.spec().access)?
             .with_policy(Arc::new(GatePolicy(boundary)));
+        // ADR-0073: what the files it will change hold now, taken after the
+        // gate allowed the call and before it runs; a file GOAT could not
+        // give back stops it here.
+        let checkpoint = match checkpoint::capture(&self.config.workspace, &call.name, args) {
+            Ok(checkpoint) => checkpoint,
+            Err((kind, refusal)) => {
+                return Ok(Routed {
+                    decision: Some(decision),
+                    decision_reason: Some(reason),
+                    ..failed(kind, refusal)
+                });
+            }
+        };
         let started = Instant::now();
         let outcome = self.sandbox.call(tool, &args.to_string(), &pen)?;
         let duration = started.elapsed();
@@ -419,6 +434,11 @@ impl AppToolRouter {
                 Some(failure_kind(&failure)),
             ),
         };
+        // Only a call that succeeded changed anything to undo.
+        let changes = match (status, checkpoint) {
+            (CallStatus::Ok, Some(checkpoint)) => checkpoint.finish(),
+            _ => Vec::new(),
+        };
         Ok(Routed {
             status,
             result,
@@ -427,6 +447,7 @@ impl AppToolRouter {
             decision_reason: Some(reason),
             duration,
             exit_code: None,
+            changes,
         })
     }
 }
@@ -518,5 +539,6 @@ pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
         decision_reason: Some(reason),
         duration: Duration::ZERO,
         exit_code: None,
+        changes: Vec::new(),
     }
 }

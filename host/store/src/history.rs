@@ -7,6 +7,11 @@ pub const INTERRUPTED_RESULT: &str = "This tool call was interrupted: GOAT stopp
      pending, so it may not have run, or may have run only in part. Check the workspace before \
      repeating it.";
 
+/// Added to the result of a call whose file changes `goat undo` put back,
+/// followed by the paths, so the model does not assume they still stand.
+pub const UNDONE_NOTE: &str =
+    "[GOAT: the person has since undone this call's changes; back as they were before it:";
+
 /// One entry of the history the next prompt is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HistoryEntry {
@@ -43,7 +48,10 @@ impl Store {
             "SELECT id, content FROM rounds WHERE turn_id = ?1 AND status = 'ok' ORDER BY id",
         )?;
         let mut calls = self.conn.prepare_cached(
-            "SELECT call_id, tool, arguments, status, result FROM tool_calls WHERE round_id = ?1 ORDER BY id",
+            "SELECT call_id, tool, arguments, status, result,
+                    (SELECT group_concat(f.path, ', ') FROM file_changes f
+                     WHERE f.call_row = tool_calls.id AND f.undone_at IS NOT NULL)
+             FROM tool_calls WHERE round_id = ?1 ORDER BY id",
         )?;
         let turn_rows = turns
             .query_map([session_id], |r| {
@@ -77,18 +85,24 @@ impl Store {
                             },
                             CallStatus::parse(&r.get::<_, String>(3)?)?,
                             r.get::<_, Option<String>>(4)?,
+                            r.get::<_, Option<String>>(5)?,
                         ))
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
                 out.push(HistoryEntry::Assistant {
                     content,
-                    calls: call_rows.iter().map(|(c, _, _)| c.clone()).collect(),
+                    calls: call_rows.iter().map(|(c, ..)| c.clone()).collect(),
                 });
-                for (call, status, result) in call_rows {
-                    let content = match (status, result) {
+                for (call, status, result, undone) in call_rows {
+                    let mut content = match (status, result) {
                         (CallStatus::Pending, _) | (_, None) => INTERRUPTED_RESULT.to_owned(),
                         (_, Some(text)) => text,
                     };
+                    // ADR-0073: the model is told, where it made the change,
+                    // that the person put the files back.
+                    if let Some(paths) = undone {
+                        content.push_str(&format!("\n\n{UNDONE_NOTE} {paths}.]"));
+                    }
                     out.push(HistoryEntry::ToolResult {
                         call_id: call.call_id,
                         content,

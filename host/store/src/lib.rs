@@ -20,10 +20,12 @@
 //! (the [`Store`], where it lives, its one way to write), `records`
 //! (sessions, turns, rounds, tool calls, recovery events), `history` (what
 //! the next prompt is rebuilt from), `stats` (counts per model and
-//! engine) and `lock` (one process drives a session at a time: an OS
+//! engine), `changes` (checkpoints of the files
+//! tools changed, for undo and `sessions diff`) and `lock` (one process drives a session at a time: an OS
 //! advisory lock per session, which the kernel releases when the process
 //! ends, however it ends).
 
+mod changes;
 mod error;
 mod history;
 mod lock;
@@ -34,10 +36,11 @@ mod stats;
 mod status;
 mod store;
 
+pub use changes::{ChangeRecord, FileChange};
 pub use error::StoreError;
 /// Re-exported from `goat_state`, where every host-state directory is made.
 pub use goat_state::fs::create_private_dir;
-pub use history::{HistoryEntry, INTERRUPTED_RESULT};
+pub use history::{HistoryEntry, INTERRUPTED_RESULT, UNDONE_NOTE};
 pub use lock::SessionLock;
 pub use records::{
     CallOutcome, CallRecord, NewCall, Recovery, RoundOk, RoundRecord, SessionInfo, TurnRecord,

@@ -76,6 +76,9 @@ pub struct CallOutcome {
     /// A command's exit code (`run_command`); `None` for other tools and a
     /// command that did not exit on its own.
     pub exit_code: Option<i32>,
+    /// The files a successful Pen tool call changed, with what they held
+    /// before (ADR-0073); empty for every other call.
+    pub changes: Vec<crate::FileChange>,
 }
 
 /// What ADR-0065 recovery recorded about a malformed response.
@@ -435,6 +438,7 @@ impl Store {
             now(),
             outcome.exit_code
         ])?;
+        crate::changes::insert(&tx, call_row, &outcome.changes)?;
         tx.commit()?;
         Ok(())
     }

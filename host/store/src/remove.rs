@@ -5,8 +5,8 @@ use rusqlite::params;
 use crate::{Store, StoreError};
 
 impl Store {
-    /// Removes session `id` with its turns, rounds, tool calls and recovery
-    /// events, in one transaction: all of it or none. Whether it existed.
+    /// Removes session `id` with its turns, rounds, tool calls, file changes and
+    /// recovery events, in one transaction: all of it or none. Whether it existed.
     ///
     /// The caller holds the session's lock (or knows no other process can
     /// drive it): a session being driven is never removed under its driver.
@@ -16,6 +16,13 @@ impl Store {
         let rounds = format!("SELECT id FROM rounds WHERE turn_id IN ({turns})");
         tx.execute(
             &format!("DELETE FROM recovery_events WHERE turn_id IN ({turns})"),
+            params![id],
+        )?;
+        tx.execute(
+            &format!(
+                "DELETE FROM file_changes WHERE call_row IN
+                   (SELECT id FROM tool_calls WHERE round_id IN ({rounds}))"
+            ),
             params![id],
         )?;
         tx.execute(

@@ -116,6 +116,24 @@ const MIGRATIONS: &[Migration] = &[
     // other tool, for a command killed by a signal or its timeout, and for
     // calls stored before.
     Migration::sql("ALTER TABLE tool_calls ADD COLUMN exit_code INTEGER;"),
+    // 5: checkpoints (issue 15, ADR-0073): what each file a Pen tool
+    // changed held before the call (`before` NULL: it did not exist) and
+    // after it (`after_sha256` NULL: it does not exist; `after` the bytes
+    // when within the checkpoint cap, for `sessions diff`), and when `goat
+    // undo` put it back. Written with the call's outcome, in its
+    // transaction; a call that failed has none.
+    Migration::sql(
+        "CREATE TABLE file_changes (
+        id INTEGER PRIMARY KEY,
+        call_row INTEGER NOT NULL REFERENCES tool_calls(id),
+        path TEXT NOT NULL,
+        before BLOB,
+        after_sha256 TEXT,
+        after BLOB,
+        undone_at INTEGER
+    );
+    CREATE INDEX file_changes_by_call ON file_changes(call_row, id);",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -6,6 +6,7 @@ mod chat;
 mod config;
 mod demo;
 mod detect;
+pub(crate) mod diff;
 mod export;
 mod permissions;
 mod plugins;
@@ -14,6 +15,7 @@ mod run;
 pub(crate) mod sessions;
 mod stats;
 mod tools;
+pub(crate) mod undo;
 
 use clap::Subcommand;
 
@@ -31,6 +33,10 @@ pub enum Command {
     /// Send PROMPT to the model and let it work in the workspace: one turn,
     /// its answer streamed to stdout, tool activity to stderr.
     Run(run::RunArgs),
+    /// Put back the files one turn changed: each is checked first to hold
+    /// what GOAT left there, and if any was changed since, nothing is
+    /// restored. Commands' changes are not kept and not undone.
+    Undo(undo::UndoArgs),
     /// Show the sessions in the store and what happened in them.
     Sessions {
         #[command(subcommand)]
@@ -80,6 +86,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Probe(args) => probe::probe(args),
         Command::Run(args) => run::run(args),
         Command::Chat(args) => chat::chat(args),
+        Command::Undo(args) => undo::undo(args),
         Command::Config { command } => config::config(command),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),

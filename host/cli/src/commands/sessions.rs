@@ -1,5 +1,5 @@
 //! `goat sessions list` and `goat sessions show`: what the store recorded;
-//! `goat sessions rm`: forgetting it.
+//! `goat sessions diff`: what it changed; `goat sessions rm`: forgetting it.
 //!
 //! Reading never creates or changes anything: with no store file there are
 //! no sessions, and an existing store is opened read-only (never migrated). Failed rounds are shown with the rest (a malformed response
@@ -55,6 +55,15 @@ pub enum SessionsCommand {
         #[command(flatten)]
         store: DbArg,
     },
+    /// What a session changed in its workspace: a unified diff per file,
+    /// from before its first change to after its last (changes undone left
+    /// out; binary files named, not shown).
+    Diff {
+        /// The session's id (or a unique prefix).
+        id: String,
+        #[command(flatten)]
+        store: DbArg,
+    },
     /// Remove sessions and everything recorded in them (turns, rounds,
     /// tool calls). Files a session changed in its workspace stay as they
     /// are. A session another GOAT is driving is left alone.
@@ -72,11 +81,29 @@ pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
     match command {
         SessionsCommand::List { store, json } => list(store.db.as_deref(), json),
         SessionsCommand::Show { id, store, json } => show(&id, store.db.as_deref(), json),
+        SessionsCommand::Diff { id, store } => diff(&id, store.db.as_deref()),
         SessionsCommand::Rm { ids, store } => remove(&ids, store.db.as_deref()),
         SessionsCommand::Export { id, format, store } => {
             super::export::export(&id, format, store.db.as_deref())
         }
     }
+}
+
+/// Prints what session `id` changed, read without changing anything.
+fn diff(id: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
+    let Some(store) = open_existing(db)? else {
+        bail!(
+            "no session '{}': there is no store yet",
+            text::escape_controls(id)
+        );
+    };
+    let session = store
+        .find_session(id)
+        .context("`goat sessions list` shows the sessions")?;
+    let mut out = io::stdout().lock();
+    out.write_all(super::diff::session_diff(&store, &session.id)?.as_bytes())?;
+    out.flush()?;
+    Ok(Outcome::Ok)
 }
 
 /// Removes each session named, each in its own transaction and under its

@@ -25,6 +25,7 @@ mod run;
 mod sessions;
 mod snapshots;
 mod tools;
+mod undo;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! Snapshots of what a person or a script reads when stdout and stderr are
 //! not terminals: `goat run` (text and `--json`), `goat sessions list` and
-//! `show` (text and `--json`), `goat probe` and `goat stats` (text and
-//! `--json`). Each snapshot holds the exit status and both streams exactly
+//! `show` (text and `--json`), `sessions diff`, `goat probe` and `goat
+//! stats` (text and `--json`). Each snapshot holds the exit status and both streams exactly
 //! as printed, so a change of wording, order, status or layout fails here
 //! and is reviewed as a diff of the `.snap` file.
 //!
@@ -450,5 +450,53 @@ fn scrubbers_replace_only_their_exact_shapes() {
             "[MS]"
         ),
         "  \"duration_ms\": [MS],\n  \"duration_ms\": null,\n  \"duration_ms\": 1.5\n"
+    );
+}
+
+/// A turn that changes files: creates one, edits the README twice (so the
+/// diff is the net change), deletes a binary file; then `sessions diff`.
+#[tokio::test(flavor = "multi_thread")]
+async fn snapshot_sessions_diff() {
+    let env = world();
+    std::fs::write(env.ws.join("logo.png"), b"\x89PNG\r\n\x1a\n\x00\x00").unwrap();
+    let server = ScriptedServer::start(vec![
+        call_reply(
+            "c1",
+            "write_file",
+            r#"{"path": "src/hello.txt", "content": "hello\nworld\n"}"#,
+        ),
+        call_reply(
+            "c2",
+            "edit_file",
+            r##"{"path": "README.md", "old_string": "# Demo project", "new_string": "# Demo"}"##,
+        ),
+        call_reply(
+            "c3",
+            "edit_file",
+            r#"{"path": "README.md", "old_string": "tiny", "new_string": "small\u001b[31m"}"#,
+        ),
+        call_reply("c4", "delete_file", r#"{"path": "logo.png"}"#),
+        content_reply("Done."),
+    ])
+    .await;
+    let url = server.base_url();
+    let out = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--allow-writes",
+            "change files",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let [id] = session_ids(&env).try_into().unwrap();
+    let scrub = Scrub::new(&env).engine(&server, 1).session(&id, 1);
+    snapshot(
+        "sessions_diff",
+        "goat sessions diff ID (a turn that created, edited twice and deleted files)",
+        &scrub.transcript(&env.run(&["sessions", "diff", &id[..6]])),
     );
 }

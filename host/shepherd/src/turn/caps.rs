@@ -49,6 +49,7 @@ pub(super) fn too_many_calls_outcome() -> CallOutcome {
         decision_reason: None,
         duration: Duration::ZERO,
         exit_code: None,
+        changes: Vec::new(),
     }
 }
 

@@ -311,6 +311,7 @@ impl Shepherd {
             decision_reason: None,
             duration: std::time::Duration::ZERO,
             exit_code: None,
+            changes: Vec::new(),
         };
         self.store(move |s| s.finish_call(row, &outcome)).await
     }

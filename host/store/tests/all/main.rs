@@ -3,6 +3,7 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod changes;
 mod lock;
 mod sessions;
 
@@ -36,6 +37,7 @@ fn ok(result: &str) -> CallOutcome {
         decision_reason: Some("reading inside the workspace".into()),
         duration: Duration::from_millis(3),
         exit_code: None,
+        changes: Vec::new(),
     }
 }
 
@@ -63,6 +65,7 @@ fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
     assert_eq!(
         tables,
         [
+            "file_changes",
             "recovery_events",
             "rounds",
             "sessions",
@@ -237,6 +240,7 @@ fn a_turn_is_recorded_and_history_rebuilt_in_order() {
                 decision_reason: Some("rule 3".into()),
                 duration: Duration::ZERO,
                 exit_code: None,
+                changes: Vec::new(),
             },
         )
         .unwrap();
@@ -648,7 +652,8 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "ALTER TABLE tool_calls DROP COLUMN exit_code;
+        "DROP TABLE file_changes;
+         ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN markup_channel;
          ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;",
     )
@@ -660,7 +665,8 @@ fn store_at_version_1(db: &Path) {
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "ALTER TABLE tool_calls DROP COLUMN exit_code;
+        "DROP TABLE file_changes;
+         ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN markup_channel; PRAGMA user_version = 2;",
     )
     .unwrap();
