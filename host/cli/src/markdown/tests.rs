@@ -164,3 +164,21 @@ fn a_new_message_starts_outside_any_fence() {
     r.finish();
     assert_eq!(r.feed("**b**\n"), "\x1b[1mb\x1b[0m\n");
 }
+
+#[test]
+fn a_typical_answer_renders_as_reviewed() {
+    let answer = "## Plan\n\nI will add a `--verbose` flag to **src/main.rs** and wire it \
+                  through to the logger, so that *every* step can be seen.\n\n1. Parse the \
+                  flag.\n2. Pass it on.\n\n> Note: the tests stay green.\n\n```rust\nfn \
+                  main() {\n    let verbose = true; // from the flag\n    println!(\"{verbose}\");\n}\
+                  \n```\n---\nDone.";
+    // Chunks of 5 bytes, as a stream would cut them.
+    let chunks: Vec<String> = answer
+        .as_bytes()
+        .chunks(5)
+        .map(|c| String::from_utf8(c.to_vec()).unwrap_or_default())
+        .collect();
+    let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    let shown = render(&chunks, Some(40), true).replace('\u{1b}', "␛");
+    insta::assert_snapshot!(shown);
+}
