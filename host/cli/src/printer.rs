@@ -240,12 +240,11 @@ impl Printer {
     /// the terminal.
     fn status(&mut self, line: &str) {
         self.end_message();
-        if self.stdout_tty && self.stdout_open && self.wrote && !self.at_line_start {
-            self.write_stdout("\n");
+        // `note` ends the answer's open line on the screen first.
+        note(line);
+        if self.stdout_tty {
             self.at_line_start = true;
         }
-        screen::answer_wrote("\n");
-        note(line);
     }
 
     /// Ends the answer with a newline. The last round's text is written

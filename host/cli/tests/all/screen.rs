@@ -72,7 +72,7 @@ async fn the_answer_wraps_at_80_columns_and_never_mid_word() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_answer_and_the_approval_question_never_share_a_line() {
+async fn the_answer_never_shares_a_line_with_a_question_or_a_tool_line() {
     let env = Env::new();
     let server = ScriptedServer::start(vec![
         Reply::builder()
@@ -82,6 +82,10 @@ async fn the_answer_and_the_approval_question_never_share_a_line() {
                 "write_file",
                 r#"{"path": "flag.txt", "content": "on\n"}"#,
             )
+            .build(),
+        Reply::builder()
+            .text("Let me check it.")
+            .tool_call_with_id("call_2", "read_file", r#"{"path": "flag.txt"}"#)
             .build(),
         Reply::builder().text("Now the second").build(),
     ])
@@ -100,6 +104,11 @@ async fn the_answer_and_the_approval_question_never_share_a_line() {
         "{transcript:?}"
     );
     assert!(!transcript.contains("flag.goat"), "{transcript:?}");
+    // A tool line too starts on its own line.
+    assert!(
+        transcript.contains("Let me check it.\r\ngoat: read_file(path=\"flag.txt\") -> ok"),
+        "{transcript:?}"
+    );
     // The answer's last line, never ended by the model, is ended before
     // the prompt comes back.
     assert!(
