@@ -175,6 +175,19 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         None => router,
     };
     let instructions = crate::instructions::load(&workspace);
+    // The repository speaks to the model: say so, so it is never unseen.
+    for file in instructions.files() {
+        let cut = if u64::try_from(file.used).is_ok_and(|used| used < file.bytes) {
+            format!(", cut to {} bytes", file.used)
+        } else {
+            String::new()
+        };
+        note(format_args!(
+            "project instructions from {} ({} bytes{cut}) are in the system prompt",
+            text::escape_controls(&file.path.display().to_string()),
+            file.bytes
+        ));
+    }
     for (path, why) in instructions.skipped() {
         note(format_args!(
             "project instructions {} were not read: {why}",

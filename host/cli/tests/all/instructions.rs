@@ -41,6 +41,15 @@ async fn agents_md_up_to_the_repository_root_reaches_the_engine_outermost_first(
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     let root = run.env.root.display().to_string();
     let ws = run.env.ws_str();
+    assert!(
+        run.stderr().contains(&format!(
+            "goat: project instructions from {root}/AGENTS.md (10 bytes) are in the system \
+             prompt\ngoat: project instructions from {ws}/AGENTS.md (54 bytes) are in the \
+             system prompt\n"
+        )),
+        "{}",
+        run.stderr()
+    );
     assert_eq!(
         system_message(&run.requests()),
         format!(
@@ -75,6 +84,12 @@ async fn a_long_agents_md_is_cut_at_the_cap_and_the_prompt_says_so() {
     std::fs::write(env.ws.join("AGENTS.md"), line.repeat(2000)).unwrap();
     let run = builder.run("hello").await;
     let system = system_message(&run.requests());
+    assert!(
+        run.stderr()
+            .contains("/AGENTS.md (54000 bytes, cut to 32768 bytes) are in the system prompt"),
+        "{}",
+        run.stderr()
+    );
     let kept = system.matches("Always write a test first.").count();
     // 32 KiB of 27-byte lines: 1213 whole lines and part of the next.
     assert_eq!(kept, 32 * 1024 / line.len(), "{}", system.len());
