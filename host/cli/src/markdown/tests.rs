@@ -36,6 +36,26 @@ fn words_wrap_at_the_width_and_are_never_cut() {
 }
 
 #[test]
+fn a_row_is_filled_to_the_last_column_and_not_one_past() {
+    // 14 + 1 + 5 = 20 fits; 14 + 1 + 6 = 21 does not, space included.
+    assert_eq!(
+        plain(&["aaaa bbbb cccc ddddd e\n"], 20),
+        "aaaa bbbb cccc ddddd\ne\n"
+    );
+    assert_eq!(
+        plain(&["aaaa bbbb cccc dddddd\n"], 20),
+        "aaaa bbbb cccc\ndddddd\n"
+    );
+    // A word too long for any row starts where it is, with no empty row.
+    let long = "x".repeat(30);
+    assert_eq!(plain(&[&format!("{long} y\n")], 20), format!("{long}\ny\n"));
+    assert_eq!(
+        render(&[&format!("- {long} y\n")], Some(20), true),
+        format!("• {long}\n  y\n")
+    );
+}
+
+#[test]
 fn wide_characters_count_two_columns() {
     // Each of these takes two columns: five of them fill ten.
     assert_eq!(plain(&["漢字漢字漢 漢字\n"], 20), "漢字漢字漢 漢字\n");
