@@ -28,8 +28,12 @@ mod approval;
 mod args;
 mod commands;
 mod config;
+mod instructions;
+mod markdown;
 mod paths;
 mod printer;
+mod recap;
+mod screen;
 mod session;
 mod style;
 mod terminal;
@@ -69,10 +73,7 @@ fn main() -> ExitCode {
             // Errors quote files, engines and plugins (a plugin's trap
             // names its own functions): nothing in them may drive the
             // terminal.
-            note(format_args!(
-                "error: {}",
-                text::escape_for_terminal(&text::error_chain(e.chain()))
-            ));
+            error(text::escape_for_terminal(&text::error_chain(e.chain())));
             ExitCode::from(2)
         }
     }
@@ -90,7 +91,18 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// A closed stderr is ignored rather than a panic (as `eprintln!` would
 /// be): losing a status line must not abort a turn that is changing files.
 fn note(line: impl Display) {
+    // The answer may have left its line open on the same screen.
+    screen::end_open_line();
     let mut err = io::stderr().lock();
     style::clear_spinner_line(&mut err);
     let _ = writeln!(err, "goat: {line}");
+}
+
+/// `goat: error: ...` on stderr, the `error:` in red where colour is
+/// allowed (stderr a terminal, no `NO_COLOR`).
+fn error(message: impl Display) {
+    note(format_args!(
+        "{} {message}",
+        style::Style::stderr().red("error:")
+    ));
 }

@@ -2,9 +2,12 @@
 //! tool call (and the recovery) on stderr, the spinner while the model is
 //! silent.
 //!
-//! When stdout is not a terminal the answer is held per round and written
-//! only once the round turns out to be an answer, so `goat run ... >
-//! answer.md` never keeps tool-call markup that did not run.
+//! At a terminal the answer is rendered ([`crate::markdown`]: Markdown,
+//! words wrapped at the width) and GOAT's lines never share a line with
+//! it ([`crate::screen`]). When stdout is not a terminal the answer is
+//! written exactly as the model wrote it, held per round and written only
+//! once the round turns out to be an answer, so `goat run ... > answer.md`
+//! never keeps tool-call markup that did not run.
 
 use std::io::{self, IsTerminal, Write};
 
@@ -12,8 +15,9 @@ use goat_shepherd::{Routed, TurnEvent};
 use goat_store::CallStatus;
 use serde_json::Value;
 
+use crate::markdown::Renderer;
 use crate::style::{Spinner, Style};
-use crate::{note, text};
+use crate::{note, screen, text};
 
 /// What GOAT says when ADR-0065's one recovery starts.
 const RECOVERY_LINE: &str =
@@ -55,14 +59,17 @@ pub(crate) struct Printer {
     pending: String,
     /// This round's "the engine is loading" line was shown.
     told_loading: bool,
+    /// At a terminal: the answer rendered for it.
+    renderer: Renderer,
 }
 
 impl Printer {
     pub(crate) fn new(stream_answer: bool) -> Self {
+        let stdout_tty = io::stdout().is_terminal();
         Self {
             stream_answer,
             stdout_open: true,
-            stdout_tty: io::stdout().is_terminal(),
+            stdout_tty,
             wrote: false,
             at_line_start: true,
             new_round: false,
@@ -71,6 +78,10 @@ impl Printer {
             spinner: None,
             pending: String::new(),
             told_loading: false,
+            renderer: Renderer::new(
+                screen::stdout_columns(),
+                stdout_tty && Style::new(stdout_tty).is_color(),
+            ),
         }
     }
 
@@ -78,6 +89,7 @@ impl Printer {
         match event {
             TurnEvent::RoundStarted { .. } => {
                 self.flush_pending();
+                self.end_message();
                 self.new_round = true;
                 self.told_loading = false;
                 self.stop_spinner();
@@ -115,6 +127,7 @@ impl Printer {
             TurnEvent::CallStarted { arguments, .. } => {
                 self.stop_spinner();
                 self.flush_pending();
+                self.end_message();
                 self.arguments = Some(arguments);
             }
             TurnEvent::CallFinished { tool, routed } => {
@@ -132,6 +145,7 @@ impl Printer {
                 // On a terminal it was shown as it came; the recovery line
                 // says what it was.
                 self.pending.clear();
+                self.end_message();
                 let line = if in_reasoning {
                     self.style
                         .yellow(&format!("{RECOVERY_LINE}{REASONING_NOTE}"))
@@ -175,14 +189,35 @@ impl Printer {
         }
         self.new_round = false;
         if self.stdout_tty {
-            out.push_str(&text::escape_for_terminal(text));
+            // Escaped inside the renderer, whatever construct it is in.
+            out.push_str(&self.renderer.feed(text));
         } else {
             // Redirected: the answer exactly as the model wrote it.
             out.push_str(text);
         }
-        self.write_stdout(&out);
+        self.show(&out);
+    }
+
+    /// Ends the round's message at a terminal: its last line, if it never
+    /// got a newline, is shown now (and left open, for [`Printer::status`]
+    /// or the next round to end).
+    fn end_message(&mut self) {
+        if self.stdout_tty && self.stdout_open {
+            let rest = self.renderer.finish();
+            self.show(&rest);
+        }
+    }
+
+    fn show(&mut self, out: &str) {
+        if out.is_empty() {
+            return;
+        }
+        self.write_stdout(out);
         self.wrote = true;
-        self.at_line_start = text.ends_with('\n');
+        self.at_line_start = out.ends_with('\n');
+        if self.stdout_tty {
+            screen::answer_wrote(out);
+        }
     }
 
     fn write_stdout(&mut self, text: &str) {
@@ -204,11 +239,12 @@ impl Printer {
     /// One line on stderr, starting on a fresh line when the answer shares
     /// the terminal.
     fn status(&mut self, line: &str) {
-        if self.stdout_tty && self.stdout_open && self.wrote && !self.at_line_start {
-            self.write_stdout("\n");
+        self.end_message();
+        // `note` ends the answer's open line on the screen first.
+        note(line);
+        if self.stdout_tty {
             self.at_line_start = true;
         }
-        note(line);
     }
 
     /// Ends the answer with a newline. The last round's text is written
@@ -222,9 +258,13 @@ impl Printer {
         } else {
             self.pending.clear();
         }
+        self.end_message();
         if self.stdout_open && self.wrote && !self.at_line_start {
             self.write_stdout("\n");
             self.at_line_start = true;
+        }
+        if self.stdout_tty {
+            screen::answer_wrote("\n");
         }
     }
 }

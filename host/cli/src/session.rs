@@ -22,6 +22,7 @@ use goat_store::{SessionInfo, SessionLock, Store};
 
 use crate::args::TurnOptions;
 use crate::config::{Setting, Settings, Source, Writes};
+use crate::instructions::ProjectInstructions;
 use crate::{note, paths, text};
 
 /// A session ready for turns: its Shepherd, the store it records in.
@@ -36,9 +37,17 @@ pub(crate) struct Opened {
     /// This process drives the session while it holds this; dropping it
     /// (or the process ending, however it ends) lets another take over.
     pub lock: SessionLock,
+    /// The project instructions (`AGENTS.md`) in the system prompt.
+    pub instructions: ProjectInstructions,
 }
 
 impl Opened {
+    /// Which `AGENTS.md` files reached the system prompt, and their sizes.
+    #[expect(dead_code, reason = "for `/status`, which the composer wires")]
+    pub(crate) fn instruction_files(&self) -> &[crate::instructions::InstructionFile] {
+        self.instructions.files()
+    }
+
     /// How many turns the session has recorded.
     pub(crate) fn turn_count(&self) -> anyhow::Result<i64> {
         let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
@@ -165,12 +174,36 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         Some(tool) => router.with_commands(tool),
         None => router,
     };
+    let instructions = crate::instructions::load(&workspace);
+    // The repository speaks to the model: say so, so it is never unseen.
+    for file in instructions.files() {
+        let cut = if u64::try_from(file.used).is_ok_and(|used| used < file.bytes) {
+            format!(", cut to {} bytes", file.used)
+        } else {
+            String::new()
+        };
+        note(format_args!(
+            "project instructions from {} ({} bytes{cut}) are in the system prompt",
+            text::escape_controls(&file.path.display().to_string()),
+            file.bytes
+        ));
+    }
+    for (path, why) in instructions.skipped() {
+        note(format_args!(
+            "project instructions {} were not read: {why}",
+            text::escape_controls(&path.display().to_string())
+        ));
+    }
     let shepherd = Shepherd::new(
         engine,
         router,
         store.clone(),
         session_id.clone(),
-        system_prompt(&workspace),
+        format!(
+            "{}{}",
+            system_prompt(&workspace),
+            instructions.prompt_section()
+        ),
         max_rounds,
     )
     .with_unwrapped_calls(unwrapped_calls);
@@ -183,6 +216,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         engine_url,
         model,
         lock,
+        instructions,
     })
 }
 

@@ -83,6 +83,8 @@ impl Spinner {
     pub fn start(label: &'static str) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let label = Arc::new(Mutex::new(label));
+        // Its line is rewritten in place: it must not be the answer's.
+        crate::screen::end_open_line();
         let (thread_stop, thread_label) = (stop.clone(), label.clone());
         SPINNING.store(true, Ordering::Release);
         let thread = std::thread::Builder::new()

@@ -53,6 +53,7 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
             "allow? [o]nce, [d]eny (default deny); this path cannot be saved as an exact rule: "
         };
         clear_spinner_line(&mut self.output);
+        crate::screen::end_open_line();
         if write!(self.output, "{question}goat: {menu}")
             .and_then(|()| self.output.flush())
             .is_err()

@@ -17,6 +17,7 @@
 //! an answer to a question that had not been asked yet.
 
 use std::io::{self, IsTerminal, Write};
+use std::sync::PoisonError;
 
 use anyhow::Context;
 use goat_shepherd::TurnError;
@@ -63,6 +64,13 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         crate::text::escape_controls(&opened.engine_url),
         opened.workspace.display()
     ));
+    let turns_before = opened.turn_count()?;
+    if args.turn.session.is_some() {
+        show_recap(&opened);
+    }
+    // Whether any turn got as far as the engine: a new session none did
+    // is not kept (as with `goat run`).
+    let mut reached = false;
 
     loop {
         if terminal {
@@ -96,21 +104,54 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
             &mut printer,
         );
         printer.finish(result.is_ok());
+        reached |= !matches!(&result, Err(TurnError::Engine(e)) if e.nothing_sent());
         match result {
             Ok(_) => {}
             Err(TurnError::Cancelled) => {
                 note("the turn was cancelled and is recorded as cancelled")
             }
-            Err(e) => note(format_args!(
-                "error: the turn failed: {}",
+            Err(e) => crate::error(format_args!(
+                "the turn failed: {}",
                 crate::text::turn_failure(e)
             )),
         }
     }
-    note(format_args!(
-        "session {id} is kept in {}; continue it with goat chat --session {id}",
-        opened.store_path.display(),
-        id = opened.session_id,
-    ));
+    let id = &opened.session_id;
+    let removed = turns_before == 0
+        && !reached
+        && opened
+            .store
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove_session(id)?;
+    if removed {
+        note(format_args!(
+            "no turn reached the engine, so session {id} was not kept"
+        ));
+    } else {
+        note(format_args!(
+            "session {id} is kept in {}; continue it with goat chat --session {id}",
+            opened.store_path.display(),
+        ));
+    }
     Ok(Outcome::Ok)
+}
+
+/// The last exchanges of a resumed session, on stderr.
+fn show_recap(opened: &session::Opened) {
+    let turns = opened
+        .store
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .turns(&opened.session_id);
+    match turns {
+        Ok(turns) => {
+            let mut err = io::stderr().lock();
+            let _ = err.write_all(crate::recap::recap(&turns).as_bytes());
+        }
+        Err(e) => note(format_args!(
+            "cannot read the earlier turns: {}",
+            crate::text::escape_controls(&e.to_string())
+        )),
+    }
 }

@@ -119,8 +119,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             Outcome::Failed
         }
         Err(e) => {
-            note(format_args!(
-                "error: the turn failed: {}",
+            crate::error(format_args!(
+                "the turn failed: {}",
                 crate::text::turn_failure(e)
             ));
             if !kept {

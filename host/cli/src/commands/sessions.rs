@@ -135,8 +135,8 @@ fn remove(ids: &[String], db: Option<&Path>) -> anyhow::Result<Outcome> {
                 if info.turns == 1 { "" } else { "s" }
             ),
             Err(e) => {
-                note(format_args!(
-                    "error: session '{shown}' was not removed: {}",
+                crate::error(format_args!(
+                    "session '{shown}' was not removed: {}",
                     text::escape_controls(&e.to_string())
                 ));
                 outcome = Outcome::Failed;

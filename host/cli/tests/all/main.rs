@@ -15,6 +15,7 @@ mod config;
 mod demo;
 mod detect;
 mod engine;
+mod instructions;
 mod listing;
 mod lock;
 mod permissions;
@@ -22,6 +23,7 @@ mod plugins;
 mod probe;
 mod pty;
 mod run;
+mod screen;
 mod sessions;
 mod snapshots;
 mod tools;
@@ -51,6 +53,10 @@ impl Env {
         let root = dir.path().canonicalize().unwrap();
         let ws = root.join("ws");
         std::fs::create_dir(&ws).unwrap();
+        // The root is the repository the workspace is in, so the
+        // `AGENTS.md` files GOAT reads end here, not in the checkout of
+        // GOAT the tests run from.
+        std::fs::create_dir(root.join(".git")).unwrap();
         Self {
             _dir: dir,
             db: root.join("state").join("goat.db"),

@@ -25,7 +25,7 @@ use crate::{Env, call_reply, content_reply, json_out, text};
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// `goat` running with a pty as its terminal, and everything it wrote.
-struct Pty {
+pub(crate) struct Pty {
     child: Child,
     master: File,
     seen: Arc<Mutex<Vec<u8>>>,
@@ -34,7 +34,7 @@ struct Pty {
 }
 
 impl Pty {
-    fn spawn(env: &Env, args: &[&str], extra_env: &[(&str, &str)]) -> Self {
+    pub(crate) fn spawn(env: &Env, args: &[&str], extra_env: &[(&str, &str)]) -> Self {
         let master =
             openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
         grantpt(&master).unwrap();
@@ -84,13 +84,13 @@ impl Pty {
         }
     }
 
-    fn transcript(&self) -> String {
+    pub(crate) fn transcript(&self) -> String {
         text(&self.seen.lock().unwrap())
     }
 
     /// Waits until `needle` appears after what was already expected, and
     /// moves past it.
-    fn expect(&mut self, needle: &str) {
+    pub(crate) fn expect(&mut self, needle: &str) {
         let started = Instant::now();
         loop {
             let all = self.transcript();
@@ -106,14 +106,25 @@ impl Pty {
         }
     }
 
+    /// Sizes the terminal, as a window of `cols` columns would.
+    pub(crate) fn resize(&self, cols: u16) {
+        let size = rustix::termios::Winsize {
+            ws_row: 24,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        rustix::termios::tcsetwinsize(&self.master, size).unwrap();
+    }
+
     /// Types `keys` at the terminal.
-    fn type_keys(&mut self, keys: &str) {
+    pub(crate) fn type_keys(&mut self, keys: &str) {
         self.master.write_all(keys.as_bytes()).unwrap();
         self.master.flush().unwrap();
     }
 
     /// Waits for goat to exit and returns its exit code.
-    fn exit_code(&mut self) -> Option<i32> {
+    pub(crate) fn exit_code(&mut self) -> Option<i32> {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -245,7 +256,8 @@ async fn ctrl_c_cancels_the_turn_and_returns_to_the_prompt_and_ctrl_c_there_leav
     );
     pty.expect("> ");
     pty.type_keys("first question\r");
-    pty.expect("Let me think about");
+    // The last word waits for the whitespace after it (it may go on).
+    pty.expect("Let me think");
     pty.type_keys("\x03");
     pty.expect("goat: cancelling");
     pty.expect("the turn was cancelled and is recorded as cancelled");
