@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use goat_testkit::{Reply, ScriptedServer};
+use goat_testkit::{Reply, ScriptedServer, Step, ev_content, ev_done, ev_finish, ev_tool_call};
 use serde_json::Value;
 
 use crate::pty::{Pty, write_call};
@@ -412,4 +412,40 @@ async fn view_pages_through_the_whole_new_file_before_answering() {
         std::fs::read_to_string(env.ws.join("long.txt")).unwrap(),
         content
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_typed_while_the_model_works_do_not_answer_the_question() {
+    let env = Env::new();
+    let slow_call = Reply::sse_steps(vec![
+        Step::Bytes(ev_content("Working on it. ").into_bytes()),
+        Step::Sleep(Duration::from_millis(1500)),
+        Step::Bytes(
+            ev_tool_call(
+                0,
+                Some("call_1"),
+                Some("write_file"),
+                Some(r#"{"path": "notes/a.txt", "content": "hello\n"}"#),
+            )
+            .into_bytes(),
+        ),
+        Step::Bytes(ev_finish("tool_calls").into_bytes()),
+        Step::Bytes(ev_done().into_bytes()),
+    ]);
+    let server = ScriptedServer::start(vec![slow_call, content_reply("Not written.")]).await;
+    let mut pty = chat(&env, &server.base_url(), &[], &[]);
+    pty.expect("> ");
+    settle();
+    pty.type_keys("make notes/a.txt\r");
+    pty.expect("Working on it.");
+    // A stray "yes" before the question exists.
+    pty.type_keys("o\r");
+    pty.expect("(default deny): ");
+    settle();
+    pty.type_keys("d\r");
+    pty.expect("Not written.");
+    pty.expect("> ");
+    leave(&mut pty);
+    assert!(!env.ws.join("notes").exists(), "{}", pty.transcript());
+    assert!(tool_result(&server.requests()[1].body).starts_with("denied:"));
 }
