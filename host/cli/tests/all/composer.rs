@@ -12,7 +12,7 @@ use goat_testkit::{Reply, ScriptedServer, Step, ev_content, ev_done, ev_finish, 
 use serde_json::Value;
 
 use crate::pty::{Pty, write_call};
-use crate::{Env, call_reply, content_reply};
+use crate::{Env, GoatRun, call_reply, content_reply};
 
 /// Lets the line editor take the terminal after its prompt is shown, so
 /// keys typed next are read by it, not by the terminal's line mode.
@@ -448,4 +448,50 @@ async fn keys_typed_while_the_model_works_do_not_answer_the_question() {
     leave(&mut pty);
     assert!(!env.ws.join("notes").exists(), "{}", pty.transcript());
     assert!(tool_result(&server.requests()[1].body).starts_with("denied:"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn goat_run_takes_the_mode_flag_without_a_terminal() {
+    let write = || {
+        Reply::tool_call(
+            "write_file",
+            r#"{"path": "notes/hello.txt", "content": "hello\n"}"#,
+        )
+    };
+    // accept-edits allows the write no rule decides, with no one to ask.
+    let run = GoatRun::builder()
+        .replies([write(), Reply::text("Wrote it.")])
+        .arg("--mode")
+        .arg("accept-edits")
+        .run("Create notes/hello.txt")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.read("notes/hello.txt"), "hello\n");
+
+    // read-only refuses it even with --allow-writes.
+    let run = GoatRun::builder()
+        .replies([write(), Reply::text("Could not.")])
+        .allow_writes()
+        .arg("--mode")
+        .arg("read-only")
+        .run("Create notes/hello.txt")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert!(!run.exists("notes/hello.txt"));
+    assert_eq!(
+        tool_result(&run.requests()[1].body),
+        goat_shepherd::READ_ONLY_REASON
+    );
+}
+
+#[test]
+fn an_unknown_mode_is_refused_with_the_modes_named() {
+    let env = Env::new();
+    let out = env.run(&["run", "--mode", "yolo", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = crate::text(&out.stderr);
+    assert!(
+        err.contains("'yolo' is not a mode; use ask, accept-edits or read-only"),
+        "{err}"
+    );
 }
