@@ -613,3 +613,40 @@ pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
         exit_code: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_denial_note_is_one_capped_line_in_quotes() {
+        assert_eq!(
+            denial_reason("q?", None),
+            "denied: the person at the terminal did not allow it (q?)"
+        );
+        assert_eq!(
+            denial_reason("q?", Some("  \n ")),
+            "denied: the person at the terminal did not allow it (q?)"
+        );
+        assert_eq!(
+            denial_reason("q?", Some("use\nthe helper\x1b[2J")),
+            "denied: the person at the terminal did not allow it (q?); they said: \"use the \
+             helper [2J\""
+        );
+        let long = "x".repeat(MAX_DENIAL_NOTE_CHARS + 50);
+        let reason = denial_reason("q?", Some(&long));
+        assert_eq!(reason.matches('x').count(), MAX_DENIAL_NOTE_CHARS);
+    }
+
+    #[test]
+    fn a_directory_pattern_is_the_files_directory_never_the_root() {
+        assert_eq!(
+            directory_pattern("notes/a.txt").as_deref(),
+            Some("notes/**")
+        );
+        assert_eq!(directory_pattern("./a/b/../c.txt").as_deref(), Some("a/**"));
+        assert_eq!(directory_pattern("a.txt"), None);
+        assert_eq!(directory_pattern("we*ird/a.txt"), None);
+        assert_eq!(directory_pattern("../outside/a.txt"), None);
+    }
+}
