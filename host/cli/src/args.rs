@@ -72,9 +72,10 @@ pub struct TurnOptions {
     /// asked about), `accept-edits` (writes inside the workspace allowed
     /// without asking; commands still asked; deny rules and protected paths
     /// still win) or `read-only` (no writes and no commands at all).
-    /// `goat chat` switches it with `/mode`.
-    #[arg(long, value_name = "MODE", value_parser = parse_mode, default_value = "ask")]
-    pub mode: goat_shepherd::ApprovalMode,
+    /// `goat chat` switches it with `/mode` (default: $GOAT_MODE, else
+    /// `mode` in the config file, else ask).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<goat_shepherd::ApprovalMode>,
     /// Most rounds (requests to the engine) a turn may take (default:
     /// $GOAT_MAX_ROUNDS, else the config file, else 24).
     #[arg(long, value_name = "N", value_parser = parse_max_rounds)]

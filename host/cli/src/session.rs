@@ -219,6 +219,16 @@ pub(crate) fn for_turn(
     // the store) is created before a refusal.
     paths::ensure_plugins_outside(&paths::plugin_dir(db)?, &workspace)?;
     let settings = settings(opts)?;
+    let mode = match &settings.mode.value {
+        None => ApprovalMode::Ask,
+        Some(name) => ApprovalMode::from_name(name).with_context(|| {
+            format!(
+                "{}: '{}' is not a mode; use ask, accept-edits or read-only",
+                settings.mode.source,
+                text::escape_controls(name)
+            )
+        })?,
+    };
     if let Some(config) = settings.file_in_use() {
         paths::ensure_config_outside(config, &workspace)?;
     }
@@ -282,7 +292,7 @@ pub(crate) fn for_turn(
             opts.allow_commands,
         )?,
         unwrapped_calls: settings.unwrapped_calls(),
-        mode: opts.mode,
+        mode,
     })
 }
 
@@ -335,6 +345,9 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
 fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
     let mut settings = Settings::load()?;
     settings.apply_engine_flags(&opts.engine);
+    settings
+        .mode
+        .flag(opts.mode.map(|m| m.name().to_owned()), "--mode");
     settings.max_rounds.flag(
         opts.max_rounds
             .map(|n| u64::try_from(n).unwrap_or(u64::MAX)),

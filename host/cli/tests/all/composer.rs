@@ -495,3 +495,41 @@ fn an_unknown_mode_is_refused_with_the_modes_named() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mode_can_come_from_the_config_file_and_a_wrong_one_is_refused() {
+    let run = GoatRun::builder()
+        .replies([
+            Reply::tool_call(
+                "write_file",
+                r#"{"path": "notes/hello.txt", "content": "hello\n"}"#,
+            ),
+            Reply::text("Wrote it."),
+        ])
+        .config("mode = \"accept-edits\"\n")
+        .run("Create notes/hello.txt")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.read("notes/hello.txt"), "hello\n");
+
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args([
+            "run",
+            "--engine",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "hi",
+        ])
+        .env("GOAT_MODE", "yolo")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = crate::text(&out.stderr);
+    assert!(
+        err.contains("env GOAT_MODE: 'yolo' is not a mode; use ask, accept-edits or read-only"),
+        "{err}"
+    );
+}
