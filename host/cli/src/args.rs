@@ -68,6 +68,14 @@ pub struct TurnOptions {
     /// asked about at a terminal and otherwise needs an allow rule.
     #[arg(long)]
     pub allow_commands: bool,
+    /// The approval mode: `ask` (writes and commands no rule decides are
+    /// asked about), `accept-edits` (writes inside the workspace allowed
+    /// without asking; commands still asked; deny rules and protected paths
+    /// still win) or `read-only` (no writes and no commands at all).
+    /// `goat chat` switches it with `/mode` (default: $GOAT_MODE, else
+    /// `mode` in the config file, else ask).
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<goat_shepherd::ApprovalMode>,
     /// Most rounds (requests to the engine) a turn may take (default:
     /// $GOAT_MAX_ROUNDS, else the config file, else 24).
     #[arg(long, value_name = "N", value_parser = parse_max_rounds)]
@@ -76,6 +84,11 @@ pub struct TurnOptions {
     /// starting a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+}
+
+fn parse_mode(text: &str) -> Result<goat_shepherd::ApprovalMode, String> {
+    goat_shepherd::ApprovalMode::from_name(text)
+        .ok_or_else(|| format!("'{text}' is not a mode; use ask, accept-edits or read-only"))
 }
 
 fn parse_max_rounds(text: &str) -> Result<usize, String> {

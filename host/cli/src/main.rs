@@ -27,6 +27,7 @@
 mod approval;
 mod args;
 mod commands;
+mod composer;
 mod config;
 mod instructions;
 mod markdown;

@@ -17,7 +17,9 @@ use goat_catalog::{Loaded, PluginSource};
 use goat_engine::{EngineClient, EngineConfig};
 use goat_sandbox::{Limits, Sandbox, SandboxBuilder, Tool};
 use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, Approver, DEFAULT_MAX_ROUNDS, RouterConfig, Shepherd};
+use goat_shepherd::{
+    AppToolRouter, ApprovalMode, Approver, DEFAULT_MAX_ROUNDS, ModeSwitch, RouterConfig, Shepherd,
+};
 use goat_store::{SessionInfo, SessionLock, Store};
 
 use crate::args::TurnOptions;
@@ -34,6 +36,10 @@ pub(crate) struct Opened {
     pub workspace: PathBuf,
     pub engine_url: String,
     pub model: String,
+    /// The approval mode the router reads at every call; `/mode` sets it.
+    pub mode: ModeSwitch,
+    /// The permission database, for `/status`.
+    pub permissions_db: PathBuf,
     /// This process drives the session while it holds this; dropping it
     /// (or the process ending, however it ends) lets another take over.
     pub lock: SessionLock,
@@ -87,6 +93,8 @@ pub(crate) struct Parts<'a> {
     pub commands: Option<goat_shepherd::CommandTool>,
     /// ADR-0067: unwrapped Qwen3-Coder calls count as unexecuted markup.
     pub unwrapped_calls: bool,
+    /// The approval mode to start in.
+    pub mode: ApprovalMode,
 }
 
 /// Builds the sandbox and tools, creates or resumes the session in the
@@ -116,6 +124,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         max_rounds,
         commands,
         unwrapped_calls,
+        mode,
     } = parts;
     let (resume, announce) = match start {
         Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
@@ -156,7 +165,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         tools,
         RouterConfig {
             workspace: workspace.clone(),
-            permissions_db,
+            permissions_db: permissions_db.clone(),
             session_id: session_id.clone(),
             interactive: if approver.is_some() {
                 Interactive::Yes
@@ -166,6 +175,8 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
             writes,
         },
     );
+    let mode = ModeSwitch::new(mode);
+    let router = router.with_mode(mode.clone());
     let router = match approver {
         Some(approver) => router.with_approver(approver),
         None => router,
@@ -215,6 +226,8 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         workspace,
         engine_url,
         model,
+        mode,
+        permissions_db,
         lock,
         instructions,
     })
@@ -240,6 +253,16 @@ pub(crate) fn for_turn(
     // the store) is created before a refusal.
     paths::ensure_plugins_outside(&paths::plugin_dir(db)?, &workspace)?;
     let settings = settings(opts)?;
+    let mode = match &settings.mode.value {
+        None => ApprovalMode::Ask,
+        Some(name) => ApprovalMode::from_name(name).with_context(|| {
+            format!(
+                "{}: '{}' is not a mode; use ask, accept-edits or read-only",
+                settings.mode.source,
+                text::escape_controls(name)
+            )
+        })?,
+    };
     if let Some(config) = settings.file_in_use() {
         paths::ensure_config_outside(config, &workspace)?;
     }
@@ -303,6 +326,7 @@ pub(crate) fn for_turn(
             opts.allow_commands,
         )?,
         unwrapped_calls: settings.unwrapped_calls(),
+        mode,
     })
 }
 
@@ -355,6 +379,9 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
 fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
     let mut settings = Settings::load()?;
     settings.apply_engine_flags(&opts.engine);
+    settings
+        .mode
+        .flag(opts.mode.map(|m| m.name().to_owned()), "--mode");
     settings.max_rounds.flag(
         opts.max_rounds
             .map(|n| u64::try_from(n).unwrap_or(u64::MAX)),

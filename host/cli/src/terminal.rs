@@ -3,8 +3,10 @@
 //! means (the policy, implemented once here, used by `goat chat`, `goat
 //! run` and `goat demo`).
 
-use std::io::{self, BufRead as _, IsTerminal};
+use std::io::{self, BufRead as _, IsTerminal, Write as _};
+use std::os::fd::AsFd as _;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -12,7 +14,10 @@ use anyhow::Context;
 use goat_engine::CancellationToken;
 use goat_shepherd::{Shepherd, TurnError, TurnSummary};
 
+use rustix::termios::QueueSelector;
+
 use crate::approval::Answers;
+use crate::composer::{Composer, ComposerConfig};
 use crate::note;
 use crate::printer::Printer;
 
@@ -116,8 +121,27 @@ struct State {
     eof: bool,
 }
 
+/// What the chat or a question asks the reader thread for, at a terminal.
+enum Request {
+    /// A prompt, read with the composer after showing this text.
+    Prompt(String),
+    /// One plain line: an answer to a question.
+    Line,
+}
+
+/// How often a plain read checks whether its asker still wants the line:
+/// short enough that a question given up (Ctrl-C) frees the terminal at
+/// once for what comes next, long enough to cost nothing.
+const READ_CHECK_INTERVAL_MS: i32 = 100;
+
 /// The one reader of stdin and Ctrl-C while GOAT runs at a terminal: the
 /// chat's prompt and every approval question read from it.
+///
+/// At a terminal the reader thread reads only when asked ([`Console::prompt`]
+/// with the composer, an answer as a plain line), so nothing else (a
+/// question, a pager) ever competes with it for keys, and what is typed
+/// while the model works stays in the terminal until a question drops it.
+/// From a pipe it reads every line as it comes, as prompts.
 pub struct Console {
     queue: Mutex<Receiver<Input>>,
     send: Sender<Input>,
@@ -126,39 +150,46 @@ pub struct Console {
     /// Whether stdin is a terminal: there end of input is one Ctrl-D, and
     /// reading goes on after it; on a pipe it is final.
     terminal: bool,
+    /// At a terminal: asks the reader thread for the next read.
+    requests: Option<Sender<Request>>,
+    /// Whether a plain read's asker still waits for it.
+    want_line: Arc<AtomicBool>,
 }
 
 impl Console {
     /// Starts the stdin thread and the Ctrl-C task. From here on Ctrl-C no
-    /// longer kills GOAT: the console decides what it means.
-    pub fn start(runtime: &tokio::runtime::Runtime, at_rest: AtRest) -> anyhow::Result<Arc<Self>> {
+    /// longer kills GOAT: the console decides what it means. With
+    /// `composer`, prompts at a terminal are read with the line editor.
+    pub fn start(
+        runtime: &tokio::runtime::Runtime,
+        at_rest: AtRest,
+        composer: Option<ComposerConfig>,
+    ) -> anyhow::Result<Arc<Self>> {
         let (send, queue) = mpsc::channel();
         let terminal = io::stdin().is_terminal();
+        let want_line = Arc::new(AtomicBool::new(false));
+        let (requests, asked) = if terminal {
+            let (requests, asked) = mpsc::channel();
+            (Some(requests), Some(asked))
+        } else {
+            (None, None)
+        };
         let console = Arc::new(Self {
             queue: Mutex::new(queue),
             send: send.clone(),
             state: Mutex::default(),
             at_rest,
             terminal,
+            requests,
+            want_line: want_line.clone(),
         });
+        let reader = move || match asked {
+            Some(asked) => read_on_request(&asked, &send, &want_line, composer),
+            None => read_every_line(&send),
+        };
         std::thread::Builder::new()
             .name("goat-stdin".to_owned())
-            .spawn(move || {
-                let mut stdin = io::stdin().lock();
-                loop {
-                    let mut line = String::new();
-                    let (input, last) = match stdin.read_line(&mut line) {
-                        // Ctrl-D at a terminal ends one read, not the
-                        // terminal: reading goes on. A pipe has ended.
-                        Ok(0) => (Input::Eof, !terminal),
-                        Ok(_) => (Input::Line(trim_line_end(&line).to_owned()), false),
-                        Err(_) => (Input::Eof, true),
-                    };
-                    if send.send(input).is_err() || last {
-                        return;
-                    }
-                }
-            })
+            .spawn(reader)
             .context("starting the thread that reads the terminal")?;
         // Registered before this returns, so no Ctrl-C can fall back to
         // the default of killing the process mid-write.
@@ -176,8 +207,33 @@ impl Console {
         Ok(console)
     }
 
-    /// The next line typed, end of input, or Ctrl-C at the prompt.
-    pub fn next(&self) -> Input {
+    /// The chat's next prompt: at a terminal read with the composer after
+    /// showing `shown`; from a pipe the next line. Or end of input, or
+    /// Ctrl-C at the prompt.
+    pub fn prompt(&self, shown: &str) -> Input {
+        let Some(requests) = &self.requests else {
+            return self.next();
+        };
+        {
+            let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            // A Ctrl-C at rest already queued is the answer; a line is one
+            // a question gave up on, meant for nothing.
+            loop {
+                match queue.try_recv() {
+                    Ok(Input::Line(_)) => {}
+                    Ok(other) => return other,
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            }
+        }
+        if requests.send(Request::Prompt(shown.to_owned())).is_err() {
+            return Input::Eof;
+        }
+        self.next()
+    }
+
+    /// The next input queued: a line, end of input, or Ctrl-C.
+    fn next(&self) -> Input {
         if self.lock_state().eof {
             return Input::Eof;
         }
@@ -188,6 +244,23 @@ impl Console {
             // instead of waiting forever.
             self.lock_state().eof = true;
         }
+        input
+    }
+
+    /// One plain line for a question: at a terminal the reader is asked
+    /// for it, and told to stop waiting when the answer came otherwise
+    /// (Ctrl-C).
+    fn answer(&self) -> Input {
+        let Some(requests) = &self.requests else {
+            return self.next();
+        };
+        self.want_line.store(true, Ordering::SeqCst);
+        let input = if requests.send(Request::Line).is_err() {
+            Input::Eof
+        } else {
+            self.next()
+        };
+        self.want_line.store(false, Ordering::SeqCst);
         input
     }
 
@@ -255,6 +328,116 @@ impl Console {
     }
 }
 
+/// The reader thread from a pipe: every line as it comes.
+fn read_every_line(send: &Sender<Input>) {
+    let mut stdin = io::stdin().lock();
+    loop {
+        let mut line = String::new();
+        let (input, last) = match stdin.read_line(&mut line) {
+            Ok(0) => (Input::Eof, true),
+            Ok(_) => (Input::Line(trim_line_end(&line).to_owned()), false),
+            Err(_) => (Input::Eof, true),
+        };
+        if send.send(input).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// The reader thread at a terminal: reads only what is asked for. The
+/// composer is set up at the first prompt.
+fn read_on_request(
+    asked: &Receiver<Request>,
+    send: &Sender<Input>,
+    want_line: &AtomicBool,
+    composer: Option<ComposerConfig>,
+) {
+    let mut config = composer;
+    let mut composer: Option<Composer> = None;
+    // The line editor needs the terminal on both sides.
+    let editable = io::stdout().is_terminal();
+    for request in asked {
+        let input = match request {
+            Request::Prompt(shown) => {
+                if composer.is_none()
+                    && editable
+                    && let Some(config) = config.take()
+                {
+                    composer = Composer::new(config)
+                        .map_err(|e| note(format_args!("no line editing: {e}")))
+                        .ok();
+                }
+                match composer.as_mut() {
+                    Some(composer) => composer.read(&shown),
+                    None => {
+                        let mut err = io::stderr().lock();
+                        let _ = write!(err, "{shown}");
+                        let _ = err.flush();
+                        drop(err);
+                        match read_terminal_line(&|| true) {
+                            Some(input) => input,
+                            None => continue,
+                        }
+                    }
+                }
+            }
+            Request::Line => match read_terminal_line(&|| want_line.load(Ordering::SeqCst)) {
+                Some(input) => input,
+                None => continue,
+            },
+        };
+        if send.send(input).is_err() {
+            return;
+        }
+    }
+}
+
+/// Most bytes one plain answer may hold; the rest of a longer line is
+/// dropped. An answer is a letter or a sentence for the model.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// One line from the terminal (in its ordinary line mode), waiting only
+/// while `wanted` says so: `None` when it stopped being wanted first.
+fn read_terminal_line(wanted: &dyn Fn() -> bool) -> Option<Input> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = io::stdin();
+    let fd = stdin.as_fd();
+    let mut line = Vec::new();
+    let interval = Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::from(READ_CHECK_INTERVAL_MS) * 1_000_000,
+    };
+    loop {
+        if !wanted() {
+            return None;
+        }
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&interval)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return Some(Input::Eof),
+        }
+        let mut buf = [0u8; 4096];
+        match rustix::io::read(fd, &mut buf) {
+            // Ctrl-D at the start of a line.
+            Ok(0) if line.is_empty() => return Some(Input::Eof),
+            Ok(0) => {}
+            Ok(n) => {
+                let room = MAX_ANSWER_BYTES.saturating_sub(line.len());
+                line.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
+                if !buf.get(..n).is_some_and(|read| read.ends_with(b"\n")) {
+                    continue;
+                }
+            }
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+            Err(_) => return Some(Input::Eof),
+        }
+        let text = String::from_utf8_lossy(&line);
+        return Some(Input::Line(trim_line_end(&text).to_owned()));
+    }
+}
+
 /// Approval answers from the console.
 pub struct ConsoleAnswers(pub Arc<Console>);
 
@@ -268,12 +451,17 @@ impl Answers for ConsoleAnswers {
             }
             state.asking = true;
         }
-        let input = self.0.next();
+        let input = self.0.answer();
         self.0.lock_state().asking = false;
         input
     }
 
     fn discard_typeahead(&mut self) {
+        if self.0.terminal {
+            // What was typed while the model worked is still in the
+            // terminal (nothing reads it between prompts): drop it.
+            let _ = rustix::termios::tcflush(io::stdin().as_fd(), QueueSelector::IFlush);
+        }
         let queue = self.0.queue.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             match queue.try_recv() {

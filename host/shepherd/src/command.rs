@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use crate::gate::{
     self, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb, Scope,
 };
-use crate::router::{AppToolRouter, Approval, ApprovalRequest, denied, failed};
+use crate::mode::{ApprovalMode, READ_ONLY_REASON};
+use crate::router::{AppToolRouter, Approval, ApprovalRequest, denial_reason, denied, failed};
 use crate::schema;
 
 /// The tool's name.
@@ -114,6 +115,10 @@ impl AppToolRouter {
                 CallErrorKind::InvalidArguments,
                 format!("invalid arguments for {RUN_COMMAND}: {why}"),
             );
+        }
+        // Read-only mode: no command runs, whatever the rules say.
+        if self.mode() == ApprovalMode::ReadOnly {
+            return denied(CallDecision::Deny, READ_ONLY_REASON.to_owned());
         }
         let command = args.get("command").and_then(Value::as_str).unwrap_or("");
         let timeout = args
@@ -239,6 +244,7 @@ impl AppToolRouter {
             arguments: args,
             workspace: &workspace,
             can_remember,
+            directories: &[],
         }) else {
             return Err(denied(
                 CallDecision::Deny,
@@ -249,12 +255,21 @@ impl AppToolRouter {
             Approval::Deny => {
                 return Err(denied(
                     CallDecision::AskDenied,
-                    format!("denied: the person at the terminal did not allow it ({question})"),
+                    denial_reason(&question, None),
+                ));
+            }
+            Approval::DenyWith(note) => {
+                return Err(denied(
+                    CallDecision::AskDenied,
+                    denial_reason(&question, Some(&note)),
                 ));
             }
             Approval::Once => None,
             _ if !can_remember => None,
-            Approval::Session => Some(Scope::Session(self.config().session_id.clone())),
+            // No directory is offered for a command: it is the session.
+            Approval::Session | Approval::Directory => {
+                Some(Scope::Session(self.config().session_id.clone()))
+            }
             Approval::Always => Some(Scope::Persistent),
         };
         let Some(scope) = scope else {

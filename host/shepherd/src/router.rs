@@ -21,6 +21,7 @@ use crate::gate::{
     self, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive, NewRule,
     PermissionDb, Scope, WritePolicy,
 };
+use crate::mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 use crate::schema;
 
 /// One call the gate wants a person to decide, with what they need to
@@ -44,10 +45,15 @@ pub struct ApprovalRequest<'a> {
     /// path contains a wildcard character or names the workspace root, or
     /// the workspace path is not UTF-8), they count as [`Approval::Once`].
     pub can_remember: bool,
+    /// What [`Approval::Directory`] would allow for the session: one
+    /// pattern per path (`dir/**`, its directory). Empty when it is not
+    /// offered (a path at the workspace root, a command, or nothing can be
+    /// remembered).
+    pub directories: &'a [String],
 }
 
 /// A person's answer to an [`ApprovalRequest`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Approval {
     /// Run this call.
     Once,
@@ -58,8 +64,52 @@ pub enum Approval {
     /// workspace (a persistent rule bound to the workspace, which `goat
     /// permissions revoke` removes).
     Always,
+    /// Run it, and allow the same tool anywhere in the directories
+    /// [`ApprovalRequest::directories`] names for the rest of this session.
+    /// Counts as [`Approval::Session`] where none were offered.
+    Directory,
     /// Do not run it.
     Deny,
+    /// Do not run it, and tell the model this sentence (the person's own
+    /// words: what to do instead). Capped at [`MAX_DENIAL_NOTE_CHARS`].
+    DenyWith(String),
+}
+
+/// Most characters of a person's sentence passed on with a denial: room
+/// for a few sentences of guidance, not a second prompt.
+pub const MAX_DENIAL_NOTE_CHARS: usize = 500;
+
+/// What the model is told when the person at the terminal said no, with
+/// their sentence if they gave one: one line, control characters made
+/// spaces, capped at [`MAX_DENIAL_NOTE_CHARS`].
+pub(crate) fn denial_reason(question: &str, note: Option<&str>) -> String {
+    let base = format!("denied: the person at the terminal did not allow it ({question})");
+    let Some(note) = note else {
+        return base;
+    };
+    let note: String = note
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_DENIAL_NOTE_CHARS)
+        .collect();
+    if note.is_empty() {
+        base
+    } else {
+        format!("{base}; they said: \"{note}\"")
+    }
+}
+
+/// The session pattern covering the directory `raw` is in (`dir/**`), or
+/// `None` for a path at the workspace root or one whose directory has a
+/// wildcard character (it could not be matched literally).
+fn directory_pattern(raw: &str) -> Option<String> {
+    let path = gate::canonical_path(raw).ok()?;
+    let (dir, _) = path.rsplit_once('/')?;
+    if dir.is_empty() || dir == "." || dir.contains(['*', '?']) {
+        return None;
+    }
+    Some(format!("{dir}/**"))
 }
 
 /// Who answers the gate's questions.
@@ -131,6 +181,8 @@ pub struct AppToolRouter {
     /// each decision that the file and its rules are as it read them.
     gate: Mutex<GateHandle>,
     commands: Option<CommandTool>,
+    /// The approval mode, which the person may switch between calls.
+    mode: ModeSwitch,
 }
 
 impl AppToolRouter {
@@ -144,7 +196,19 @@ impl AppToolRouter {
             approver: None,
             gate,
             commands: None,
+            mode: ModeSwitch::default(),
         }
+    }
+
+    /// Reads the approval mode from `mode` at every call (ask, without).
+    pub fn with_mode(mut self, mode: ModeSwitch) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The approval mode now.
+    pub(crate) fn mode(&self) -> ApprovalMode {
+        self.mode.get()
     }
 
     /// Offers `run_command`, contained as `tool` says. The caller checks
@@ -275,6 +339,16 @@ impl AppToolRouter {
             Access::ReadWrite => gate::Access::Write,
             Access::Read | Access::None => gate::Access::Read,
         };
+        // The mode first: read-only refuses what would write whatever the
+        // rules say; accept-edits answers "allow" where the gate would ask,
+        // and the gate's deny rules and protected paths still win.
+        let writes = match (self.mode(), access) {
+            (ApprovalMode::ReadOnly, gate::Access::Write) => {
+                return Err(denied(CallDecision::Deny, READ_ONLY_REASON.to_owned()));
+            }
+            (ApprovalMode::AcceptEdits, _) => WritePolicy::AllowAll,
+            (ApprovalMode::Ask | ApprovalMode::ReadOnly, _) => self.config.writes,
+        };
         let request = GateRequest {
             session_id: &self.config.session_id,
             workspace: self.config.workspace.to_str(),
@@ -282,7 +356,7 @@ impl AppToolRouter {
             access,
             paths: &paths,
             interactive: self.config.interactive,
-            writes: self.config.writes,
+            writes,
             now: gate::now(),
         };
         let (evaluation, boundary) = self
@@ -351,6 +425,16 @@ impl AppToolRouter {
             asked.iter().map(|path| gate::exact_pattern(path)).collect()
         };
         let patterns = patterns.filter(|_| self.config.workspace.to_str().is_some());
+        // What "directory" would save: each asked path's directory, offered
+        // only when every one has a directory below the root.
+        let directories: Vec<String> = match &patterns {
+            Some(_) if !asked.is_empty() => asked
+                .iter()
+                .map(|path| directory_pattern(path))
+                .collect::<Option<Vec<String>>>()
+                .unwrap_or_default(),
+            Some(_) | None => Vec::new(),
+        };
         let answer = approver.approve(&ApprovalRequest {
             tool: &call.name,
             prompt: &question,
@@ -358,18 +442,27 @@ impl AppToolRouter {
             arguments: args,
             workspace: &self.config.workspace,
             can_remember: patterns.is_some(),
+            directories: &directories,
         });
+        let session = Scope::Session(self.config.session_id.clone());
         let scope = match (answer, patterns) {
             (Approval::Deny, _) => {
                 return Err(denied(
                     CallDecision::AskDenied,
-                    format!("denied: the person at the terminal did not allow it ({question})"),
+                    denial_reason(&question, None),
+                ));
+            }
+            (Approval::DenyWith(note), _) => {
+                return Err(denied(
+                    CallDecision::AskDenied,
+                    denial_reason(&question, Some(&note)),
                 ));
             }
             (Approval::Once, _) | (_, None) => None,
-            (Approval::Session, Some(patterns)) => {
-                Some((Scope::Session(self.config.session_id.clone()), patterns))
+            (Approval::Directory, Some(_)) if !directories.is_empty() => {
+                Some((session, directories))
             }
+            (Approval::Session | Approval::Directory, Some(patterns)) => Some((session, patterns)),
             (Approval::Always, Some(patterns)) => Some((Scope::Persistent, patterns)),
         };
         let Some((scope, patterns)) = scope else {
@@ -540,5 +633,42 @@ pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
         duration: Duration::ZERO,
         exit_code: None,
         changes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_denial_note_is_one_capped_line_in_quotes() {
+        assert_eq!(
+            denial_reason("q?", None),
+            "denied: the person at the terminal did not allow it (q?)"
+        );
+        assert_eq!(
+            denial_reason("q?", Some("  \n ")),
+            "denied: the person at the terminal did not allow it (q?)"
+        );
+        assert_eq!(
+            denial_reason("q?", Some("use\nthe helper\x1b[2J")),
+            "denied: the person at the terminal did not allow it (q?); they said: \"use the \
+             helper [2J\""
+        );
+        let long = "x".repeat(MAX_DENIAL_NOTE_CHARS + 50);
+        let reason = denial_reason("q?", Some(&long));
+        assert_eq!(reason.matches('x').count(), MAX_DENIAL_NOTE_CHARS);
+    }
+
+    #[test]
+    fn a_directory_pattern_is_the_files_directory_never_the_root() {
+        assert_eq!(
+            directory_pattern("notes/a.txt").as_deref(),
+            Some("notes/**")
+        );
+        assert_eq!(directory_pattern("./a/b/../c.txt").as_deref(), Some("a/**"));
+        assert_eq!(directory_pattern("a.txt"), None);
+        assert_eq!(directory_pattern("we*ird/a.txt"), None);
+        assert_eq!(directory_pattern("../outside/a.txt"), None);
     }
 }

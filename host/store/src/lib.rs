@@ -46,7 +46,7 @@ pub use records::{
     CallOutcome, CallRecord, NewCall, Recovery, RoundOk, RoundRecord, SessionInfo, TurnRecord,
 };
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
-pub use stats::{MARKUP_FAILURE_PREFIX, Stats};
+pub use stats::{MARKUP_FAILURE_PREFIX, SessionTokens, Stats};
 pub use status::{
     CallDecision, CallErrorKind, CallStatus, MarkupChannel, RoundFailure, RoundStatus, TurnStatus,
 };

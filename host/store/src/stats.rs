@@ -93,3 +93,35 @@ impl Store {
         Ok(rows)
     }
 }
+
+/// The tokens one session's rounds used, as the engine reported them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionTokens {
+    /// Prompt tokens over every round (each round sends the history again).
+    pub prompt: u64,
+    /// Completion tokens over every round.
+    pub completion: u64,
+    /// Rounds whose engine reported no usage, not counted above.
+    pub unreported_rounds: u64,
+}
+
+impl Store {
+    /// What session `id`'s rounds used, summed from `rounds.prompt_tokens`
+    /// and `rounds.completion_tokens`.
+    pub fn session_tokens(&self, id: &str) -> Result<SessionTokens, StoreError> {
+        let (prompt, completion, unreported): (i64, i64, i64) = self.conn.query_row(
+            "SELECT coalesce(sum(r.prompt_tokens), 0), coalesce(sum(r.completion_tokens), 0),
+                    count(CASE WHEN r.prompt_tokens IS NULL THEN 1 END)
+             FROM rounds r JOIN turns t ON r.turn_id = t.id
+             WHERE t.session_id = ?1",
+            params![id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(SessionTokens {
+            prompt: count(prompt),
+            completion: count(completion),
+            unreported_rounds: count(unreported),
+        })
+    }
+}

@@ -6,12 +6,35 @@ use crate::text::{count, escape_controls, truncate};
 /// Most lines of each side of a change shown in an approval.
 pub(super) const PREVIEW_LINES: usize = 8;
 
+/// How much of a change a preview shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    /// Up to [`PREVIEW_LINES`] of each side: the question itself.
+    Short,
+    /// Every line (`[v]iew`, through the pager), up to [`FULL_PREVIEW_LINES`].
+    Full,
+}
+
+impl Extent {
+    fn lines(self) -> usize {
+        match self {
+            Self::Short => PREVIEW_LINES,
+            Self::Full => FULL_PREVIEW_LINES,
+        }
+    }
+}
+
+/// Most lines of each side a full view shows: far more than any change a
+/// person reads before answering (the file itself is capped at 1 MiB), a
+/// bound on what is piped to the pager.
+pub(super) const FULL_PREVIEW_LINES: usize = 100_000;
+
 /// Longest preview line, in characters.
 pub(super) const PREVIEW_LINE_CHARS: usize = 160;
 
 /// The changed region between `old` and `new`, by lines: what is left when
 /// the common first and last lines are set aside, as `-` and `+` lines.
-pub(super) fn diff(old: &str, new: &str) -> Vec<String> {
+pub(super) fn diff(old: &str, new: &str, extent: Extent) -> Vec<String> {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
     let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -33,16 +56,17 @@ pub(super) fn diff(old: &str, new: &str) -> Vec<String> {
         count(removed.len(), "line"),
         count(added.len(), "line")
     )];
-    lines.extend(side('-', removed));
-    lines.extend(side('+', added));
+    lines.extend(side('-', removed, extent));
+    lines.extend(side('+', added, extent));
     lines
 }
 
-/// Up to [`PREVIEW_LINES`] of `lines`, each marked, escaped and cut.
-pub(super) fn side(mark: char, lines: &[&str]) -> Vec<String> {
+/// As many of `lines` as `extent` shows, each marked, escaped and cut.
+pub(super) fn side(mark: char, lines: &[&str], extent: Extent) -> Vec<String> {
+    let limit = extent.lines();
     let mut out: Vec<String> = lines
         .iter()
-        .take(PREVIEW_LINES)
+        .take(limit)
         .map(|line| {
             format!(
                 "{mark} {}",
@@ -53,10 +77,15 @@ pub(super) fn side(mark: char, lines: &[&str]) -> Vec<String> {
             )
         })
         .collect();
-    if lines.len() > PREVIEW_LINES {
+    if lines.len() > limit {
+        let more = if extent == Extent::Short {
+            "more ([v]iew shows them)"
+        } else {
+            "more"
+        };
         out.push(format!(
-            "{mark} … {} more",
-            count(lines.len() - PREVIEW_LINES, "line")
+            "{mark} … {} {more}",
+            count(lines.len() - limit, "line")
         ));
     }
     out

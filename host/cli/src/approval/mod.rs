@@ -1,5 +1,6 @@
 //! The approval question at the terminal: the call, what it would change,
-//! and the four answers.
+//! and the answers: once, session, directory, always, deny (with a
+//! sentence for the model), and view (the whole change, in a pager).
 //!
 //! Nothing here decides anything. The gate decides whether to ask; this
 //! module asks, shows what the write would do ([`preview`]), and hands the
@@ -10,12 +11,15 @@
 //! a diff line cannot move the cursor or forge a prompt.
 
 mod diff;
+mod pager;
 mod preview;
 
 use std::io::Write;
 
 use goat_shepherd::{Approval, ApprovalRequest, Approver};
 
+use diff::Extent;
+pub use pager::Pager;
 use preview::preview;
 
 use crate::style::{Style, clear_spinner_line};
@@ -35,18 +39,25 @@ pub trait Answers: Send {
     fn discard_typeahead(&mut self) {}
 }
 
+/// Views of the whole change one question allows, so a stuck key cannot
+/// loop forever; each is also a chance to answer.
+const MAX_VIEWS: usize = 20;
+
 /// Asks about writes at the terminal: the tool, the resolved paths, what
-/// would change, and the four answers.
+/// would change, and the answers.
 pub struct TerminalApprover<A, W> {
     pub answers: A,
     pub output: W,
     pub style: Style,
+    /// Where `[v]iew` shows the whole change.
+    pub pager: Pager,
 }
 
 impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
         self.answers.discard_typeahead();
-        let question = question(request, self.style);
+        let mut question = question(request, self.style);
+        question.push_str(&extras(request));
         let menu = if request.can_remember {
             "allow? [o]nce, for this [s]ession, [a]lways in this workspace, [d]eny (default deny): "
         } else {
@@ -60,7 +71,9 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
         {
             return Approval::Deny;
         }
-        for attempt in 1..=ANSWER_ATTEMPTS {
+        let mut attempt = 1;
+        let mut views = 0;
+        while attempt <= ANSWER_ATTEMPTS {
             let line = match self.answers.next() {
                 Input::Line(line) => line,
                 Input::Eof | Input::Interrupt => {
@@ -68,9 +81,21 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
                     return Approval::Deny;
                 }
             };
-            match parse_answer(&line, request.can_remember) {
-                Some(answer) => return answer,
-                None if attempt < ANSWER_ATTEMPTS => {
+            match parse_answer(&line, request) {
+                Some(Parsed::Answer(answer)) => return answer,
+                Some(Parsed::View) if views < MAX_VIEWS => {
+                    views += 1;
+                    let whole = preview(request, Extent::Full);
+                    self.pager.show(&whole, &mut self.output);
+                    if write!(self.output, "goat: {menu}")
+                        .and_then(|()| self.output.flush())
+                        .is_err()
+                    {
+                        return Approval::Deny;
+                    }
+                    continue;
+                }
+                Some(Parsed::View) | None if attempt < ANSWER_ATTEMPTS => {
                     let hint = if request.can_remember {
                         "please answer o, s, a or d: "
                     } else {
@@ -83,24 +108,72 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
                         return Approval::Deny;
                     }
                 }
-                None => {}
+                Some(Parsed::View) | None => {}
             }
+            attempt += 1;
         }
         let _ = writeln!(self.output, "goat: no clear answer; denied");
         Approval::Deny
     }
 }
 
+/// The line under the question naming the answers beyond the menu's:
+/// view, directory (when offered), deny with a reason.
+fn extras(request: &ApprovalRequest<'_>) -> String {
+    let directory = if request.can_remember && !request.directories.is_empty() {
+        let dirs: Vec<String> = request
+            .directories
+            .iter()
+            .map(|d| format!("'{}'", escape_controls(d)))
+            .collect();
+        format!(", [D]irectory {} for this session", dirs.join(", "))
+    } else {
+        String::new()
+    };
+    format!(
+        "       also: [v]iew the whole change{directory}, or d: <why> to deny and tell the \
+         model why\n"
+    )
+}
+
+/// An answer, or a request to see the whole change first.
+#[derive(Debug, PartialEq, Eq)]
+enum Parsed {
+    Answer(Approval),
+    View,
+}
+
 /// The answer typed, or `None` for something that is not one. An empty
-/// line is the default, deny.
-fn parse_answer(line: &str, can_remember: bool) -> Option<Approval> {
-    match line.trim().to_ascii_lowercase().as_str() {
-        "o" | "once" | "y" | "yes" => Some(Approval::Once),
-        "s" | "session" if can_remember => Some(Approval::Session),
-        "a" | "always" if can_remember => Some(Approval::Always),
-        "" | "d" | "deny" | "n" | "no" => Some(Approval::Deny),
-        _ => None,
+/// line is the default, deny. `D` (capital) is the directory; `d: why`
+/// denies with a sentence for the model.
+fn parse_answer(line: &str, request: &ApprovalRequest<'_>) -> Option<Parsed> {
+    let trimmed = line.trim();
+    let lower = trimmed.to_ascii_lowercase();
+    for prefix in ["d:", "deny:", "n:", "no:"] {
+        if lower.starts_with(prefix) {
+            let why = trimmed.get(prefix.len()..).unwrap_or("").trim();
+            return Some(Parsed::Answer(if why.is_empty() {
+                Approval::Deny
+            } else {
+                Approval::DenyWith(why.to_owned())
+            }));
+        }
     }
+    let can_remember = request.can_remember;
+    let directory = can_remember && !request.directories.is_empty();
+    if trimmed == "D" && directory {
+        return Some(Parsed::Answer(Approval::Directory));
+    }
+    let answer = match lower.as_str() {
+        "o" | "once" | "y" | "yes" => Approval::Once,
+        "s" | "session" if can_remember => Approval::Session,
+        "dir" | "directory" if directory => Approval::Directory,
+        "a" | "always" if can_remember => Approval::Always,
+        "" | "d" | "deny" | "n" | "no" => Approval::Deny,
+        "v" | "view" => return Some(Parsed::View),
+        _ => return None,
+    };
+    Some(Parsed::Answer(answer))
 }
 
 /// The question's lines, each ending in a newline: the gate's prompt, the
@@ -111,7 +184,7 @@ pub fn question(request: &ApprovalRequest<'_>, style: Style) -> String {
         escape_controls(request.prompt),
         escape_controls(&request.workspace.display().to_string())
     );
-    for line in preview(request) {
+    for line in preview(request, Extent::Short) {
         let painted = match line.as_bytes().first() {
             Some(b'+') => style.green(&line),
             Some(b'-') => style.red(&line),
@@ -143,21 +216,24 @@ mod tests {
 
     fn ask(typed: &[&str], can_remember: bool) -> (Approval, String) {
         let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let paths = ["a.txt".to_owned()];
-        let arguments = json!({"path": "a.txt", "content": "hi\n"});
+        let paths = ["notes/a.txt".to_owned()];
+        let dirs = ["notes/**".to_owned()];
+        let arguments = json!({"path": "notes/a.txt", "content": "hi\n"});
         let mut out = Vec::new();
         let mut approver = TerminalApprover {
             answers: Typed(typed.iter().map(|t| Input::Line((*t).to_owned())).collect()),
             output: &mut out,
             style: Style::new(false),
+            pager: Pager::BuiltIn,
         };
         let answer = approver.approve(&ApprovalRequest {
             tool: "write_file",
-            prompt: "write_file wants to write 'a.txt'; allow it?",
+            prompt: "write_file wants to write 'notes/a.txt'; allow it?",
             paths: &paths,
             arguments: &arguments,
             workspace: ws.path(),
             can_remember,
+            directories: &dirs,
         });
         (answer, String::from_utf8(out).unwrap_or_default())
     }
@@ -173,6 +249,14 @@ mod tests {
             ("d", Approval::Deny),
             ("", Approval::Deny),
             ("n", Approval::Deny),
+            ("D", Approval::Directory),
+            ("dir", Approval::Directory),
+            ("d:", Approval::Deny),
+            (
+                "d: use the helper in util.rs",
+                Approval::DenyWith("use the helper in util.rs".to_owned()),
+            ),
+            ("Deny: No", Approval::DenyWith("No".to_owned())),
         ] {
             assert_eq!(ask(&[typed], true).0, want, "{typed:?}");
         }
@@ -194,6 +278,13 @@ mod tests {
     }
 
     #[test]
+    fn view_shows_the_whole_change_and_asks_again_without_using_an_attempt() {
+        let (answer, shown) = ask(&["v", "v", "x", "y?", "o"], true);
+        assert_eq!(answer, Approval::Once);
+        assert_eq!(shown.matches("+ hi").count(), 3, "{shown}");
+    }
+
+    #[test]
     fn session_and_always_are_not_offered_when_they_cannot_be_saved() {
         let (answer, shown) = ask(&["s", "a", "always"], false);
         assert_eq!(answer, Approval::Deny);
@@ -207,11 +298,16 @@ mod tests {
         let lines: Vec<&str> = shown.lines().collect();
         assert_eq!(
             lines[0],
-            "goat: write_file wants to write 'a.txt'; allow it?"
+            "goat: write_file wants to write 'notes/a.txt'; allow it?"
         );
         assert!(lines[1].starts_with("       workspace: "), "{shown}");
-        assert_eq!(lines[2], "       creates 'a.txt': 1 line, 3 bytes");
+        assert_eq!(lines[2], "       creates 'notes/a.txt': 1 line, 3 bytes");
         assert_eq!(lines[3], "       + hi");
+        assert_eq!(
+            lines[4],
+            "       also: [v]iew the whole change, [D]irectory 'notes/**' for this session, or \
+             d: <why> to deny and tell the model why"
+        );
         assert!(!shown.contains('\x1b'), "no escape codes without colour");
     }
 }

@@ -11,7 +11,7 @@ use goat_shepherd::ApprovalRequest;
 use goat_state::fs::{OpenRegularError, open_regular};
 use serde_json::Value;
 
-use super::diff::{PREVIEW_LINE_CHARS, diff, side};
+use super::diff::{Extent, PREVIEW_LINE_CHARS, diff, side};
 use crate::text::{count, escape_controls, truncate};
 
 /// Largest file read to show what a write would change; past this the
@@ -21,19 +21,19 @@ const PREVIEW_FILE_BYTES: u64 = 1024 * 1024;
 /// What the call would change, as lines to show (already escaped):
 /// for `write_file` and `edit_file` a diff against the file as it is now,
 /// for any other tool its arguments.
-pub fn preview(request: &ApprovalRequest<'_>) -> Vec<String> {
+pub fn preview(request: &ApprovalRequest<'_>, extent: Extent) -> Vec<String> {
     let args = request.arguments;
     let text = |key: &str| args.get(key).and_then(Value::as_str);
     let path = request.paths.first().map(String::as_str);
     match (request.tool, path) {
         ("write_file", Some(path)) => match text("content") {
-            Some(content) => write_preview(request.workspace, path, content),
+            Some(content) => write_preview(request.workspace, path, content, extent),
             None => arguments_preview(args),
         },
         ("edit_file", Some(path)) => match (text("old_string"), text("new_string")) {
             (Some(old), Some(new)) => {
                 let all = args.get("replace_all").and_then(Value::as_bool) == Some(true);
-                edit_preview(request.workspace, path, old, new, all)
+                edit_preview(request.workspace, path, old, new, all, extent)
             }
             _ => arguments_preview(args),
         },
@@ -43,12 +43,12 @@ pub fn preview(request: &ApprovalRequest<'_>) -> Vec<String> {
         ("move_file", _) => match (lexical(text("from")), lexical(text("to"))) {
             (Some(from), Some(to)) => {
                 let overwrite = args.get("overwrite").and_then(Value::as_bool) == Some(true);
-                move_preview(request.workspace, &from, &to, overwrite)
+                move_preview(request.workspace, &from, &to, overwrite, extent)
             }
             _ => arguments_preview(args),
         },
         ("delete_file", _) => match lexical(text("path")) {
-            Some(path) => delete_preview(request.workspace, &path),
+            Some(path) => delete_preview(request.workspace, &path, extent),
             None => arguments_preview(args),
         },
         ("run_command", _) => command_preview(args),
@@ -66,7 +66,13 @@ fn lexical(raw: Option<&str>) -> Option<String> {
 
 /// What moving `from` to `to` does: which entry moves, and what of `to`
 /// is lost when it is replaced.
-fn move_preview(workspace: &Path, from: &str, to: &str, overwrite: bool) -> Vec<String> {
+fn move_preview(
+    workspace: &Path,
+    from: &str,
+    to: &str,
+    overwrite: bool,
+    extent: Extent,
+) -> Vec<String> {
     let (from_shown, to_shown) = (escape_controls(from), escape_controls(to));
     let is_dir =
         |rel: &str| fs::symlink_metadata(workspace.join(rel)).is_ok_and(|m| m.file_type().is_dir());
@@ -93,7 +99,7 @@ fn move_preview(workspace: &Path, from: &str, to: &str, overwrite: bool) -> Vec<
                 count(old.lines().count(), "line")
             ));
             let removed: Vec<&str> = old.lines().collect();
-            lines.extend(side('-', &removed));
+            lines.extend(side('-', &removed, extent));
         }
         (Existing::Unshown(why), true) => lines.push(format!(
             "replaces '{to_shown}'; its content is not shown: {why}"
@@ -103,7 +109,7 @@ fn move_preview(workspace: &Path, from: &str, to: &str, overwrite: bool) -> Vec<
 }
 
 /// What deleting `path` loses.
-fn delete_preview(workspace: &Path, path: &str) -> Vec<String> {
+fn delete_preview(workspace: &Path, path: &str, extent: Extent) -> Vec<String> {
     let shown = escape_controls(path);
     // The tool deletes a link itself, never what it points to.
     if let Ok(target) = fs::read_link(workspace.join(path)) {
@@ -123,7 +129,7 @@ fn delete_preview(workspace: &Path, path: &str) -> Vec<String> {
                 count(old.len(), "byte")
             )];
             let removed: Vec<&str> = old.lines().collect();
-            lines.extend(side('-', &removed));
+            lines.extend(side('-', &removed, extent));
             lines
         }
         Existing::Unshown(why) => vec![format!(
@@ -220,7 +226,7 @@ fn existing(workspace: &Path, path: &str) -> Existing {
     }
 }
 
-fn write_preview(workspace: &Path, path: &str, content: &str) -> Vec<String> {
+fn write_preview(workspace: &Path, path: &str, content: &str, extent: Extent) -> Vec<String> {
     let shown = escape_controls(path);
     match existing(workspace, path) {
         Existing::Missing => {
@@ -230,7 +236,7 @@ fn write_preview(workspace: &Path, path: &str, content: &str) -> Vec<String> {
                 count(content.len(), "byte")
             )];
             let added: Vec<&str> = content.lines().collect();
-            lines.extend(side('+', &added));
+            lines.extend(side('+', &added, extent));
             lines
         }
         Existing::Text(old) if old == content => {
@@ -242,7 +248,7 @@ fn write_preview(workspace: &Path, path: &str, content: &str) -> Vec<String> {
                 count(old.lines().count(), "line"),
                 count(content.lines().count(), "line")
             )];
-            lines.extend(diff(&old, content));
+            lines.extend(diff(&old, content, extent));
             lines
         }
         Existing::Unshown(why) => vec![format!(
@@ -253,7 +259,14 @@ fn write_preview(workspace: &Path, path: &str, content: &str) -> Vec<String> {
     }
 }
 
-fn edit_preview(workspace: &Path, path: &str, old: &str, new: &str, all: bool) -> Vec<String> {
+fn edit_preview(
+    workspace: &Path,
+    path: &str,
+    old: &str,
+    new: &str,
+    all: bool,
+    extent: Extent,
+) -> Vec<String> {
     let shown = escape_controls(path);
     let current = match existing(workspace, path) {
         Existing::Text(text) => text,
@@ -264,8 +277,8 @@ fn edit_preview(workspace: &Path, path: &str, old: &str, new: &str, all: bool) -
         }
         Existing::Unshown(why) => {
             let mut lines = vec![format!("edits '{shown}'; the file is not shown: {why}")];
-            lines.extend(side('-', &old.lines().collect::<Vec<_>>()));
-            lines.extend(side('+', &new.lines().collect::<Vec<_>>()));
+            lines.extend(side('-', &old.lines().collect::<Vec<_>>(), extent));
+            lines.extend(side('+', &new.lines().collect::<Vec<_>>(), extent));
             return lines;
         }
     };
@@ -292,7 +305,7 @@ fn edit_preview(workspace: &Path, path: &str, old: &str, new: &str, all: bool) -
                 "edits '{shown}' ({} replaced):",
                 count(n, "occurrence")
             )];
-            lines.extend(diff(&current, &after));
+            lines.extend(diff(&current, &after, extent));
             lines
         }
     }
@@ -311,14 +324,18 @@ mod tests {
         }
         let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
         let paths = [arguments["path"].as_str().unwrap_or_default().to_owned()];
-        preview(&ApprovalRequest {
-            tool,
-            prompt: "",
-            paths: &paths,
-            arguments: &arguments,
-            workspace: &root,
-            can_remember: true,
-        })
+        preview(
+            &ApprovalRequest {
+                tool,
+                prompt: "",
+                paths: &paths,
+                arguments: &arguments,
+                workspace: &root,
+                can_remember: true,
+                directories: &[],
+            },
+            Extent::Short,
+        )
     }
 
     #[test]
@@ -459,14 +476,18 @@ mod tests {
         std::os::unix::fs::symlink("target.txt", root.join("link"))
             .unwrap_or_else(|e| panic!("{e}"));
         let arguments = json!({"path": "link"});
-        let lines = preview(&ApprovalRequest {
-            tool: "delete_file",
-            prompt: "",
-            paths: &["target.txt".to_owned()],
-            arguments: &arguments,
-            workspace: &root,
-            can_remember: true,
-        });
+        let lines = preview(
+            &ApprovalRequest {
+                tool: "delete_file",
+                prompt: "",
+                paths: &["target.txt".to_owned()],
+                arguments: &arguments,
+                workspace: &root,
+                can_remember: true,
+                directories: &[],
+            },
+            Extent::Short,
+        );
         assert_eq!(
             lines,
             ["deletes the link 'link' (to 'target.txt'); what it points to is untouched"]
@@ -483,7 +504,10 @@ mod tests {
         );
         assert_eq!(lines[0], "creates 'new.txt': 20 lines, 150 bytes");
         assert_eq!(lines.len(), 1 + PREVIEW_LINES + 1);
-        assert_eq!(lines[PREVIEW_LINES + 1], "+ … 12 lines more");
+        assert_eq!(
+            lines[PREVIEW_LINES + 1],
+            "+ … 12 lines more ([v]iew shows them)"
+        );
     }
 
     #[cfg(unix)]
@@ -501,7 +525,7 @@ mod tests {
         let (sent, received) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let write = existing(&root, "pipe");
-            let edit = edit_preview(&root, "pipe", "a", "b", false);
+            let edit = edit_preview(&root, "pipe", "a", "b", false, Extent::Short);
             let lines = match write {
                 Existing::Unshown(why) => vec![why, edit.concat()],
                 Existing::Missing => vec!["missing".to_owned()],
@@ -529,14 +553,18 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
         let arguments = json!({"path": "s", "content": "x"});
-        let lines = preview(&ApprovalRequest {
-            tool: "write_file",
-            prompt: "",
-            paths: &["s".to_owned()],
-            arguments: &arguments,
-            workspace: &root,
-            can_remember: true,
-        });
+        let lines = preview(
+            &ApprovalRequest {
+                tool: "write_file",
+                prompt: "",
+                paths: &["s".to_owned()],
+                arguments: &arguments,
+                workspace: &root,
+                can_remember: true,
+                directories: &[],
+            },
+            Extent::Short,
+        );
         assert!(lines[0].contains("outside the workspace"), "{lines:?}");
         assert!(!lines.concat().contains("top secret"), "{lines:?}");
     }

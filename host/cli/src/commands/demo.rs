@@ -221,6 +221,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         approver: None,
         max_rounds: 8,
         unwrapped_calls: false,
+        mode: goat_shepherd::ApprovalMode::Ask,
     })?;
     let session_id = opened.session_id.clone();
 

@@ -20,7 +20,7 @@ use goat_shepherd::TurnError;
 use goat_store::{RoundStatus, TurnRecord, TurnStatus};
 use serde_json::{Value, json};
 
-use crate::approval::TerminalApprover;
+use crate::approval::{Pager, TerminalApprover};
 use crate::args::TurnOptions;
 use crate::printer::Printer;
 use crate::session::{self, Opened};
@@ -50,7 +50,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     // At a terminal, one console reads the answers to approval questions
     // and Ctrl-C, so Ctrl-C during a question answers it with no.
     let console = if io::stdin().is_terminal() && io::stderr().is_terminal() {
-        Some(Console::start(&runtime, AtRest::Exit)?)
+        Some(Console::start(&runtime, AtRest::Exit, None)?)
     } else {
         None
     };
@@ -59,6 +59,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             answers: ConsoleAnswers(console.clone()),
             output: io::stderr(),
             style: Style::stderr(),
+            pager: Pager::from_env(),
         }) as Box<dyn goat_shepherd::Approver>
     });
     let opened = session::for_turn(&args.turn, approver)?;

@@ -176,6 +176,7 @@ pub struct Settings {
     pub ca_cert: Setting<String>,
     pub max_rounds: Setting<u64>,
     pub writes: Setting<Writes>,
+    pub mode: Setting<String>,
     pub tool_timeout_secs: Setting<u64>,
     pub tool_memory_mib: Setting<u64>,
     pub tool_output_kib: Setting<u64>,

@@ -149,6 +149,14 @@ pub static SETTINGS: &[SettingDef] = &[
         kind: Kind::Writes(field!(writes)),
     },
     SettingDef {
+        key: "mode",
+        env: "GOAT_MODE",
+        flag: Some("--mode"),
+        doc: "The approval mode: \"ask\", \"accept-edits\" (writes in the workspace allowed, commands asked) or \"read-only\"",
+        example: "\"ask\"",
+        kind: Kind::Text(field!(mode)),
+    },
+    SettingDef {
         key: "limits.tool_timeout_secs",
         env: "GOAT_TOOL_TIMEOUT_SECS",
         flag: None,

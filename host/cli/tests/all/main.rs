@@ -11,6 +11,7 @@
 mod boundary;
 mod caps;
 mod command;
+mod composer;
 mod config;
 mod demo;
 mod detect;

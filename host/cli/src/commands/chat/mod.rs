@@ -4,6 +4,11 @@
 //! runs it: the answer streams to stdout, tool calls are one line each on
 //! stderr, writes no rule decides are asked about at the terminal.
 //!
+//! At a terminal the prompt is typed into the composer ([`crate::composer`]):
+//! line editing, history kept beside the store, a paste as one prompt,
+//! Alt-Enter for a new line, Tab completing slash commands. Lines that are
+//! slash commands ([`slash`]) are handled here and never sent to the model.
+//!
 //! Ctrl-C during a turn cancels that turn (the store records it as
 //! cancelled) and comes back to the prompt; a second Ctrl-C in the same
 //! turn quits at once. Ctrl-C at the prompt, or Ctrl-D, leaves. Without a
@@ -12,9 +17,13 @@
 //!
 //! One thread reads stdin for the whole chat and a signal task watches
 //! Ctrl-C; both feed one queue, which the prompt and the approval questions
-//! read. So an approval question can be answered, or interrupted, while a
-//! turn is running, and a line typed while the model works is not taken as
-//! an answer to a question that had not been asked yet.
+//! read. At a terminal that thread reads only when asked: with the composer
+//! for the prompt, a plain line for an answer, so an approval question can
+//! be answered, or interrupted, while a turn is running, and a line typed
+//! while the model works is dropped before a question rather than taken as
+//! its answer.
+
+mod slash;
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::PoisonError;
@@ -22,16 +31,16 @@ use std::sync::PoisonError;
 use anyhow::Context;
 use goat_shepherd::TurnError;
 
-use crate::approval::TerminalApprover;
+use crate::approval::{Pager, TerminalApprover};
 use crate::args::TurnOptions;
+use crate::composer::{ComposerConfig, history_path};
 use crate::printer::Printer;
 use crate::session;
 use crate::style::Style;
 use crate::terminal::{AtRest, Console, ConsoleAnswers, Input, run_turn};
 use crate::{Outcome, note};
 
-/// Typed at the prompt to leave, as well as Ctrl-D.
-const LEAVE_COMMANDS: [&str; 2] = ["/exit", "/quit"];
+use slash::{ChatState, Flow, Line};
 
 #[derive(clap::Args)]
 pub struct ChatArgs {
@@ -45,24 +54,38 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let console = Console::start(&runtime, AtRest::Leave)?;
+    // The history file beside the store; the store's own checks (never in
+    // the workspace) have run by the time the first prompt is read.
+    let history = crate::paths::store_path(args.turn.store.db.as_deref())
+        .ok()
+        .and_then(|path| history_path(&path.into_resolved()));
+    let console = Console::start(
+        &runtime,
+        AtRest::Leave,
+        Some(ComposerConfig {
+            history,
+            commands: slash::names(),
+        }),
+    )?;
     let approver: Option<Box<dyn goat_shepherd::Approver>> =
         if terminal && io::stderr().is_terminal() {
             Some(Box::new(TerminalApprover {
                 answers: ConsoleAnswers(console.clone()),
                 output: io::stderr(),
                 style: Style::stderr(),
+                pager: Pager::from_env(),
             }))
         } else {
             None
         };
     let opened = session::for_turn(&args.turn, approver)?;
     note(format_args!(
-        "chatting with {} at {} in {}; Ctrl-C cancels a turn, Ctrl-D or Ctrl-C at the prompt \
-         leaves",
+        "chatting with {} at {} in {}; mode {}; /help lists commands; Alt-Enter adds a line; \
+         Ctrl-C cancels a turn, Ctrl-D or Ctrl-C at the prompt leaves",
         crate::text::escape_controls(&opened.model),
         crate::text::escape_controls(&opened.engine_url),
-        opened.workspace.display()
+        opened.workspace.display(),
+        opened.mode.get().name(),
     ));
     let turns_before = opened.turn_count()?;
     if args.turn.session.is_some() {
@@ -73,12 +96,16 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
     let mut reached = false;
 
     loop {
-        if terminal {
-            let mut err = io::stderr().lock();
-            let _ = write!(err, "> ");
-            let _ = err.flush();
-        }
-        let line = match console.next() {
+        let shown = match opened.mode.get() {
+            goat_shepherd::ApprovalMode::Ask => "> ".to_owned(),
+            other => format!("{}> ", other.name()),
+        };
+        let input = if terminal {
+            console.prompt(&shown)
+        } else {
+            console.prompt("")
+        };
+        let line = match input {
             Input::Line(line) => line,
             Input::Eof | Input::Interrupt => {
                 if terminal {
@@ -87,12 +114,22 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
                 break;
             }
         };
-        let prompt = line.trim();
+        let prompt = match slash::classify(line.trim()) {
+            Line::Prompt(prompt) => prompt,
+            Line::Command { name, rest } => {
+                let mut err = io::stderr();
+                let mut state = ChatState {
+                    opened: &opened,
+                    out: &mut err,
+                };
+                match slash::dispatch(&mut state, name, rest) {
+                    Flow::Continue => continue,
+                    Flow::Leave => break,
+                }
+            }
+        };
         if prompt.is_empty() {
             continue;
-        }
-        if LEAVE_COMMANDS.contains(&prompt) {
-            break;
         }
 
         let mut printer = Printer::new(true);
