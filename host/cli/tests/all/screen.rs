@@ -26,7 +26,29 @@ fn chat(env: &Env, url: &str, cols: u16, vars: &[(&str, &str)]) -> Pty {
 }
 
 /// What the terminal showed between `from` and `to`, lines without `\r`.
+/// `transcript` without the terminal's control sequences (`ESC [ … final`):
+/// the line editor draws its prompt with them even under `NO_COLOR`. The
+/// answer itself never holds a raw ESC (the model's are shown escaped).
+fn plain(transcript: &str) -> String {
+    let mut out = String::with_capacity(transcript.len());
+    let mut chars = transcript.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn between(transcript: &str, from: &str, to: &str) -> Vec<String> {
+    let transcript = &plain(transcript);
     let start = transcript.find(from).unwrap() + from.len();
     let end = start + transcript[start..].find(to).unwrap();
     transcript[start..end]
@@ -111,8 +133,10 @@ async fn the_answer_never_shares_a_line_with_a_question_or_a_tool_line() {
     );
     // The answer's last line, never ended by the model, is ended before
     // the prompt comes back.
+    let shown = plain(&transcript);
+    let after = &shown[shown.find("Now the second").unwrap()..];
     assert!(
-        transcript.contains("Now the second\r\n> "),
+        after.starts_with("Now the second\r\n") && after.contains("> "),
         "{transcript:?}"
     );
 }
