@@ -49,7 +49,6 @@ pub(crate) struct Opened {
 
 impl Opened {
     /// Which `AGENTS.md` files reached the system prompt, and their sizes.
-    #[expect(dead_code, reason = "for `/status`, which the composer wires")]
     pub(crate) fn instruction_files(&self) -> &[crate::instructions::InstructionFile] {
         self.instructions.files()
     }

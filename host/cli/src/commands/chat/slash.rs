@@ -71,6 +71,18 @@ pub const COMMANDS: &[SlashCommand] = &[
         run: mode,
     },
     SlashCommand {
+        name: "diff",
+        args: "",
+        help: "what this session changed in the workspace, as a unified diff",
+        run: diff,
+    },
+    SlashCommand {
+        name: "undo",
+        args: "[TURN]",
+        help: "put back the files the last turn (or turn TURN) changed",
+        run: undo,
+    },
+    SlashCommand {
         name: "exit",
         args: "",
         help: "leave (as Ctrl-D does)",
@@ -218,6 +230,76 @@ fn mode(state: &mut ChatState<'_>, rest: &str) -> Flow {
     Flow::Continue
 }
 
+fn diff(state: &mut ChatState<'_>, _rest: &str) -> Flow {
+    let opened = state.opened;
+    let shown = {
+        let store = opened
+            .store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        crate::commands::diff::session_diff(&store, &opened.session_id)
+    };
+    match shown {
+        Ok(text) if text.is_empty() => {
+            let _ = writeln!(state.out, "goat: this session has changed no file");
+        }
+        Ok(text) => {
+            let _ = write!(state.out, "{text}");
+        }
+        Err(e) => {
+            let _ = writeln!(
+                state.out,
+                "goat: error: cannot show the session's changes: {}",
+                escape_controls(&format!("{e:#}"))
+            );
+        }
+    }
+    Flow::Continue
+}
+
+fn undo(state: &mut ChatState<'_>, rest: &str) -> Flow {
+    let turn = if rest.is_empty() {
+        None
+    } else {
+        match rest.parse::<usize>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                let _ = writeln!(
+                    state.out,
+                    "goat: '{}' is not a turn number; /undo puts back the last turn with                      changes, /undo N turn N (goat sessions show lists them)",
+                    escape_controls(rest)
+                );
+                return Flow::Continue;
+            }
+        }
+    };
+    let opened = state.opened;
+    // The chat holds the session's lock: nothing else drives it meanwhile.
+    let report = {
+        let mut store = opened
+            .store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        store
+            .session(&opened.session_id)
+            .map_err(anyhow::Error::from)
+            .and_then(|session| crate::commands::undo::undo_turn(&mut store, &session, turn))
+    };
+    match report {
+        Ok(report) => {
+            let _ = write!(state.out, "goat: {report}");
+        }
+        Err(e) => {
+            let _ = writeln!(
+                state.out,
+                "goat: error: nothing was undone: {}",
+                escape_controls(&format!("{e:#}"))
+            );
+        }
+    }
+    Flow::Continue
+}
+
 fn status(state: &mut ChatState<'_>, _rest: &str) -> Flow {
     let text = status_text(state.opened);
     let _ = write!(state.out, "{text}");
@@ -263,6 +345,26 @@ pub fn status_text(opened: &Opened) -> String {
     line("tokens", &tokens);
     // The context window (used of the engine's) goes here once it is known.
     line("mode", &format!("{} ({})", mode.name(), mode_meaning(mode)));
+    let files = opened.instruction_files();
+    if files.is_empty() {
+        line("AGENTS.md", "none read");
+    } else {
+        for (i, file) in files.iter().enumerate() {
+            let cut = if (file.used as u64) < file.bytes {
+                format!(", {} used (cut at the cap)", file.used)
+            } else {
+                String::new()
+            };
+            line(
+                if i == 0 { "AGENTS.md" } else { "" },
+                &format!(
+                    "{} ({} bytes{cut})",
+                    escape_controls(&file.path.to_string_lossy()),
+                    file.bytes
+                ),
+            );
+        }
+    }
     out.push_str(&rules_text(opened));
     out
 }
