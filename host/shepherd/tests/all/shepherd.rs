@@ -27,7 +27,7 @@ fn malformed_write() -> String {
     )
 }
 
-fn shared_sandbox() -> (Arc<Sandbox>, Vec<Tool>) {
+pub(crate) fn shared_sandbox() -> (Arc<Sandbox>, Vec<Tool>) {
     static SHARED: OnceLock<(Arc<Sandbox>, Vec<Tool>)> = OnceLock::new();
     SHARED
         .get_or_init(|| {
