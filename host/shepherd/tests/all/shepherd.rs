@@ -103,6 +103,15 @@ async fn fixture_with(
 }
 
 impl Fixture {
+    /// A window far beyond any request here: what is tested is the byte
+    /// cap, not the context (ADR-0074).
+    pub(crate) fn huge_window(mut self) -> Self {
+        self.shepherd = self
+            .shepherd
+            .with_context_window(goat_shepherd::WindowChoice::Setting(1 << 40));
+        self
+    }
+
     /// ADR-0067's setting on: unwrapped Qwen3-Coder blocks count.
     fn unwrapped_calls(mut self) -> Self {
         self.shepherd = self.shepherd.with_unwrapped_calls(true);
