@@ -78,6 +78,8 @@ pub(crate) struct Parts<'a> {
     pub commands: Option<goat_shepherd::CommandTool>,
     /// ADR-0067: unwrapped Qwen3-Coder calls count as unexecuted markup.
     pub unwrapped_calls: bool,
+    /// ADR-0073: how the context window is chosen.
+    pub context: goat_shepherd::WindowChoice,
 }
 
 /// Builds the sandbox and tools, creates or resumes the session in the
@@ -107,6 +109,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         max_rounds,
         commands,
         unwrapped_calls,
+        context,
     } = parts;
     let (resume, announce) = match start {
         Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
@@ -173,7 +176,8 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         system_prompt(&workspace),
         max_rounds,
     )
-    .with_unwrapped_calls(unwrapped_calls);
+    .with_unwrapped_calls(unwrapped_calls)
+    .with_context_window(context);
     Ok(Opened {
         shepherd,
         store,
@@ -269,6 +273,7 @@ pub(crate) fn for_turn(
             opts.allow_commands,
         )?,
         unwrapped_calls: settings.unwrapped_calls(),
+        context: settings.context_window(),
     })
 }
 
@@ -326,6 +331,9 @@ fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
             .map(|n| u64::try_from(n).unwrap_or(u64::MAX)),
         "--max-rounds",
     );
+    settings
+        .context_tokens
+        .flag(opts.context_tokens, "--context-tokens");
     settings
         .writes
         .flag(opts.allow_writes.then_some(Writes::Allow), "--allow-writes");

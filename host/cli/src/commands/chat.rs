@@ -97,7 +97,11 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         );
         printer.finish(result.is_ok());
         match result {
-            Ok(_) => {}
+            Ok(summary) => {
+                if let Some(line) = crate::turn_stats::stats_line(&summary.stats) {
+                    note(line);
+                }
+            }
             Err(TurnError::Cancelled) => {
                 note("the turn was cancelled and is recorded as cancelled")
             }

@@ -124,7 +124,9 @@ async fn five_forty_megabyte_arguments_never_make_a_request_over_the_bound() {
         })
         .collect();
     replies.push(Reply::text("Done."));
-    let f = fixture(replies, WritePolicy::Default, 8).await.huge_window();
+    let f = fixture(replies, WritePolicy::Default, 8)
+        .await
+        .huge_window();
     let summary = f.run("write five big files").await.0.unwrap();
     assert_eq!(summary.answer, "Done.");
     let requests = f.server.requests();

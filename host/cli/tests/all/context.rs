@@ -1,0 +1,75 @@
+//! ADR-0074 through the real binary: the window asked of the engine (or
+//! set), and the tokens and speed of a turn shown after it.
+
+use goat_testkit::*;
+use serde_json::json;
+
+use crate::GoatRun;
+
+/// An answer with usage and llama-server's timings.
+fn timed_answer() -> Reply {
+    let body = [
+        ev_content("Hi"),
+        ev_finish("stop"),
+        ev(json!({"choices": [], "usage": {"prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290}, "timings": {"prompt_n": 1234, "prompt_ms": 80.0, "predicted_n": 56, "predicted_ms": 1000.0, "predicted_per_second": 56.0}})),
+        ev_done(),
+    ]
+    .concat();
+    Reply::sse(body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_window_is_asked_of_the_engine_and_the_turns_figures_are_shown() {
+    let run = GoatRun::builder()
+        .replies([timed_answer()])
+        .route(
+            "/props",
+            Reply::error(
+                200,
+                "application/json",
+                r#"{"default_generation_settings": {"n_ctx": 32768}}"#,
+            ),
+        )
+        .json()
+        .run("hello")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let probes: Vec<String> = run.server.probes().into_iter().map(|p| p.path).collect();
+    assert_eq!(probes, ["/props"]);
+    let stats = &run.summary()["stats"];
+    assert_eq!(stats["prompt_tokens"], 1234);
+    assert_eq!(stats["completion_tokens"], 56);
+    assert_eq!(stats["window_tokens"], 32768);
+    assert_eq!(stats["tokens_per_second"], 56.0);
+    assert!(stats["first_token_ms"].is_u64());
+    let line = run
+        .stderr()
+        .lines()
+        .find(|l| l.contains("prompt + "))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        line.starts_with(
+            "goat: 1.2k prompt + 56 completion tokens · context 1.2k of 32.8k · first token "
+        ) && line.ends_with(" s · 56.0 tokens/s"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_context_tokens_setting_is_used_without_asking() {
+    let run = GoatRun::builder()
+        .replies([timed_answer()])
+        .arg("--context-tokens")
+        .arg("16384")
+        .json()
+        .run("hello")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert!(
+        run.server.probes().is_empty(),
+        "the engine was asked anyway"
+    );
+    assert_eq!(run.summary()["stats"]["window_tokens"], 16384);
+}
