@@ -58,6 +58,7 @@ fn short(n: u64) -> String {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use std::time::Duration;
 

@@ -191,6 +191,14 @@ async fn a_long_session_never_sends_a_request_over_the_window_and_never_fails_fo
     assert!(last.contains("[result elided to keep the conversation within the context window: this read_file call succeeded"), "{}", &last[..2000.min(last.len())]);
     assert!(last.contains(SUMMARY_HEADING));
     assert_eq!(s.server.probes().len(), 1, "the window was asked once");
+    let status = s.shepherd.context_status();
+    assert_eq!(status.window, Some(WINDOW));
+    assert_eq!(
+        status.source,
+        Some(goat_engine::WindowSource::LlamaCppProps)
+    );
+    assert!(status.next_request_tokens <= status.budget_tokens.unwrap());
+    assert!(status.session_prompt_tokens > 0 && status.compactions == summaries as u64);
 }
 
 #[tokio::test(flavor = "multi_thread")]
