@@ -73,3 +73,36 @@ async fn a_context_tokens_setting_is_used_without_asking() {
     );
     assert_eq!(run.summary()["stats"]["window_tokens"], 16384);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_show_says_where_a_summary_begins_and_keeps_the_turns() {
+    let run = GoatRun::builder()
+        .replies([Reply::text("Hi")])
+        .run("first request")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let id = run.sessions()[0]["id"].as_str().unwrap().to_owned();
+    {
+        let mut store = goat_store::Store::open(&run.env.db).unwrap();
+        let turn = store.turns(&id).unwrap()[0].id;
+        store
+            .add_summary(
+                &id,
+                &goat_store::NewSummary {
+                    through_turn_id: turn,
+                    content: "The person said hello.".into(),
+                    reason: goat_store::CompactReason::Window,
+                    prompt_tokens: None,
+                    completion_tokens: None,
+                },
+            )
+            .unwrap();
+    }
+    let shown = crate::text(&run.env.run(&["sessions", "show", &id]).stdout);
+    let at = shown.find("first request").unwrap();
+    let summary = shown
+        .find("-- summary #1 (window): the turns up to here were compacted")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(at < summary, "{shown}");
+    assert!(shown.ends_with("  The person said hello.\n"), "{shown}");
+}

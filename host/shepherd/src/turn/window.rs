@@ -84,17 +84,14 @@ impl Shepherd {
     fn fit_now(
         &self,
         summary: Option<&Summary>,
-        turns: &[HistoryTurn],
+        turns: Vec<HistoryTurn>,
         schemas: &[ToolSchema],
         instruction: Option<Message>,
     ) -> Fitted {
         let (bpt, budget) = self.state(|s| (s.bytes_per_token, s.budget()));
         fit(
             system_with_summary(&self.system_prompt, summary.map(|s| s.content.as_str())),
-            turns
-                .iter()
-                .flat_map(|t| t.entries.iter().cloned())
-                .collect(),
+            turns.into_iter().flat_map(|t| t.entries).collect(),
             instruction,
             schemas,
             &self.engine.config().model,
@@ -116,8 +113,9 @@ impl Shepherd {
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<Fitted, TurnError> {
         let (summary, turns) = self.context_history().await?;
-        let mut fitted = self.fit_now(summary.as_ref(), &turns, schemas, instruction.clone());
-        if !fitted.fits && turns.iter().any(|t| t.turn_id < turn_id) {
+        let has_older = turns.iter().any(|t| t.turn_id < turn_id);
+        let mut fitted = self.fit_now(summary.as_ref(), turns, schemas, instruction.clone());
+        if !fitted.fits && has_older {
             let done = self
                 .compact_older(CompactReason::Window, Some(turn_id), cancel)
                 .await?;
@@ -128,7 +126,7 @@ impl Shepherd {
                 });
             }
             let (summary, turns) = self.context_history().await?;
-            fitted = self.fit_now(summary.as_ref(), &turns, schemas, instruction);
+            fitted = self.fit_now(summary.as_ref(), turns, schemas, instruction);
         }
         let (bpt, budget) = self.state(|s| (s.bytes_per_token, s.budget()));
         if !fitted.fits && !cut_newest(&mut fitted, &self.engine.config().model, bpt, budget) {
