@@ -106,3 +106,68 @@ async fn sessions_show_says_where_a_summary_begins_and_keeps_the_turns() {
     assert!(at < summary, "{shown}");
     assert!(shown.ends_with("  The person said hello.\n"), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_context_error_compacts_once_and_the_turn_is_sent_again() {
+    let first = GoatRun::builder()
+        .replies([Reply::text("Hi")])
+        .run("first request")
+        .await;
+    assert_eq!(first.code(), Some(0), "{}", first.stderr());
+    let id = first.sessions()[0]["id"].as_str().unwrap().to_owned();
+    let refusal = Reply::error(
+        400,
+        "application/json",
+        // An older llama-server's words, with no numbers.
+        r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"invalid_request_error"}}"#,
+    );
+    let server = ScriptedServer::start(vec![
+        refusal,
+        Reply::text("The person said hello and was greeted."),
+        Reply::text("Again, hi."),
+    ])
+    .await;
+    let out = first
+        .env
+        .run_async(&[
+            "run",
+            "--engine",
+            &server.base_url(),
+            "--model",
+            "qwen",
+            "--session",
+            &id,
+            "second request",
+        ])
+        .await;
+    let err = crate::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(crate::text(&out.stdout), "Again, hi.\n");
+    assert!(
+        err.contains("goat: 1 older turn(s) summarised the engine refused the request as too long; the store keeps them whole"),
+        "{err}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[1].body.get("tools").is_none(),
+        "the summary is asked without tools"
+    );
+    assert_eq!(
+        requests[1].body["messages"][0]["content"],
+        goat_shepherd::context::SUMMARY_INSTRUCTION
+    );
+    let retry = requests[2].body["messages"].as_array().unwrap();
+    assert!(
+        retry[0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("The person said hello and was greeted.")
+    );
+    assert_eq!(retry[1]["content"], "second request");
+    let shown = crate::text(&first.env.run(&["sessions", "show", &id]).stdout);
+    assert!(
+        shown.contains("first request") && shown.contains("-- summary #1 (overflow)"),
+        "{shown}"
+    );
+}
