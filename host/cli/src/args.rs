@@ -80,6 +80,10 @@ pub struct TurnOptions {
     /// $GOAT_MAX_ROUNDS, else the config file, else 24).
     #[arg(long, value_name = "N", value_parser = parse_max_rounds)]
     pub max_rounds: Option<usize>,
+    /// The engine's context window in tokens (default: $GOAT_CONTEXT_TOKENS,
+    /// else the config file, else what the engine says, else 8192).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_tokens: Option<u64>,
     /// Continue this session (its workspace must be this one) instead of
     /// starting a new one.
     #[arg(long, value_name = "ID")]

@@ -39,6 +39,7 @@ mod session;
 mod style;
 mod terminal;
 mod text;
+mod turn_stats;
 
 use std::fmt::Display;
 use std::io::{self, Write};

@@ -140,6 +140,23 @@ impl Printer {
                 };
                 self.status(&line);
             }
+            // ADR-0073: older turns were summarised to fit the window;
+            // `goat sessions show` still has them whole.
+            TurnEvent::Compacted { turns, reason } => {
+                self.stop_spinner();
+                self.flush_pending();
+                let why = match reason {
+                    goat_store::CompactReason::Overflow => {
+                        "the engine refused the request as too long"
+                    }
+                    goat_store::CompactReason::Window | goat_store::CompactReason::Asked => {
+                        "to fit the context window"
+                    }
+                };
+                self.status(&format!(
+                    "{turns} older turn(s) summarised {why}; the store keeps them whole"
+                ));
+            }
             TurnEvent::Recovery { in_reasoning, .. } => {
                 self.stop_spinner();
                 // On a terminal it was shown as it came; the recovery line

@@ -94,6 +94,8 @@ pub(crate) struct Parts<'a> {
     pub unwrapped_calls: bool,
     /// The approval mode to start in.
     pub mode: ApprovalMode,
+    /// ADR-0074: how the context window is chosen.
+    pub context: goat_shepherd::WindowChoice,
 }
 
 /// Builds the sandbox and tools, creates or resumes the session in the
@@ -124,6 +126,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         commands,
         unwrapped_calls,
         mode,
+        context,
     } = parts;
     let (resume, announce) = match start {
         Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
@@ -216,7 +219,8 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         ),
         max_rounds,
     )
-    .with_unwrapped_calls(unwrapped_calls);
+    .with_unwrapped_calls(unwrapped_calls)
+    .with_context_window(context);
     Ok(Opened {
         shepherd,
         store,
@@ -326,6 +330,7 @@ pub(crate) fn for_turn(
         )?,
         unwrapped_calls: settings.unwrapped_calls(),
         mode,
+        context: settings.context_window(),
     })
 }
 
@@ -386,6 +391,9 @@ fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
             .map(|n| u64::try_from(n).unwrap_or(u64::MAX)),
         "--max-rounds",
     );
+    settings
+        .context_tokens
+        .flag(opts.context_tokens, "--context-tokens");
     settings
         .writes
         .flag(opts.allow_writes.then_some(Writes::Allow), "--allow-writes");

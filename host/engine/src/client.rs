@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::EngineError;
 use crate::request::ChatRequest;
 use crate::response::{Delta, Response, StreamAssembler, error_message, snippet_long};
+use crate::window::{self, WindowProbe, WindowSource};
 
 /// Time allowed to establish the TCP connection. A local engine answers in
 /// milliseconds; seconds mean the host or port is wrong.
@@ -209,6 +210,18 @@ impl EngineClient {
         let first_byte_by = deadline.min(started + self.config.first_byte_timeout);
         let mut attempt = 0u32;
         let mut loading_backoff = LOADING_BACKOFF;
+        let mut first_token: Option<Instant> = None;
+        let on_delta = &mut |d: Delta<'_>| {
+            if first_token.is_none()
+                && matches!(
+                    d,
+                    Delta::Content(_) | Delta::Reasoning(_) | Delta::ToolCallStarted { .. }
+                )
+            {
+                first_token = Some(Instant::now());
+            }
+            on_delta(d);
+        };
         loop {
             let include_usage = self.include_usage.load(Ordering::Relaxed);
             let body = request.body(&self.config.model, include_usage);
@@ -283,6 +296,23 @@ impl EngineClient {
                     status: 404,
                     message,
                 }) => return Err(self.explain_not_found(message).await),
+                // An error event inside a 200 stream can say the same.
+                Err(EngineError::StreamError { message }) => {
+                    return Err(match window::overflow_in(&message) {
+                        Some(o) => EngineError::ContextOverflow {
+                            message,
+                            window: o.window,
+                            prompt_tokens: o.prompt_tokens,
+                        },
+                        None => EngineError::StreamError { message },
+                    });
+                }
+                Ok(mut response) => {
+                    response.elapsed = started.elapsed();
+                    response.first_token_after =
+                        first_token.map(|t| t.saturating_duration_since(started));
+                    return Ok(response);
+                }
                 other => return other,
             }
         }
@@ -290,11 +320,62 @@ impl EngineClient {
 
     /// The models the engine lists at `{base}/models`, in its order.
     pub async fn list_models(&self) -> Result<Vec<String>, EngineError> {
-        let url = self.models_url();
+        Ok(model_ids(&self.get_small(&self.models_url()).await?))
+    }
+
+    /// Asks the engine its context window: llama-server's `/props` (beside
+    /// `/v1`, at the server's root), then `/models` (`max_model_len`,
+    /// vLLM and SGLang). Each request is a small `GET` bounded by
+    /// [`MODELS_TIMEOUT`], over the same client (and TLS trust) as the
+    /// chat. Nothing here fails a turn: an engine that cannot be asked is
+    /// [`WindowProbe::Unreachable`], one that does not say is
+    /// [`WindowProbe::NotSaid`].
+    pub async fn discover_window(&self) -> WindowProbe {
+        let mut unreachable = false;
+        let mut ask = async |url: String| match self.get_small(&url).await {
+            Ok(body) => Some(body),
+            Err(e) => {
+                // A 4xx is an engine without the endpoint; anything else
+                // (refused, timed out, 5xx while loading) may pass.
+                unreachable |=
+                    !matches!(e, EngineError::Http { status, .. } if (400..500).contains(&status));
+                None
+            }
+        };
+        if let Some(tokens) = ask(self.props_url())
+            .await
+            .as_deref()
+            .and_then(window::props_window)
+        {
+            return WindowProbe::Found {
+                tokens,
+                source: WindowSource::LlamaCppProps,
+            };
+        }
+        let models = ask(self.models_url()).await;
+        if let Some(tokens) = models
+            .as_deref()
+            .and_then(|b| window::models_window(b, &self.config.model))
+        {
+            return WindowProbe::Found {
+                tokens,
+                source: WindowSource::ModelsListing,
+            };
+        }
+        if unreachable {
+            WindowProbe::Unreachable
+        } else {
+            WindowProbe::NotSaid
+        }
+    }
+
+    /// A small JSON `GET`: at most [`MAX_MODELS_BODY_BYTES`] read, the
+    /// whole request within [`MODELS_TIMEOUT`].
+    async fn get_small(&self, url: &str) -> Result<String, EngineError> {
         let fetch = async {
             let mut response = self
                 .http
-                .get(&url)
+                .get(url)
                 .header(ACCEPT, "application/json")
                 .send()
                 .await
@@ -306,8 +387,7 @@ impl EngineClient {
                     message: read_error_body(&mut response).await,
                 });
             }
-            let body = read_body(&mut response, MAX_MODELS_BODY_BYTES).await;
-            Ok(model_ids(&body))
+            Ok(read_body(&mut response, MAX_MODELS_BODY_BYTES).await)
         };
         tokio::time::timeout(MODELS_TIMEOUT, fetch)
             .await
@@ -318,6 +398,12 @@ impl EngineClient {
 
     fn models_url(&self) -> String {
         format!("{}/models", self.config.base_url.trim_end_matches('/'))
+    }
+
+    /// llama-server serves `/props` at its root, not under `/v1`.
+    fn props_url(&self) -> String {
+        let base = self.config.base_url.trim_end_matches('/');
+        format!("{}/props", base.strip_suffix("/v1").unwrap_or(base))
     }
 
     /// A 404 from chat completions, with what to do: a base URL without
@@ -378,9 +464,19 @@ impl EngineClient {
             });
         }
         if !status.is_success() {
+            let body = read_body(&mut response, MAX_ERROR_BODY_BYTES).await;
+            if matches!(status.as_u16(), 400 | 413)
+                && let Some(o) = window::overflow_in(&body)
+            {
+                return Err(EngineError::ContextOverflow {
+                    message: error_body_message(&body),
+                    window: o.window,
+                    prompt_tokens: o.prompt_tokens,
+                });
+            }
             return Err(EngineError::Http {
                 status: status.as_u16(),
-                message: read_error_body(&mut response).await,
+                message: error_body_message(&body),
             });
         }
 

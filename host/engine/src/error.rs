@@ -76,6 +76,22 @@ pub enum EngineError {
         /// The timeout.
         after: Duration,
     },
+    /// The engine refused the request as longer than its context window
+    /// (llama.cpp `exceed_context_size_error`, vLLM "maximum context
+    /// length", OpenAI `context_length_exceeded`). Sending it again as it
+    /// is cannot work; a shorter history can.
+    #[error(
+        "the request does not fit the engine's context window{}: {message}",
+        window.map(|w| format!(" of {w} tokens")).unwrap_or_default()
+    )]
+    ContextOverflow {
+        /// The engine's message.
+        message: String,
+        /// The window, when the engine named it.
+        window: Option<u64>,
+        /// The request's size in tokens, when the engine named it.
+        prompt_tokens: Option<u64>,
+    },
     /// The engine answered with an HTTP error status.
     #[error("the engine answered HTTP {status}: {message}")]
     Http {
@@ -245,6 +261,7 @@ impl EngineError {
             | Self::CaCert { .. }
             | Self::StillLoading { .. }
             | Self::Http { .. }
+            | Self::ContextOverflow { .. }
             | Self::Redirect { .. }
             | Self::NotFoundTryV1 { .. }
             | Self::ModelNotFound { .. }

@@ -19,12 +19,18 @@
 //! connect timeout, a first-byte deadline (model load and prefill can take
 //! minutes), an idle timeout reset by any bytes, and a total budget as a
 //! backstop. This crate knows nothing of agents, tools or permissions.
+//!
+//! What the engine says about itself is asked, not assumed: its context
+//! window ([`EngineClient::discover_window`]: llama.cpp `/props`, vLLM
+//! `/v1/models`), a refusal for length ([`EngineError::ContextOverflow`]),
+//! and its usage and timings on each [`Response`].
 
 mod client;
 mod error;
 mod request;
 mod response;
 pub mod sse;
+mod window;
 
 pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_RETRIES,
@@ -33,7 +39,8 @@ pub use client::{
 pub use error::EngineError;
 pub use request::{ChatRequest, Message, RequestToolCall, ToolSchema};
 pub use response::{
-    ArgumentsError, Delta, FinishReason, MAX_RESPONSE_BYTES, Response, StreamAssembler, ToolCall,
-    Usage, parse_arguments,
+    ArgumentsError, Delta, FinishReason, MAX_RESPONSE_BYTES, Response, StreamAssembler, Timings,
+    ToolCall, Usage, parse_arguments,
 };
 pub use tokio_util::sync::CancellationToken;
+pub use window::{Overflow, WindowProbe, WindowSource, models_window, overflow_in, props_window};

@@ -88,6 +88,21 @@ pub struct Usage {
     pub total_tokens: u64,
 }
 
+/// llama-server's `timings` (sent with the last chunk), where sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timings {
+    /// Prompt tokens processed (those not already cached).
+    pub prompt_n: u64,
+    /// Time processing them, in milliseconds.
+    pub prompt_ms: f64,
+    /// Tokens generated.
+    pub predicted_n: u64,
+    /// Time generating them, in milliseconds.
+    pub predicted_ms: f64,
+    /// Generation speed, tokens per second.
+    pub predicted_per_second: f64,
+}
+
 /// Why a tool call's arguments cannot be used. The Shepherd reports it to
 /// the model; the call is never executed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -139,8 +154,30 @@ pub struct Response {
     pub finish_reason: Option<FinishReason>,
     /// Token counts, if sent.
     pub usage: Option<Usage>,
+    /// llama-server's timings, if sent.
+    pub timings: Option<Timings>,
+    /// From sending the request to the first token (text, reasoning or a
+    /// call), as the client measured it; `None` when nothing came.
+    pub first_token_after: Option<Duration>,
+    /// From sending the request to the end of the response.
+    pub elapsed: Duration,
     /// Response body bytes received.
     pub received_bytes: usize,
+}
+
+impl Response {
+    /// Generation speed: the engine's own figure where it sends one
+    /// (llama-server), else completion tokens over the time from the first
+    /// token to the end. `None` without usage or time to measure.
+    pub fn tokens_per_second(&self) -> Option<f64> {
+        if let Some(t) = self.timings.filter(|t| t.predicted_per_second > 0.0) {
+            return Some(t.predicted_per_second);
+        }
+        let tokens = self.usage?.completion_tokens;
+        let generating = self.elapsed.checked_sub(self.first_token_after?)?;
+        (tokens > 1 && !generating.is_zero())
+            .then(|| (tokens - 1) as f64 / generating.as_secs_f64())
+    }
 }
 
 /// A piece of the response as it streams, for showing it live.
@@ -276,6 +313,17 @@ impl StreamAssembler {
                 prompt_tokens: n("prompt_tokens"),
                 completion_tokens: n("completion_tokens"),
                 total_tokens: n("total_tokens"),
+            });
+        }
+        if let Some(t) = chunk.get("timings").filter(|t| t.is_object()) {
+            let n = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let f = |k: &str| t.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+            self.response.timings = Some(Timings {
+                prompt_n: n("prompt_n"),
+                prompt_ms: f("prompt_ms"),
+                predicted_n: n("predicted_n"),
+                predicted_ms: f("predicted_ms"),
+                predicted_per_second: f("predicted_per_second"),
             });
         }
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {

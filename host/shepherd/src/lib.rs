@@ -20,18 +20,20 @@ pub use goat_gate as gate;
 
 pub mod checkpoint;
 mod command;
+pub mod context;
 mod mode;
 mod router;
 pub mod schema;
 mod turn;
 
 pub use command::{CommandTool, RUN_COMMAND, command_schema, command_support, default_containment};
+pub use context::{ContextStatus, DEFAULT_CONTEXT_TOKENS, WindowChoice};
 pub use goat_command::{Containment, Network};
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, Routed, RouterConfig,
 };
 pub use turn::{
-    DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION, Shepherd,
-    TurnError, TurnEvent, TurnSummary, too_many_calls_result,
+    Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION,
+    Shepherd, TurnError, TurnEvent, TurnStats, TurnSummary, too_many_calls_result,
 };

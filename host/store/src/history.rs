@@ -28,9 +28,22 @@ pub enum HistoryEntry {
     ToolResult {
         /// The call it answers.
         call_id: String,
+        /// The tool called.
+        tool: String,
+        /// How the call ended (`Interrupted` for one left pending).
+        status: CallStatus,
         /// The text the model sees.
         content: String,
     },
+}
+
+/// One turn's part of the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryTurn {
+    /// The turn's row id.
+    pub turn_id: i64,
+    /// Its request, usable rounds and results, in order.
+    pub entries: Vec<HistoryEntry>,
 }
 
 impl Store {
@@ -39,11 +52,25 @@ impl Store {
     /// and cancelled rounds are left out; a call still pending is given the
     /// interrupted result, so every call in the history has an answer.
     pub fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        Ok(self
+            .history_turns(session_id, None)?
+            .into_iter()
+            .flat_map(|t| t.entries)
+            .collect())
+    }
+
+    /// [`history`](Self::history) by turn, from the turn after `after`
+    /// (a summary's `through_turn_id`) on, or from the first.
+    pub fn history_turns(
+        &self,
+        session_id: &str,
+        after: Option<i64>,
+    ) -> Result<Vec<HistoryTurn>, StoreError> {
         self.session(session_id)?;
         let mut out = Vec::new();
-        let mut turns = self
-            .conn
-            .prepare_cached("SELECT id, prompt FROM turns WHERE session_id = ?1 ORDER BY id")?;
+        let mut turns = self.conn.prepare_cached(
+            "SELECT id, prompt FROM turns WHERE session_id = ?1 AND id > ?2 ORDER BY id",
+        )?;
         let mut rounds = self.conn.prepare_cached(
             "SELECT id, content FROM rounds WHERE turn_id = ?1 AND status = 'ok' ORDER BY id",
         )?;
@@ -54,7 +81,7 @@ impl Store {
              FROM tool_calls WHERE round_id = ?1 ORDER BY id",
         )?;
         let turn_rows = turns
-            .query_map([session_id], |r| {
+            .query_map(rusqlite::params![session_id, after.unwrap_or(0)], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -73,7 +100,7 @@ impl Store {
             if round_rows.is_empty() && asked_again {
                 continue;
             }
-            out.push(HistoryEntry::User(prompt.clone()));
+            let mut entries = vec![HistoryEntry::User(prompt.clone())];
             for (round_id, content) in round_rows {
                 let call_rows = calls
                     .query_map([round_id], |r| {
@@ -89,26 +116,34 @@ impl Store {
                         ))
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
-                out.push(HistoryEntry::Assistant {
+                entries.push(HistoryEntry::Assistant {
                     content,
                     calls: call_rows.iter().map(|(c, ..)| c.clone()).collect(),
                 });
                 for (call, status, result, undone) in call_rows {
-                    let mut content = match (status, result) {
-                        (CallStatus::Pending, _) | (_, None) => INTERRUPTED_RESULT.to_owned(),
-                        (_, Some(text)) => text,
+                    let (status, mut content) = match (status, result) {
+                        (CallStatus::Pending, _) | (_, None) => {
+                            (CallStatus::Interrupted, INTERRUPTED_RESULT.to_owned())
+                        }
+                        (status, Some(text)) => (status, text),
                     };
                     // ADR-0073: the model is told, where it made the change,
                     // that the person put the files back.
                     if let Some(paths) = undone {
                         content.push_str(&format!("\n\n{UNDONE_NOTE} {paths}.]"));
                     }
-                    out.push(HistoryEntry::ToolResult {
+                    entries.push(HistoryEntry::ToolResult {
                         call_id: call.call_id,
+                        tool: call.tool,
+                        status,
                         content,
                     });
                 }
             }
+            out.push(HistoryTurn {
+                turn_id: *turn_id,
+                entries,
+            });
         }
         Ok(out)
     }

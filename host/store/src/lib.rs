@@ -19,9 +19,10 @@
 //! through `goat_state::sqlite`, which checks it is a GOAT store), `store`
 //! (the [`Store`], where it lives, its one way to write), `records`
 //! (sessions, turns, rounds, tool calls, recovery events), `history` (what
-//! the next prompt is rebuilt from), `stats` (counts per model and
-//! engine), `changes` (checkpoints of the files
-//! tools changed, for undo and `sessions diff`) and `lock` (one process drives a session at a time: an OS
+//! the next prompt is rebuilt from), `summaries` (the model's summaries of
+//! older turns, which later prompts carry instead of them), `stats` (counts
+//! per model and engine), `changes` (checkpoints of the files tools
+//! changed, for undo and `sessions diff`) and `lock` (one process drives a session at a time: an OS
 //! advisory lock per session, which the kernel releases when the process
 //! ends, however it ends).
 
@@ -35,12 +36,13 @@ mod schema;
 mod stats;
 mod status;
 mod store;
+mod summaries;
 
 pub use changes::{ChangeRecord, FileChange};
 pub use error::StoreError;
 /// Re-exported from `goat_state`, where every host-state directory is made.
 pub use goat_state::fs::create_private_dir;
-pub use history::{HistoryEntry, INTERRUPTED_RESULT, UNDONE_NOTE};
+pub use history::{HistoryEntry, HistoryTurn, INTERRUPTED_RESULT, UNDONE_NOTE};
 pub use lock::SessionLock;
 pub use records::{
     CallOutcome, CallRecord, NewCall, Recovery, RoundOk, RoundRecord, SessionInfo, TurnRecord,
@@ -51,3 +53,4 @@ pub use status::{
     CallDecision, CallErrorKind, CallStatus, MarkupChannel, RoundFailure, RoundStatus, TurnStatus,
 };
 pub use store::Store;
+pub use summaries::{CompactReason, NewSummary, Summary};

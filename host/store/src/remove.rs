@@ -5,8 +5,9 @@ use rusqlite::params;
 use crate::{Store, StoreError};
 
 impl Store {
-    /// Removes session `id` with its turns, rounds, tool calls, file changes and
-    /// recovery events, in one transaction: all of it or none. Whether it existed.
+    /// Removes session `id` with its turns, rounds, tool calls, file
+    /// changes, recovery events and summaries, in one transaction: all of it
+    /// or none. Whether it existed.
     ///
     /// The caller holds the session's lock (or knows no other process can
     /// drive it): a session being driven is never removed under its driver.
@@ -14,6 +15,7 @@ impl Store {
         let tx = self.write()?;
         let turns = "SELECT id FROM turns WHERE session_id = ?1";
         let rounds = format!("SELECT id FROM rounds WHERE turn_id IN ({turns})");
+        tx.execute("DELETE FROM summaries WHERE session_id = ?1", params![id])?;
         tx.execute(
             &format!("DELETE FROM recovery_events WHERE turn_id IN ({turns})"),
             params![id],

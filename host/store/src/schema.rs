@@ -134,6 +134,23 @@ const MIGRATIONS: &[Migration] = &[
     );
     CREATE INDEX file_changes_by_call ON file_changes(call_row, id);",
     ),
+    // 6: summaries the model wrote of a session's older turns (issue 15,
+    // ADR-0074). Later prompts carry the newest summary in place of the
+    // turns up to `through_turn_id`; those turns stay in the store as they
+    // were, so nothing is lost and `sessions show` still shows them.
+    Migration::sql(
+        "CREATE TABLE summaries (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        through_turn_id INTEGER NOT NULL REFERENCES turns(id),
+        content TEXT NOT NULL,
+        reason TEXT NOT NULL CHECK (reason IN ('window', 'overflow', 'asked')),
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX summaries_by_session ON summaries(session_id, id);",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -27,5 +27,5 @@ mod tls;
 
 pub use events::*;
 pub use reply::{Arguments, ReplyBuilder, qwen_markup, qwen_unwrapped_markup};
-pub use server::{Hold, Recorded, Reply, ScriptedServer, Step};
+pub use server::{Hold, Recorded, Reply, Responder, ScriptedServer, Step};
 pub use tls::TestCa;

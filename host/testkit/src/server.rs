@@ -1,14 +1,14 @@
 //! The scripted server: each connection answered by the next [`Reply`],
 //! every request recorded.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::tls::TestCa;
@@ -140,10 +140,50 @@ impl Recorded {
     }
 }
 
+/// Answers a request from what it contains: an engine that looks at what
+/// it was sent (counts its tokens, refuses it as too long, summarises).
+pub type Responder = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
+/// What answers the requests no route takes.
+enum Script {
+    /// The next reply in order; connections beyond the script are dropped.
+    Fixed(VecDeque<Reply>),
+    /// A reply made for each request.
+    Responder(Responder),
+}
+
+impl Script {
+    fn next(&mut self, request: &Recorded) -> Option<Reply> {
+        match self {
+            Self::Fixed(replies) => replies.pop_front(),
+            Self::Responder(respond) => Some(respond(request)),
+        }
+    }
+}
+
+/// What an engine without the endpoint answers: llama-server's 404.
+fn not_found() -> Reply {
+    Reply::error(
+        404,
+        "application/json",
+        r#"{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}"#,
+    )
+}
+
+/// The `GET` paths a client asks about the engine itself (its context
+/// window, its models) rather than for an answer. They are answered by
+/// routes, 404 unless a test routes them, so a script of answers is never
+/// used up by them, and recorded apart ([`ScriptedServer::probes`]).
+const PROBE_PATHS: &[&str] = &["/props", "/v1/props", "/v1/models", "/models"];
+
 /// The server. Dropping it stops accepting.
 pub struct ScriptedServer {
     pub addr: SocketAddr,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    /// `GET` requests answered by a route.
+    probes: Arc<Mutex<Vec<Recorded>>>,
+    /// `GET` path -> its answer, reused for every request to it.
+    routes: Arc<Mutex<HashMap<String, Reply>>>,
     /// Connections whose writes failed because the client went away.
     closed_early: Arc<Mutex<u32>>,
     task: tokio::task::JoinHandle<()>,
@@ -158,10 +198,28 @@ impl Drop for ScriptedServer {
 }
 
 impl ScriptedServer {
-    /// Listens on a free local port and answers connections with
-    /// `replies` in order; connections beyond the script are dropped.
+    /// Listens on a free local port and answers requests with `replies` in
+    /// order; requests beyond the script are dropped. `GET` requests to the
+    /// probe paths (`/props`, `/v1/models`) are answered by routes instead
+    /// (404 unless [`route`](Self::route) says otherwise).
     pub async fn start(replies: Vec<Reply>) -> Self {
-        Self::listen(replies, None, Mode::Scripted).await
+        Self::listen(Script::Fixed(replies.into()), None, true).await
+    }
+
+    /// Listens and answers each request with what `respond` makes of it.
+    pub async fn start_with(respond: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        Self::listen(Script::Responder(Arc::new(respond)), None, true).await
+    }
+
+    /// Answers `GET path` with `reply` from now on (every time), instead
+    /// of the script; recorded in [`probes`](Self::probes).
+    pub fn route(&self, path: &str, reply: Reply) {
+        self.routes.lock().unwrap().insert(path.to_owned(), reply);
+    }
+
+    /// The `GET` requests routes answered, in order.
+    pub fn probes(&self) -> Vec<Recorded> {
+        self.probes.lock().unwrap().clone()
     }
 
     /// As [`start`](Self::start), for benchmarks: an instant engine does
@@ -171,51 +229,52 @@ impl ScriptedServer {
     /// connection), as llama-server, vLLM and Ollama do, so a client that
     /// reuses its connection is measured doing so.
     pub async fn start_unparsed(replies: Vec<Reply>) -> Self {
-        Self::listen(replies, None, Mode::Bench).await
+        Self::listen(Script::Fixed(replies.into()), None, false).await
     }
 
     /// As [`start`](Self::start), over TLS with a certificate `ca` signed;
     /// [`base_url`](Self::base_url) is `https://`. A handshake that fails
     /// (the client did not trust the certificate) uses up no reply.
     pub async fn start_tls(replies: Vec<Reply>, ca: &TestCa) -> Self {
-        Self::listen(replies, Some(ca.acceptor()), Mode::Scripted).await
+        Self::listen(Script::Fixed(replies.into()), Some(ca.acceptor()), true).await
     }
 
-    async fn listen(replies: Vec<Reply>, tls: Option<TlsAcceptor>, mode: Mode) -> Self {
+    async fn listen(script: Script, tls: Option<TlsAcceptor>, parse: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let closed_early = Arc::new(Mutex::new(0));
-        let script = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let shared = Shared {
+            requests: Arc::new(Mutex::new(Vec::new())),
+            probes: Arc::new(Mutex::new(Vec::new())),
+            routes: Arc::new(Mutex::new(
+                PROBE_PATHS
+                    .iter()
+                    .map(|p| ((*p).to_owned(), not_found()))
+                    .collect(),
+            )),
+            closed: Arc::new(Mutex::new(0)),
+            script: Arc::new(Mutex::new(script)),
+            parse,
+            // Only the bench engine, which parses nothing, keeps
+            // connections: every other test sees one request per connection.
+            keep_alive: !parse,
+        };
         let tls_on = tls.is_some();
-        let (reqs, closed) = (requests.clone(), closed_early.clone());
+        let server = shared.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
                 socket.set_nodelay(true).unwrap();
-                let (reqs, closed) = (reqs.clone(), closed.clone());
-                let (script, tls) = (script.clone(), tls.clone());
+                let (shared, tls) = (server.clone(), tls.clone());
                 tokio::spawn(async move {
                     match tls {
-                        None if mode == Mode::Bench => {
-                            serve_kept_alive(socket, script, reqs).await;
-                        }
-                        None => {
-                            let reply = script.lock().unwrap().pop_front();
-                            if let Some(reply) = reply {
-                                serve(socket, reply, reqs, closed, true).await;
-                            }
-                        }
+                        None => serve(socket, shared).await,
                         Some(tls) => {
                             let Ok(stream) = tls.accept(socket).await else {
                                 return;
                             };
-                            let reply = script.lock().unwrap().pop_front();
-                            if let Some(reply) = reply {
-                                serve(stream, reply, reqs, closed, true).await;
-                            }
+                            serve(stream, shared).await;
                         }
                     }
                 });
@@ -223,8 +282,10 @@ impl ScriptedServer {
         });
         Self {
             addr,
-            requests,
-            closed_early,
+            requests: shared.requests,
+            probes: shared.probes,
+            routes: shared.routes,
+            closed_early: shared.closed,
             task,
             scheme: if tls_on { "https" } else { "http" },
         }
@@ -257,32 +318,32 @@ impl ScriptedServer {
     }
 }
 
-/// How a [`ScriptedServer`] serves its connections.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// One reply per connection, then close; request bodies parsed.
-    Scripted,
-    /// Bodies not parsed, connections kept alive ([`ScriptedServer::start_unparsed`]).
-    Bench,
+/// What every connection's task shares with the server.
+#[derive(Clone)]
+struct Shared {
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    probes: Arc<Mutex<Vec<Recorded>>>,
+    routes: Arc<Mutex<HashMap<String, Reply>>>,
+    closed: Arc<Mutex<u32>>,
+    script: Arc<Mutex<Script>>,
+    parse: bool,
+    /// Serve request after request on one connection ([`serve_kept_alive`]).
+    keep_alive: bool,
 }
 
 /// Answers request after request on one connection, each with the next
 /// reply of the script, in chunked encoding, until the client closes it or
 /// the script runs out. Only a reply's status, headers and bytes are sent:
-/// the bench engine does not hang up, hold or delay.
-async fn serve_kept_alive(
-    mut socket: TcpStream,
-    script: Arc<Mutex<VecDeque<Reply>>>,
-    reqs: Arc<Mutex<Vec<Recorded>>>,
-) {
+/// the bench engine does not hang up, hold or delay, and has no routes.
+async fn serve_kept_alive<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared) {
     loop {
-        let Some(recorded) = read_request(&mut socket, false).await else {
+        let Some(recorded) = read_request(&mut socket, shared.parse).await else {
             return;
         };
-        reqs.lock().unwrap().push(recorded);
-        let Some(reply) = script.lock().unwrap().pop_front() else {
+        let Some(reply) = shared.script.lock().unwrap().next(&recorded) else {
             return;
         };
+        shared.requests.lock().unwrap().push(recorded);
         let mut out = format!(
             "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ntransfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n",
             reply.status,
@@ -306,17 +367,32 @@ async fn serve_kept_alive(
     }
 }
 
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    mut socket: S,
-    reply: Reply,
-    reqs: Arc<Mutex<Vec<Recorded>>>,
-    closed: Arc<Mutex<u32>>,
-    parse: bool,
-) {
-    let Some(recorded) = read_request(&mut socket, parse).await else {
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared) {
+    if shared.keep_alive {
+        return serve_kept_alive(socket, shared).await;
+    }
+    let Some(recorded) = read_request(&mut socket, shared.parse).await else {
         return;
     };
-    reqs.lock().unwrap().push(recorded);
+    let routed = (recorded.method == "GET")
+        .then(|| shared.routes.lock().unwrap().get(&recorded.path).cloned())
+        .flatten();
+    let reply = match routed {
+        Some(reply) => {
+            shared.probes.lock().unwrap().push(recorded);
+            reply
+        }
+        None => {
+            // Beyond the script the connection is dropped unrecorded, as
+            // if nothing had accepted it.
+            let Some(reply) = shared.script.lock().unwrap().next(&recorded) else {
+                return;
+            };
+            shared.requests.lock().unwrap().push(recorded);
+            reply
+        }
+    };
+    let closed = shared.closed;
     if reply.hang_up {
         return;
     }

@@ -220,6 +220,8 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         commands: None,
         approver: None,
         max_rounds: 8,
+        // The replayed engine answers only chat requests: nothing to ask.
+        context: goat_shepherd::WindowChoice::Setting(goat_shepherd::DEFAULT_CONTEXT_TOKENS),
         unwrapped_calls: false,
         mode: goat_shepherd::ApprovalMode::Ask,
     })?;

@@ -82,6 +82,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         &mut printer,
     );
     printer.finish(result.is_ok());
+    let stats = result.as_ref().ok().map(|s| s.stats);
+    if let Some(line) = stats.as_ref().and_then(crate::turn_stats::stats_line) {
+        note(line);
+    }
 
     // The store is the record: the summary is read back from it, and a turn
     // it never recorded did not start, which is a host problem (exit 2).
@@ -142,6 +146,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         };
         let mut summary = summary_json(&session_id, &turn);
         summary["session_kept"] = Value::Bool(kept);
+        summary["stats"] = stats
+            .as_ref()
+            .map_or(Value::Null, crate::turn_stats::stats_json);
         let mut out = io::stdout().lock();
         let written = serde_json::to_writer_pretty(&mut out, &summary)
             .map_err(io::Error::from)

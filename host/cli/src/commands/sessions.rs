@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
-use goat_store::{CallRecord, RoundRecord, SessionInfo, Store, TurnRecord};
+use goat_store::{CallRecord, RoundRecord, SessionInfo, Store, Summary, TurnRecord};
 use serde_json::{Value, json};
 
 use crate::args::DbArg;
@@ -238,7 +238,13 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
     if json {
         write_json(&mut out, &session, &turns)?;
     } else {
-        write_session(&mut out, &session, &turns)?;
+        // Where a summary begins (ADR-0074): the turns it covers stay here
+        // whole; later prompts carried the summary instead of them.
+        let summaries = match open_existing(db)? {
+            Some(store) => store.summaries(&session.id)?,
+            None => Vec::new(),
+        };
+        write_session(&mut out, &session, &turns, &summaries)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -248,6 +254,7 @@ fn write_session(
     out: &mut impl Write,
     session: &SessionInfo,
     turns: &[TurnRecord],
+    summaries: &[Summary],
 ) -> io::Result<()> {
     writeln!(out, "session {}", text::escape_controls(&session.id))?;
     writeln!(
@@ -269,6 +276,16 @@ fn write_session(
     for (n, turn) in (1..).zip(turns) {
         writeln!(out)?;
         write_turn(out, n, turn)?;
+        for summary in summaries.iter().filter(|s| s.through_turn_id == turn.id) {
+            writeln!(
+                out,
+                "\n-- summary #{} ({}): the turns up to here were compacted; later prompts carry \
+                 this instead of them --\n  {}",
+                summary.id,
+                summary.reason.as_str(),
+                text::snippet(&summary.content, EXCERPT_CHARS)
+            )?;
+        }
     }
     Ok(())
 }

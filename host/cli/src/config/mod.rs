@@ -175,6 +175,7 @@ pub struct Settings {
     pub api_key_env: Setting<String>,
     pub ca_cert: Setting<String>,
     pub max_rounds: Setting<u64>,
+    pub context_tokens: Setting<u64>,
     pub writes: Setting<Writes>,
     pub mode: Setting<String>,
     pub tool_timeout_secs: Setting<u64>,
@@ -281,6 +282,20 @@ impl Settings {
     /// markup (ADR-0067): `markup.unwrapped_calls`, default off.
     pub fn unwrapped_calls(&self) -> bool {
         self.markup_unwrapped_calls.value.unwrap_or(false)
+    }
+
+    /// How the context window is chosen (ADR-0073): `context_tokens` when
+    /// the person set it anywhere, else asked of the engine with the
+    /// default as the fallback.
+    pub fn context_window(&self) -> goat_shepherd::WindowChoice {
+        let tokens = self
+            .context_tokens
+            .value
+            .unwrap_or(goat_shepherd::DEFAULT_CONTEXT_TOKENS);
+        match self.context_tokens.source {
+            Source::Default => goat_shepherd::WindowChoice::Ask { fallback: tokens },
+            _ => goat_shepherd::WindowChoice::Setting(tokens),
+        }
     }
 
     /// Sets the engine timeouts on `config`.

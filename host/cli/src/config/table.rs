@@ -12,7 +12,7 @@ use goat_engine::{
     DEFAULT_TOTAL_TIMEOUT,
 };
 use goat_sandbox::Limits;
-use goat_shepherd::DEFAULT_MAX_ROUNDS;
+use goat_shepherd::{DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_ROUNDS};
 
 use super::{Setting, Settings, Source, Writes};
 
@@ -138,6 +138,19 @@ pub static SETTINGS: &[SettingDef] = &[
             range: 1..10_001,
             unit: "rounds",
             default: || u64::try_from(DEFAULT_MAX_ROUNDS).unwrap_or(u64::MAX),
+        },
+    },
+    SettingDef {
+        key: "context_tokens",
+        env: "GOAT_CONTEXT_TOKENS",
+        flag: Some("--context-tokens"),
+        doc: "The engine's context window; unset, GOAT asks the engine (llama.cpp /props, vLLM /v1/models) and assumes the default when it does not say",
+        example: "32768",
+        kind: Kind::Number {
+            field: field!(context_tokens),
+            range: 1024..100_000_001,
+            unit: "tokens",
+            default: || DEFAULT_CONTEXT_TOKENS,
         },
     },
     SettingDef {

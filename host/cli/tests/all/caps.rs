@@ -39,6 +39,10 @@ async fn calls_past_the_cap_are_stored_as_not_run() {
     }
     let run = GoatRun::builder()
         .replies([many.build(), Reply::text("Done.")])
+        // Forty results and the tool schemas need more than the default
+        // window assumed when the engine does not say (ADR-0074).
+        .arg("--context-tokens")
+        .arg("65536")
         .json()
         .run("Read them all")
         .await;

@@ -119,18 +119,19 @@ async fn a_404_without_v1_suggests_it() {
 async fn a_404_for_the_model_lists_the_engines_models() {
     let run = GoatRun::builder()
         .model("qwn")
-        .replies([
-            Reply::error(
-                404,
-                "application/json",
-                r#"{"object":"error","message":"The model `qwn` does not exist.","code":404}"#,
-            ),
+        .replies([Reply::error(
+            404,
+            "application/json",
+            r#"{"object":"error","message":"The model `qwn` does not exist.","code":404}"#,
+        )])
+        .route(
+            "/v1/models",
             Reply::error(
                 200,
                 "application/json",
                 r#"{"object":"list","data":[{"id":"Qwen/Qwen3-Coder-30B"},{"id":"x\u001b[2Jy"}]}"#,
             ),
-        ])
+        )
         .run("hello")
         .await;
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
@@ -140,7 +141,7 @@ async fn a_404_for_the_model_lists_the_engines_models() {
          does not exist.); it serves Qwen/Qwen3-Coder-30B, x\\u{1b}[2Jy: use one of those as the \
          model\n"
     );
-    assert_eq!(run.requests()[1].path, "/v1/models");
+    assert_eq!(run.server.probes().last().unwrap().path, "/v1/models");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -198,7 +199,8 @@ fn models(ids: &[&str]) -> Reply {
 #[tokio::test(flavor = "multi_thread")]
 async fn without_model_the_engines_only_model_is_used_and_named() {
     let env = Env::new();
-    let server = ScriptedServer::start(vec![models(&["qwen3-coder-30b"]), Reply::text("Hi")]).await;
+    let server = ScriptedServer::start(vec![Reply::text("Hi")]).await;
+    server.route("/v1/models", models(&["qwen3-coder-30b"]));
     let out = env
         .run_async(&["run", "--engine", &server.base_url(), "hello"])
         .await;
@@ -211,15 +213,15 @@ async fn without_model_the_engines_only_model_is_used_and_named() {
         ),
         "{err}"
     );
-    let requests = server.requests();
-    assert_eq!(requests[0].path, "/v1/models");
-    assert_eq!(requests[1].body["model"], "qwen3-coder-30b");
+    assert_eq!(server.probes()[0].path, "/v1/models");
+    assert_eq!(server.requests()[0].body["model"], "qwen3-coder-30b");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_model_and_several_served_the_choice_is_asked_for() {
     let env = Env::new();
-    let server = ScriptedServer::start(vec![models(&["a", "b"])]).await;
+    let server = ScriptedServer::start(vec![]).await;
+    server.route("/v1/models", models(&["a", "b"]));
     let out = env
         .run_async(&["run", "--engine", &server.base_url(), "hello"])
         .await;
@@ -229,7 +231,8 @@ async fn without_model_and_several_served_the_choice_is_asked_for() {
         "goat: error: no model name: pass --model NAME, set GOAT_MODEL, or put model = \"...\" \
          in the config file; the engine serves a, b\n"
     );
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.probes().len(), 1);
+    assert!(server.requests().is_empty());
     assert!(!env.db.exists(), "a store was created before the refusal");
 }
 

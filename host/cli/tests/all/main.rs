@@ -13,6 +13,7 @@ mod caps;
 mod command;
 mod composer;
 mod config;
+mod context;
 mod demo;
 mod detect;
 mod engine;
@@ -193,9 +194,17 @@ pub(crate) struct GoatRunBuilder {
     args: Vec<String>,
     vars: Vec<(String, String)>,
     tls: Option<TestCa>,
+    routes: Vec<(String, Reply)>,
 }
 
 impl GoatRunBuilder {
+    /// The engine's answer to `GET path` (`/props`, `/v1/models`), every
+    /// time; unrouted, those are 404.
+    pub(crate) fn route(mut self, path: &str, reply: Reply) -> Self {
+        self.routes.push((path.to_owned(), reply));
+        self
+    }
+
     /// The engine's answers, one per request, in order.
     pub(crate) fn replies(mut self, replies: impl IntoIterator<Item = Reply>) -> Self {
         self.replies.extend(replies);
@@ -255,6 +264,9 @@ impl GoatRunBuilder {
             Some(ca) => ScriptedServer::start_tls(self.replies, ca).await,
             None => ScriptedServer::start(self.replies).await,
         };
+        for (path, reply) in self.routes {
+            server.route(&path, reply);
+        }
         let mut cmd = self.env.cmd();
         cmd.envs(self.vars)
             .args([
@@ -295,6 +307,7 @@ impl GoatRun {
             args: Vec::new(),
             vars: Vec::new(),
             tls: None,
+            routes: Vec::new(),
         }
     }
 

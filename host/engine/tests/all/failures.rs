@@ -60,10 +60,10 @@ async fn http_errors_carry_the_bodys_message() {
             Reply::error(
                 400,
                 "application/json",
-                r#"{"error": {"message": "context length exceeded", "type": "invalid_request_error"}}"#,
+                r#"{"error": {"message": "invalid tool schema", "type": "invalid_request_error"}}"#,
             ),
             400,
-            "context length exceeded",
+            "invalid tool schema",
         ),
         (
             Reply::error(
@@ -416,19 +416,20 @@ async fn a_404_at_a_url_without_v1_suggests_v1() {
 
 #[tokio::test]
 async fn a_404_for_the_model_lists_the_engines_models() {
-    let server = ScriptedServer::start(vec![
-        Reply::error(
-            404,
-            "application/json",
-            r#"{"error":{"message":"model 'qwn' not found"}}"#,
-        ),
+    let server = ScriptedServer::start(vec![Reply::error(
+        404,
+        "application/json",
+        r#"{"error":{"message":"model 'qwn' not found"}}"#,
+    )])
+    .await;
+    server.route(
+        "/v1/models",
         Reply::error(
             200,
             "application/json",
             r#"{"object":"list","data":[{"id":"qwen3-coder"},{"id":"llama3"}]}"#,
         ),
-    ])
-    .await;
+    );
     let mut c = EngineConfig::new(server.base_url(), "qwn");
     c.retries = 0;
     let e = run(c).await.unwrap_err();
@@ -437,9 +438,9 @@ async fn a_404_for_the_model_lists_the_engines_models() {
         "the engine has no model 'qwn' (HTTP 404: model 'qwn' not found); it serves qwen3-coder, \
          llama3: use one of those as the model"
     );
-    let requests = server.requests();
+    let probes = server.probes();
     assert_eq!(
-        (requests[1].method.as_str(), requests[1].path.as_str()),
+        (probes[0].method.as_str(), probes[0].path.as_str()),
         ("GET", "/v1/models")
     );
 }

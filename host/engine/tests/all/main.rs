@@ -9,3 +9,4 @@ mod failures;
 mod loading;
 mod requests;
 mod tls;
+mod window;

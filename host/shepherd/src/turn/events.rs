@@ -1,8 +1,10 @@
 //! What a turn reports: live events while it runs, a summary when it
 //! completes, an error when it does not.
 
+use std::time::Duration;
+
 use goat_engine::EngineError;
-use goat_store::StoreError;
+use goat_store::{CompactReason, StoreError};
 
 use crate::router::Routed;
 
@@ -37,6 +39,14 @@ pub enum TurnEvent {
         tool: String,
         /// How it went.
         routed: Routed,
+    },
+    /// Older turns were summarised to keep the conversation within the
+    /// engine's context window (ADR-0073).
+    Compacted {
+        /// Turns newly covered by the summary.
+        turns: usize,
+        /// Why.
+        reason: CompactReason,
     },
     /// The model wrote a tool call as text; it is asked once to use the
     /// structured format.
@@ -105,6 +115,31 @@ pub enum TurnError {
         /// The bound.
         limit: usize,
     },
+    /// Even with every older turn summarised, every old result elided
+    /// and the newest cut, the request does not fit; nothing was sent.
+    #[error(
+        "the conversation does not fit the engine's context window: the request would take about {tokens} tokens of the {budget} available; nothing was sent. Send a shorter request, start a new session, or raise context_tokens if the engine's window is larger"
+    )]
+    ContextTooSmall {
+        /// The estimate of the smallest request.
+        tokens: u64,
+        /// Tokens a request may take.
+        budget: u64,
+    },
+    /// The engine refused a request as too long again after the history
+    /// was compacted and the request sent once more.
+    #[error(
+        "the engine refused the request as too long for its context window again after GOAT compacted the history and retried once ({message}); lower context_tokens to the engine's real window, run /compact, or start a new session"
+    )]
+    ContextOverflowAgain {
+        /// The engine's message.
+        message: String,
+    },
+    /// Asking the model for a summary of older turns failed.
+    #[error(
+        "compacting the conversation failed: {0}; try again, run /compact, or start a new session"
+    )]
+    Compaction(String),
     /// The round cap was reached.
     #[error("the turn reached its cap of {0} rounds without a final answer")]
     RoundCap(usize),
@@ -116,8 +151,27 @@ pub enum TurnError {
     Internal(String),
 }
 
+/// Tokens and speed of one turn, from the engine's usage and timings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TurnStats {
+    /// Prompt tokens over the turn's rounds, as the engine reported them.
+    pub prompt_tokens: u64,
+    /// Completion tokens over the turn's rounds.
+    pub completion_tokens: u64,
+    /// The last request's prompt tokens: the context the answer used.
+    pub context_tokens: Option<u64>,
+    /// The context window in force, in tokens.
+    pub window: u64,
+    /// Time to the first token of the answer (the last round).
+    pub first_token_after: Option<Duration>,
+    /// Generation speed of the answer (the last round), tokens per second.
+    pub tokens_per_second: Option<f64>,
+    /// Summaries written during the turn.
+    pub compactions: u64,
+}
+
 /// How a turn went.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TurnSummary {
     /// The turn's row id.
     pub turn_id: i64,
@@ -127,4 +181,6 @@ pub struct TurnSummary {
     pub recovery_used: bool,
     /// The final answer.
     pub answer: String,
+    /// Tokens and speed.
+    pub stats: TurnStats,
 }

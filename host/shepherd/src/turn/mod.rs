@@ -13,19 +13,23 @@
 mod caps;
 mod events;
 mod recovery;
+mod window;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use goat_engine::{
-    CancellationToken, ChatRequest, Delta, EngineClient, EngineError, Message, RequestToolCall,
-    Response, ToolCall, ToolSchema,
+    CancellationToken, ChatRequest, Delta, EngineClient, EngineError, Message, Response, ToolCall,
+    ToolSchema,
 };
 use goat_store::{
-    CallOutcome, HistoryEntry, NewCall, RoundFailure, RoundOk, Store, StoreError, TurnStatus,
+    CallOutcome, CompactReason, NewCall, RoundFailure, RoundOk, Store, StoreError, TurnStatus,
 };
 
 pub use caps::{MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, too_many_calls_result};
-pub use events::{TurnError, TurnEvent, TurnSummary};
+pub use events::{TurnError, TurnEvent, TurnStats, TurnSummary};
+pub use window::Compacted;
+
+use crate::context::{ContextState, WindowChoice};
 pub use recovery::RECOVERY_INSTRUCTION;
 use recovery::{Markup, RecoveryBudget};
 
@@ -47,6 +51,9 @@ pub struct Shepherd {
     /// ADR-0067: complete unwrapped Qwen3-Coder blocks count as unexecuted
     /// markup.
     unwrapped_calls: bool,
+    /// The window, the estimate's calibration, the session's tokens
+    /// (ADR-0073). Never held across an await.
+    context: Mutex<ContextState>,
 }
 
 impl Shepherd {
@@ -67,6 +74,7 @@ impl Shepherd {
             system_prompt,
             max_rounds: max_rounds.max(1),
             unwrapped_calls: false,
+            context: Mutex::new(ContextState::new(WindowChoice::default())),
         }
     }
 
@@ -104,6 +112,7 @@ impl Shepherd {
     ) -> Result<TurnSummary, TurnError> {
         let (session, text) = (self.session_id.clone(), prompt.to_owned());
         let turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
+        self.discover_window().await;
         let result = self.rounds(turn_id, cancel, on_event).await;
         let (status, error) = match &result {
             Ok(_) => (TurnStatus::Completed, None),
@@ -135,17 +144,66 @@ impl Shepherd {
     ) -> Result<TurnSummary, TurnError> {
         let (schemas, names) = self.offered();
         let mut recovery = RecoveryBudget::default();
-        for round in 1..=self.max_rounds {
+        let mut stats = TurnStats::default();
+        let compactions_before = self.state(|s| s.compactions);
+        // The recovery instruction rides with the round it was taken for,
+        // and with that round's one retry after a context overflow.
+        let mut instruction = None;
+        let mut overflow_retried = false;
+        let mut round = 0;
+        while round < self.max_rounds {
+            round += 1;
             if cancel.is_cancelled() {
                 return Err(TurnError::Cancelled);
             }
             on_event(TurnEvent::RoundStarted { round });
-            let (round_id, request) = self
-                .start_round(turn_id, &schemas, recovery.take_instruction())
+            if instruction.is_none() {
+                instruction = recovery.take_instruction();
+            }
+            let (round_id, request, bytes) = self
+                .start_round(turn_id, &schemas, instruction.clone(), cancel, on_event)
                 .await?;
-            let response = self
+            let response = match self
                 .stream_response(round_id, &request, cancel, on_event)
-                .await?;
+                .await
+            {
+                Ok(response) => response,
+                Err(TurnError::Engine(EngineError::ContextOverflow {
+                    message,
+                    window,
+                    prompt_tokens,
+                })) => {
+                    if overflow_retried {
+                        return Err(TurnError::ContextOverflowAgain { message });
+                    }
+                    // Once per turn: believe what the engine said, compact
+                    // every earlier turn, send the round again.
+                    overflow_retried = true;
+                    self.state(|s| s.learn_overflow(bytes, window, prompt_tokens));
+                    let done = self
+                        .compact_older(CompactReason::Overflow, Some(turn_id), cancel)
+                        .await?;
+                    on_event(TurnEvent::Compacted {
+                        turns: done.turns,
+                        reason: CompactReason::Overflow,
+                    });
+                    round -= 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            instruction = None;
+            self.count_usage(&response);
+            if let Some(u) = response.usage.filter(|u| u.prompt_tokens > 0) {
+                self.state(|s| s.calibrate(bytes, u.prompt_tokens));
+                stats.prompt_tokens += u.prompt_tokens;
+                stats.completion_tokens += u.completion_tokens;
+                stats.context_tokens = Some(u.prompt_tokens);
+            }
+            stats.first_token_after = response.first_token_after;
+            stats.tokens_per_second = response.tokens_per_second();
+            stats.window = self.state(|s| s.window().0);
+            stats.compactions = self.state(|s| s.compactions) - compactions_before;
             if response.tool_calls.is_empty() {
                 let markup = self
                     .handle_markup(round_id, round, &response, &names, &mut recovery, on_event)
@@ -154,7 +212,14 @@ impl Shepherd {
                     Markup::Retry => continue,
                     Markup::Clean => {
                         return self
-                            .final_answer(turn_id, round_id, round, recovery.used(), response)
+                            .final_answer(
+                                turn_id,
+                                round_id,
+                                round,
+                                recovery.used(),
+                                response,
+                                stats,
+                            )
                             .await;
                     }
                 }
@@ -177,29 +242,26 @@ impl Shepherd {
     }
 
     /// Builds the round's request and opens its row. The prompt is the
-    /// system prompt, then the stored history (which leaves out failed
-    /// responses), then `instruction` if the previous round was a
-    /// recovery.
+    /// system prompt (with the newest summary of older turns, if any),
+    /// then the stored history after that summary (which leaves out
+    /// failed responses), then `instruction` if the previous round was a
+    /// recovery; fitted into the context window (ADR-0073) and under the
+    /// byte cap. Also returns the body's bytes, for calibration.
     async fn start_round(
         &self,
         turn_id: i64,
         schemas: &[ToolSchema],
         instruction: Option<Message>,
-    ) -> Result<(i64, ChatRequest), TurnError> {
-        let session = self.session_id.clone();
-        let history = self.store(move |s| s.history(&session)).await?;
-        let mut messages = vec![Message::System {
-            content: self.system_prompt.clone(),
-        }];
-        messages.extend(history.into_iter().map(to_message));
-        messages.extend(instruction);
-        let mut request = ChatRequest {
-            messages,
-            tools: schemas.to_vec(),
-        };
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<(i64, ChatRequest, usize), TurnError> {
+        let fitted = self
+            .fitted_request(turn_id, schemas, instruction, cancel, on_event)
+            .await?;
+        let mut request = fitted.request;
         caps::fit_request(&mut request, &self.engine.config().model, MAX_REQUEST_BYTES)?;
         let round_id = self.store(move |s| s.start_round(turn_id)).await?;
-        Ok((round_id, request))
+        Ok((round_id, request, fitted.bytes))
     }
 
     /// Streams the answer, passing content and reasoning on as events.
@@ -258,6 +320,7 @@ impl Shepherd {
         round: usize,
         recovery_used: bool,
         response: Response,
+        stats: TurnStats,
     ) -> Result<TurnSummary, TurnError> {
         let ok = round_ok(&response);
         self.store(move |s| s.finish_round_ok(round_id, &ok).map(|_| ()))
@@ -267,6 +330,7 @@ impl Shepherd {
             rounds: round,
             recovery_used,
             answer: response.content,
+            stats,
         })
     }
 
@@ -366,30 +430,5 @@ fn round_ok(r: &Response) -> RoundOk {
                 arguments: c.raw_arguments.clone(),
             })
             .collect(),
-    }
-}
-
-fn to_message(entry: HistoryEntry) -> Message {
-    match entry {
-        HistoryEntry::User(content) => Message::User { content },
-        HistoryEntry::Assistant { content, calls } => Message::Assistant {
-            content: (!content.is_empty()).then_some(content),
-            tool_calls: calls
-                .into_iter()
-                .map(|c| RequestToolCall {
-                    id: c.call_id,
-                    name: c.tool,
-                    // Chat templates parse the arguments of earlier calls;
-                    // one the model botched is sent back as `{}` (its result
-                    // already says what was wrong).
-                    arguments: goat_engine::parse_arguments(&c.arguments)
-                        .unwrap_or_else(|_| serde_json::json!({})),
-                })
-                .collect(),
-        },
-        HistoryEntry::ToolResult { call_id, content } => Message::Tool {
-            tool_call_id: call_id,
-            content,
-        },
     }
 }

@@ -29,7 +29,8 @@ async fn a_thousand_calls_in_one_response_run_at_most_the_cap() {
         WritePolicy::Default,
         4,
     )
-    .await;
+    .await
+    .huge_window();
     std::fs::write(f.ws.join("a.txt"), "alpha").unwrap();
     let summary = f.run("read a.txt a lot").await.0.unwrap();
     assert_eq!(summary.answer, "Done.");
@@ -123,7 +124,9 @@ async fn five_forty_megabyte_arguments_never_make_a_request_over_the_bound() {
         })
         .collect();
     replies.push(Reply::text("Done."));
-    let f = fixture(replies, WritePolicy::Default, 8).await;
+    let f = fixture(replies, WritePolicy::Default, 8)
+        .await
+        .huge_window();
     let summary = f.run("write five big files").await.0.unwrap();
     assert_eq!(summary.answer, "Done.");
     let requests = f.server.requests();
@@ -164,7 +167,9 @@ async fn five_forty_megabyte_arguments_never_make_a_request_over_the_bound() {
 
 #[tokio::test]
 async fn a_request_that_cannot_fit_fails_the_turn_before_sending() {
-    let f = fixture(vec![Reply::text("never")], WritePolicy::Default, 4).await;
+    let f = fixture(vec![Reply::text("never")], WritePolicy::Default, 4)
+        .await
+        .huge_window();
     let prompt = "y".repeat(MAX_REQUEST_BYTES + 1);
     let err = f.run(&prompt).await.0.unwrap_err();
     assert!(matches!(err, TurnError::RequestTooLarge { .. }), "{err}");

@@ -6,5 +6,6 @@
 
 mod approvals;
 mod caps;
+mod context;
 mod live_engine;
-mod shepherd;
+pub(crate) mod shepherd;

@@ -27,7 +27,7 @@ fn malformed_write() -> String {
     )
 }
 
-fn shared_sandbox() -> (Arc<Sandbox>, Vec<Tool>) {
+pub(crate) fn shared_sandbox() -> (Arc<Sandbox>, Vec<Tool>) {
     static SHARED: OnceLock<(Arc<Sandbox>, Vec<Tool>)> = OnceLock::new();
     SHARED
         .get_or_init(|| {
@@ -103,6 +103,15 @@ async fn fixture_with(
 }
 
 impl Fixture {
+    /// A window far beyond any request here: what is tested is the byte
+    /// cap, not the context (ADR-0074).
+    pub(crate) fn huge_window(mut self) -> Self {
+        self.shepherd = self
+            .shepherd
+            .with_context_window(goat_shepherd::WindowChoice::Setting(1 << 40));
+        self
+    }
+
     /// ADR-0067's setting on: unwrapped Qwen3-Coder blocks count.
     fn unwrapped_calls(mut self) -> Self {
         self.shepherd = self.shepherd.with_unwrapped_calls(true);

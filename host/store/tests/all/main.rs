@@ -69,6 +69,7 @@ fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
             "recovery_events",
             "rounds",
             "sessions",
+            "summaries",
             "tool_calls",
             "turns"
         ]
@@ -272,10 +273,14 @@ fn a_turn_is_recorded_and_history_rebuilt_in_order() {
             },
             HistoryEntry::ToolResult {
                 call_id: "c1".into(),
+                tool: "read_file".into(),
+                status: CallStatus::Ok,
                 content: "A".into()
             },
             HistoryEntry::ToolResult {
                 call_id: "c2".into(),
+                tool: "read_file".into(),
+                status: CallStatus::Denied,
                 content: "denied: no".into()
             },
             HistoryEntry::Assistant {
@@ -444,10 +449,11 @@ fn a_session_resumed_after_a_crash_gives_pending_calls_an_interrupted_result() {
     let mut store = open(dir.path());
     // Even before the fix-up, history answers every call.
     let before = store.history(&session).unwrap();
-    assert!(before.contains(&HistoryEntry::ToolResult {
-        call_id: "w2".into(),
-        content: INTERRUPTED_RESULT.into()
-    }));
+    assert!(
+        before.iter().any(|e| matches!(e, HistoryEntry::ToolResult { call_id, status: CallStatus::Interrupted, content, .. }
+            if call_id == "w2" && content == INTERRUPTED_RESULT)),
+        "{before:?}"
+    );
 
     assert_eq!(store.interrupt_pending(&session).unwrap(), 1);
     let turns = store.turns(&session).unwrap();
@@ -652,7 +658,8 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE file_changes;
+        "DROP TABLE summaries;
+         DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN markup_channel;
          ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;",
@@ -665,7 +672,8 @@ fn store_at_version_1(db: &Path) {
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE file_changes;
+        "DROP TABLE summaries;
+         DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN markup_channel; PRAGMA user_version = 2;",
     )

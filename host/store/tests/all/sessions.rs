@@ -87,3 +87,53 @@ fn a_session_is_found_by_any_unique_prefix_of_its_id() {
         );
     }
 }
+
+#[test]
+fn a_summary_replaces_the_turns_it_covers_only_in_the_history_sent() {
+    use goat_store::{CompactReason, NewSummary};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let turns: Vec<i64> = ["one", "two", "three"]
+        .iter()
+        .map(|p| {
+            let t = store.start_turn(&session, p).unwrap();
+            store.finish_turn(t, TurnStatus::Completed, None).unwrap();
+            t
+        })
+        .collect();
+    assert_eq!(store.latest_summary(&session).unwrap(), None);
+    let summary = NewSummary {
+        through_turn_id: turns[1],
+        content: "asked one and two".into(),
+        reason: CompactReason::Window,
+        prompt_tokens: Some(900),
+        completion_tokens: Some(12),
+    };
+    store.add_summary(&session, &summary).unwrap();
+    let latest = store.latest_summary(&session).unwrap().unwrap();
+    assert_eq!(
+        (
+            latest.through_turn_id,
+            latest.content.as_str(),
+            latest.reason
+        ),
+        (turns[1], "asked one and two", CompactReason::Window)
+    );
+    let after = store.history_turns(&session, Some(turns[1])).unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].entries, [HistoryEntry::User("three".into())]);
+    // The record keeps every turn.
+    assert_eq!(store.history(&session).unwrap().len(), 3);
+    assert_eq!(store.turns(&session).unwrap().len(), 3);
+    // A turn of another session is refused.
+    let other = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    assert!(store.add_summary(&other, &summary).is_err());
+    // Removing the session removes its summaries too.
+    assert!(store.remove_session(&session).unwrap());
+    assert!(store.summaries(&session).unwrap().is_empty());
+}

@@ -143,7 +143,11 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         printer.finish(result.is_ok());
         reached |= !matches!(&result, Err(TurnError::Engine(e)) if e.nothing_sent());
         match result {
-            Ok(_) => {}
+            Ok(summary) => {
+                if let Some(line) = crate::turn_stats::stats_line(&summary.stats) {
+                    note(line);
+                }
+            }
             Err(TurnError::Cancelled) => {
                 note("the turn was cancelled and is recorded as cancelled")
             }

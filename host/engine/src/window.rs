@@ -1,0 +1,209 @@
+//! What the engine says about its context window, and how it says a
+//! request did not fit.
+//!
+//! Asked, never assumed: llama-server's `/props` (`n_ctx`, at the top in
+//! older builds, under `default_generation_settings` in newer ones) and
+//! vLLM's (and SGLang's) `/v1/models` (`max_model_len`). A probe that
+//! fails for any reason is "not said", never a failed turn.
+
+use serde_json::Value;
+
+/// Where a context window came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WindowSource {
+    /// The person's `context_tokens` setting.
+    Setting,
+    /// llama-server's `/props` (`n_ctx`).
+    LlamaCppProps,
+    /// The engine's `/models` listing (`max_model_len`: vLLM, SGLang).
+    ModelsListing,
+    /// A context-overflow error that named the window.
+    OverflowError,
+    /// Nothing said it: GOAT's conservative default.
+    Default,
+}
+
+impl WindowSource {
+    /// A short name for status lines and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Setting => "setting",
+            Self::LlamaCppProps => "llama.cpp /props",
+            Self::ModelsListing => "/models max_model_len",
+            Self::OverflowError => "engine error",
+            Self::Default => "default",
+        }
+    }
+}
+
+/// What asking the engine about its window found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowProbe {
+    /// The engine said: `tokens`, from `source`.
+    Found {
+        /// The window, in tokens.
+        tokens: u64,
+        /// Which endpoint said it.
+        source: WindowSource,
+    },
+    /// The engine answered, and said nothing about its window.
+    NotSaid,
+    /// The engine could not be asked (down, loading, timing out); asking
+    /// again later may work.
+    Unreachable,
+}
+
+/// The window in a llama-server `/props` body: `n_ctx` at the top
+/// (older builds) or under `default_generation_settings` (newer ones).
+pub fn props_window(body: &str) -> Option<u64> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let settings = v.get("default_generation_settings");
+    [
+        settings.and_then(|s| s.get("n_ctx")),
+        settings
+            .and_then(|s| s.get("params"))
+            .and_then(|p| p.get("n_ctx")),
+        v.get("n_ctx"),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(Value::as_u64)
+    .filter(|&n| n > 0)
+}
+
+/// The window in a `/models` listing for `model`: its entry's
+/// `max_model_len` (vLLM, SGLang), or the one entry's when the listing
+/// holds one model (an engine serving one model under another name).
+pub fn models_window(body: &str, model: &str) -> Option<u64> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let list = v.get("data")?.as_array()?;
+    let len = |m: &Value| {
+        m.get("max_model_len")
+            .and_then(Value::as_u64)
+            .filter(|&n| n > 0)
+    };
+    let named = list
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(model));
+    match (named, list.as_slice()) {
+        (Some(m), _) => len(m),
+        (None, [only]) => len(only),
+        _ => None,
+    }
+}
+
+/// What an engine's refusal of a request as too long for its context
+/// said, when it said numbers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Overflow {
+    /// The window, when named (llama.cpp `n_ctx`, vLLM "maximum context
+    /// length is N tokens").
+    pub window: Option<u64>,
+    /// The request's size in the engine's tokens, when named.
+    pub prompt_tokens: Option<u64>,
+}
+
+/// Whether an HTTP error body (or a mid-stream error) says the request
+/// does not fit the context: llama.cpp's `exceed_context_size_error`
+/// ("the request exceeds the available context size"), vLLM's "maximum
+/// context length is", OpenAI's `context_length_exceeded`. The engines
+/// give nothing better than their words, so their words are read; a
+/// structured `type`/`code` is read first.
+pub fn overflow_in(body: &str) -> Option<Overflow> {
+    let json: Option<Value> = serde_json::from_str(body.trim()).ok();
+    let error = json.as_ref().map(|v| v.get("error").unwrap_or(v));
+    let field = |k: &str| error.and_then(|e| e.get(k));
+    let word = |k: &str| field(k).and_then(Value::as_str).unwrap_or("");
+    let message = match error {
+        Some(e) => e
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| e.to_string(), str::to_owned),
+        None => body.to_owned(),
+    };
+    let lower = message.to_ascii_lowercase();
+    let typed = ["exceed_context_size_error", "context_length_exceeded"]
+        .iter()
+        .any(|t| word("type") == *t || word("code") == *t);
+    let worded = [
+        "exceeds the available context size",
+        "maximum context length is",
+        "context_length_exceeded",
+        "context length exceeded",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    if !typed && !worded {
+        return None;
+    }
+    let number = |k: &str| field(k).and_then(Value::as_u64);
+    Some(Overflow {
+        window: number("n_ctx").or_else(|| number_after(&lower, "maximum context length is ")),
+        prompt_tokens: number("n_prompt_tokens"),
+    })
+}
+
+/// The whole number right after `marker` in `text`.
+fn number_after(text: &str, marker: &str) -> Option<u64> {
+    let rest = &text[text.find(marker)? + marker.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn props_in_both_shapes() {
+        assert_eq!(props_window(r#"{"n_ctx": 4096}"#), Some(4096));
+        assert_eq!(
+            props_window(r#"{"default_generation_settings": {"n_ctx": 32768}, "total_slots": 1}"#),
+            Some(32768)
+        );
+        assert_eq!(props_window(r#"{"default_generation_settings": {}}"#), None);
+        assert_eq!(props_window(r#"{"n_ctx": 0}"#), None);
+        assert_eq!(props_window("<html>"), None);
+    }
+
+    #[test]
+    fn models_for_the_model_or_the_only_one() {
+        let two = r#"{"data": [{"id": "a", "max_model_len": 8192}, {"id": "b", "max_model_len": 131072}]}"#;
+        assert_eq!(models_window(two, "b"), Some(131_072));
+        assert_eq!(models_window(two, "c"), None);
+        let one = r#"{"data": [{"id": "served", "max_model_len": 16384}]}"#;
+        assert_eq!(models_window(one, "alias"), Some(16384));
+        assert_eq!(models_window(r#"{"data": [{"id": "x"}]}"#, "x"), None);
+        assert_eq!(models_window("[]", "x"), None);
+    }
+
+    #[test]
+    fn overflow_errors_by_engine() {
+        let llama = r#"{"error":{"code":400,"message":"request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4476,"n_ctx":4096}}"#;
+        assert_eq!(
+            overflow_in(llama),
+            Some(Overflow {
+                window: Some(4096),
+                prompt_tokens: Some(4476)
+            })
+        );
+        let old_llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"invalid_request_error"}}"#;
+        assert_eq!(overflow_in(old_llama), Some(Overflow::default()));
+        let vllm = r#"{"object":"error","message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (39000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
+        assert_eq!(
+            overflow_in(vllm),
+            Some(Overflow {
+                window: Some(32768),
+                prompt_tokens: None
+            })
+        );
+        let openai = r#"{"error":{"message":"Your input is too long.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(overflow_in(openai), Some(Overflow::default()));
+        assert_eq!(
+            overflow_in(r#"{"error":{"message":"bad tool schema"}}"#),
+            None
+        );
+        assert_eq!(overflow_in("Bad Request"), None);
+    }
+}

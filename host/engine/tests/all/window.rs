@@ -1,0 +1,178 @@
+//! The context window, as each engine says it (or does not), and the
+//! engines' refusals of a request too long for it.
+
+use goat_engine::{
+    CancellationToken, ChatRequest, EngineClient, EngineConfig, EngineError, Message, WindowProbe,
+    WindowSource,
+};
+
+use goat_testkit::*;
+
+fn json(body: &str) -> Reply {
+    Reply::error(200, "application/json", body)
+}
+
+async fn probe(routes: &[(&str, Reply)]) -> (WindowProbe, Vec<String>) {
+    let server = ScriptedServer::start(vec![]).await;
+    for (path, reply) in routes {
+        server.route(path, reply.clone());
+    }
+    let client = EngineClient::new(EngineConfig::new(server.base_url(), "qwen")).unwrap();
+    let found = client.discover_window().await;
+    let paths = server.probes().into_iter().map(|r| r.path).collect();
+    (found, paths)
+}
+
+#[tokio::test]
+async fn llama_cpp_props_in_the_old_and_the_new_shape() {
+    for body in [
+        r#"{"n_ctx": 4096, "total_slots": 1}"#,
+        r#"{"default_generation_settings": {"n_ctx": 4096, "params": {}}, "total_slots": 1}"#,
+    ] {
+        let (found, paths) = probe(&[("/props", json(body))]).await;
+        assert_eq!(
+            found,
+            WindowProbe::Found {
+                tokens: 4096,
+                source: WindowSource::LlamaCppProps
+            },
+            "{body}"
+        );
+        assert_eq!(
+            paths,
+            ["/props"],
+            "asked at the root, beside /v1, and only there"
+        );
+    }
+}
+
+#[tokio::test]
+async fn vllm_models_max_model_len() {
+    let (found, paths) = probe(&[(
+        "/v1/models",
+        json(r#"{"object":"list","data":[{"id":"qwen","object":"model","max_model_len":32768}]}"#),
+    )])
+    .await;
+    assert_eq!(
+        found,
+        WindowProbe::Found {
+            tokens: 32768,
+            source: WindowSource::ModelsListing
+        }
+    );
+    assert_eq!(paths, ["/props", "/v1/models"]);
+}
+
+#[tokio::test]
+async fn an_engine_that_says_nothing_or_garbage_is_not_said() {
+    let (found, _) = probe(&[]).await;
+    assert_eq!(found, WindowProbe::NotSaid, "both 404");
+    let (found, _) = probe(&[
+        ("/props", json("<html>not json")),
+        (
+            "/v1/models",
+            json(r#"{"data":[{"id":"qwen","max_model_len":"big"}]}"#),
+        ),
+    ])
+    .await;
+    assert_eq!(found, WindowProbe::NotSaid);
+}
+
+#[tokio::test]
+async fn an_engine_that_cannot_be_asked_is_unreachable_not_a_failure() {
+    let (found, _) = probe(&[
+        (
+            "/props",
+            Reply::error(
+                503,
+                "application/json",
+                r#"{"error":{"message":"Loading model"}}"#,
+            ),
+        ),
+        ("/v1/models", Reply::hang_up()),
+    ])
+    .await;
+    assert_eq!(found, WindowProbe::Unreachable);
+    // Nothing listening at all.
+    let client = EngineClient::new(EngineConfig::new("http://127.0.0.1:9/v1", "q")).unwrap();
+    assert_eq!(client.discover_window().await, WindowProbe::Unreachable);
+}
+
+async fn chat(reply: Reply) -> Result<goat_engine::Response, EngineError> {
+    let server = ScriptedServer::start(vec![reply]).await;
+    let mut config = EngineConfig::new(server.base_url(), "qwen");
+    config.retries = 0;
+    let request = ChatRequest {
+        messages: vec![Message::User {
+            content: "hi".into(),
+        }],
+        tools: vec![],
+    };
+    EngineClient::new(config)
+        .unwrap()
+        .stream_chat(&request, &CancellationToken::new(), &mut |_| {})
+        .await
+}
+
+#[tokio::test]
+async fn context_errors_are_their_own_kind_with_what_the_engine_said() {
+    let llama = r#"{"error":{"code":400,"message":"request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4476,"n_ctx":4096}}"#;
+    match chat(Reply::error(400, "application/json", llama)).await {
+        Err(EngineError::ContextOverflow {
+            window,
+            prompt_tokens,
+            message,
+        }) => {
+            assert_eq!((window, prompt_tokens), (Some(4096), Some(4476)));
+            assert!(
+                message.starts_with("request (4476 tokens) exceeds"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let vllm = r#"{"object":"error","message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens. Please reduce the length of the messages or completion.","type":"BadRequestError","code":400}"#;
+    assert!(matches!(
+        chat(Reply::error(400, "application/json", vllm)).await,
+        Err(EngineError::ContextOverflow {
+            window: Some(32768),
+            ..
+        })
+    ));
+    let mid_stream = ev(
+        serde_json::json!({"error": {"message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"}}),
+    );
+    assert!(matches!(
+        chat(Reply::sse(mid_stream)).await,
+        Err(EngineError::ContextOverflow { window: None, .. })
+    ));
+    // Any other 400 stays what it was.
+    assert!(matches!(
+        chat(Reply::error(
+            400,
+            "application/json",
+            r#"{"error":{"message":"bad schema"}}"#
+        ))
+        .await,
+        Err(EngineError::Http { status: 400, .. })
+    ));
+}
+
+#[tokio::test]
+async fn timings_and_time_to_first_token_come_with_the_response() {
+    let body = [
+        ev_content("Hi"),
+        ev_finish("stop"),
+        ev(serde_json::json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}, "timings": {"prompt_n": 10, "prompt_ms": 12.5, "predicted_n": 5, "predicted_ms": 100.0, "predicted_per_second": 50.0}})),
+        ev_done(),
+    ]
+    .concat();
+    let r = chat(Reply::sse(body)).await.unwrap();
+    assert_eq!(r.tokens_per_second(), Some(50.0));
+    assert!(r.first_token_after.is_some());
+    assert!(r.elapsed >= r.first_token_after.unwrap());
+    let plain = chat(Reply::builder().text("Hi").usage(10, 5).build())
+        .await
+        .unwrap();
+    assert!(plain.timings.is_none());
+}

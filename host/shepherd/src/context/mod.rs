@@ -1,0 +1,233 @@
+//! Context that never runs out (issue 15, ADR-0073): what the engine's
+//! window is, how many tokens a request will take, and keeping every
+//! request within the window.
+//!
+//! The window is the person's `context_tokens` setting when given, else
+//! what the engine says (llama.cpp `/props`, vLLM `/v1/models`), else
+//! [`DEFAULT_CONTEXT_TOKENS`]. Tokens are estimated from the request's
+//! bytes, with no tokenizer: [`DEFAULT_BYTES_PER_TOKEN`] until the engine
+//! has reported a request's `usage.prompt_tokens`, then that request's own
+//! ratio, and always with [`ESTIMATE_MARGIN`] on top. Before each request
+//! (every round) the history is fitted ([`fit`]): old tool results become
+//! one-line stubs first, and if that is not enough the older turns are
+//! summarised by the model ([`compact`]). An engine that refuses a request
+//! as too long anyway gets one compaction and one retry.
+
+pub(crate) mod compact;
+pub(crate) mod fit;
+
+pub use compact::{
+    MAX_SUMMARY_BYTES, SUMMARY_HEADING, SUMMARY_INPUT_RESULT_BYTES, SUMMARY_INSTRUCTION,
+};
+
+use goat_engine::WindowSource;
+
+/// The window assumed when neither the setting nor the engine says one.
+/// llama.cpp and vLLM say theirs; the engines that do not (Ollama, LM
+/// Studio) load models with 4096 to 8192 tokens by default, and a window
+/// far larger than the real one is what silently cuts a conversation.
+/// 8192 is the smallest that still holds a file read of ~15 KiB beside
+/// the system prompt and the tool schemas; set `context_tokens` to use
+/// more.
+pub const DEFAULT_CONTEXT_TOKENS: u64 = 8192;
+
+/// Bytes of request body per token before the engine has said how many
+/// tokens a request took. Tokenizers of code models give 3.5 to 4.5
+/// bytes of English or code per token; JSON escaping adds bytes, not
+/// tokens. 3 errs on the side of too many tokens.
+pub const DEFAULT_BYTES_PER_TOKEN: f64 = 3.0;
+
+/// The most bytes per token a calibration is believed: an engine that
+/// counts only the uncached part of a prompt would otherwise make every
+/// later estimate far too low.
+pub const MAX_BYTES_PER_TOKEN: f64 = 4.5;
+
+/// The fewest bytes per token a calibration is believed (text that
+/// tokenizes a byte at a time is the worst case).
+pub const MIN_BYTES_PER_TOKEN: f64 = 1.0;
+
+/// Estimates are multiplied by this: the next request's content is not
+/// the last one's, and its ratio of bytes to tokens differs a little.
+pub const ESTIMATE_MARGIN: f64 = 1.1;
+
+/// Tokens kept free for the answer: a file the model writes whole is
+/// a few thousand. At most a quarter of the window, so a small window
+/// still has room for history.
+pub const ANSWER_RESERVE_TOKENS: u64 = 4096;
+
+/// How the window is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowChoice {
+    /// The person's `context_tokens`: the engine is not asked.
+    Setting(u64),
+    /// Ask the engine; `fallback` when it does not say.
+    Ask {
+        /// The window assumed when the engine does not say.
+        fallback: u64,
+    },
+}
+
+impl Default for WindowChoice {
+    fn default() -> Self {
+        Self::Ask {
+            fallback: DEFAULT_CONTEXT_TOKENS,
+        }
+    }
+}
+
+/// What `/status` shows about the context.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContextStatus {
+    /// The window, in tokens; `None` until the engine was asked.
+    pub window: Option<u64>,
+    /// Where it came from.
+    pub source: Option<WindowSource>,
+    /// The estimated tokens of the last request sent (or fitted).
+    pub next_request_tokens: u64,
+    /// Tokens the budget allows a request (the window less the reserve).
+    pub budget_tokens: Option<u64>,
+    /// Bytes per token the estimates use now.
+    pub bytes_per_token: f64,
+    /// Prompt tokens the engine reported for this process's requests.
+    pub session_prompt_tokens: u64,
+    /// Completion tokens likewise.
+    pub session_completion_tokens: u64,
+    /// Summaries written in this process.
+    pub compactions: u64,
+}
+
+/// The context's state for one Shepherd.
+#[derive(Debug)]
+pub(crate) struct ContextState {
+    pub(crate) choice: WindowChoice,
+    pub(crate) window: Option<(u64, WindowSource)>,
+    /// The engine answered the probe (said or not): it is not asked again.
+    pub(crate) settled: bool,
+    pub(crate) bytes_per_token: f64,
+    pub(crate) last_estimate: u64,
+    pub(crate) prompt_tokens: u64,
+    pub(crate) completion_tokens: u64,
+    pub(crate) compactions: u64,
+}
+
+impl ContextState {
+    pub(crate) fn new(choice: WindowChoice) -> Self {
+        let window = match choice {
+            WindowChoice::Setting(n) => Some((n, WindowSource::Setting)),
+            WindowChoice::Ask { .. } => None,
+        };
+        Self {
+            choice,
+            settled: window.is_some(),
+            window,
+            bytes_per_token: DEFAULT_BYTES_PER_TOKEN,
+            last_estimate: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            compactions: 0,
+        }
+    }
+
+    /// The window in force: known, or the fallback.
+    pub(crate) fn window(&self) -> (u64, WindowSource) {
+        match (self.window, self.choice) {
+            (Some(w), _) => w,
+            (None, WindowChoice::Setting(n)) => (n, WindowSource::Setting),
+            (None, WindowChoice::Ask { fallback }) => (fallback, WindowSource::Default),
+        }
+    }
+
+    /// Tokens a request may take: the window less the answer's reserve.
+    pub(crate) fn budget(&self) -> u64 {
+        let window = self.window().0;
+        window.saturating_sub(ANSWER_RESERVE_TOKENS.min(window / 4))
+    }
+
+    /// Learns from a request of `bytes` the engine counted as
+    /// `prompt_tokens`.
+    pub(crate) fn calibrate(&mut self, bytes: usize, prompt_tokens: u64) {
+        if prompt_tokens > 0 {
+            self.bytes_per_token = (bytes as f64 / prompt_tokens as f64)
+                .clamp(MIN_BYTES_PER_TOKEN, MAX_BYTES_PER_TOKEN);
+        }
+    }
+
+    /// After the engine refused a request GOAT thought fitted: believe
+    /// the window it named (never a larger one than in force), and its
+    /// count of the request, or else count more tokens per byte from now.
+    pub(crate) fn learn_overflow(
+        &mut self,
+        bytes: usize,
+        window: Option<u64>,
+        prompt_tokens: Option<u64>,
+    ) {
+        if let Some(w) = window.filter(|&w| w > 0 && w < self.window().0) {
+            self.window = Some((w, WindowSource::OverflowError));
+        }
+        match prompt_tokens {
+            Some(n) if n > 0 => self.calibrate(bytes, n),
+            _ => {
+                self.bytes_per_token =
+                    (self.bytes_per_token * OVERFLOW_TIGHTEN).max(MIN_BYTES_PER_TOKEN);
+            }
+        }
+    }
+
+    pub(crate) fn status(&self) -> ContextStatus {
+        let known = self.settled || self.window.is_some();
+        ContextStatus {
+            window: known.then(|| self.window().0),
+            source: known.then(|| self.window().1),
+            next_request_tokens: self.last_estimate,
+            budget_tokens: known.then(|| self.budget()),
+            bytes_per_token: self.bytes_per_token,
+            session_prompt_tokens: self.prompt_tokens,
+            session_completion_tokens: self.completion_tokens,
+            compactions: self.compactions,
+        }
+    }
+}
+
+/// How much fewer bytes per token are assumed after an overflow the
+/// engine gave no count for: a quarter, enough to leave the estimate
+/// that failed well behind.
+const OVERFLOW_TIGHTEN: f64 = 0.75;
+
+/// Estimated tokens of `bytes` at `bytes_per_token`, with the margin.
+pub(crate) fn estimate(bytes: usize, bytes_per_token: f64) -> u64 {
+    (bytes as f64 / bytes_per_token * ESTIMATE_MARGIN).ceil() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_keeps_a_reserve_for_the_answer() {
+        let state = ContextState::new(WindowChoice::Setting(32768));
+        assert_eq!(state.budget(), 32768 - ANSWER_RESERVE_TOKENS);
+        let small = ContextState::new(WindowChoice::Setting(4096));
+        assert_eq!(small.budget(), 3072, "a quarter of a small window");
+        let unknown = ContextState::new(WindowChoice::default());
+        assert_eq!(
+            unknown.window(),
+            (DEFAULT_CONTEXT_TOKENS, WindowSource::Default)
+        );
+    }
+
+    #[test]
+    fn calibration_is_clamped_and_an_overflow_only_tightens() {
+        let mut state = ContextState::new(WindowChoice::Setting(32768));
+        assert_eq!(estimate(3000, state.bytes_per_token), 1100);
+        state.calibrate(4000, 1000);
+        assert!((state.bytes_per_token - 4.0).abs() < 1e-9);
+        state.calibrate(100_000, 10);
+        assert!((state.bytes_per_token - MAX_BYTES_PER_TOKEN).abs() < 1e-9);
+        state.learn_overflow(1000, Some(65536), None);
+        assert_eq!(state.window().0, 32768, "a larger window is not believed");
+        assert!((state.bytes_per_token - MAX_BYTES_PER_TOKEN * 0.75).abs() < 1e-9);
+        state.learn_overflow(1000, Some(16384), Some(500));
+        assert_eq!(state.window(), (16384, WindowSource::OverflowError));
+        assert!((state.bytes_per_token - 2.0).abs() < 1e-9);
+    }
+}
