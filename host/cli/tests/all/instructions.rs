@@ -78,7 +78,12 @@ async fn without_agents_md_the_system_prompt_is_goats_alone() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_long_agents_md_is_cut_at_the_cap_and_the_prompt_says_so() {
-    let builder = GoatRun::builder().replies([content_reply("ok")]);
+    // 32 KiB of instructions need a window larger than the 8192-token
+    // default (ADR-0074).
+    let builder = GoatRun::builder()
+        .replies([content_reply("ok")])
+        .arg("--context-tokens")
+        .arg("65536");
     let env = builder.env();
     let line = "Always write a test first.\n";
     std::fs::write(env.ws.join("AGENTS.md"), line.repeat(2000)).unwrap();
@@ -124,4 +129,26 @@ async fn an_agents_md_symlinked_out_of_the_workspace_is_not_read() {
         "{}",
         run.stderr()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn instructions_too_large_for_the_window_fail_before_sending_and_say_why() {
+    // 30 KB of instructions in the 8192-token default window: no fitting
+    // can shorten the system prompt, so nothing is sent and the error
+    // names it.
+    let builder = GoatRun::builder().replies([content_reply("ok")]);
+    let env = builder.env();
+    std::fs::write(
+        env.ws.join("AGENTS.md"),
+        "Always write a test first.\n".repeat(1100),
+    )
+    .unwrap();
+    let run = builder.run("hello").await;
+    assert!(run.requests().is_empty(), "a request was sent");
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains("of them the system prompt (with the project's AGENTS.md, if any)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("shorten AGENTS.md"), "{stderr}");
 }

@@ -118,9 +118,12 @@ pub enum TurnError {
     /// Even with every older turn summarised, every old result elided
     /// and the newest cut, the request does not fit; nothing was sent.
     #[error(
-        "the conversation does not fit the engine's context window: the request would take about {tokens} tokens of the {budget} available; nothing was sent. Send a shorter request, start a new session, or raise context_tokens if the engine's window is larger"
+        "the conversation does not fit the engine's context window: the request would take about {tokens} tokens of the {budget} available, {system_tokens} of them the system prompt (with the project's AGENTS.md, if any); nothing was sent. Send a shorter request, start a new session, shorten AGENTS.md, or raise context_tokens if the engine's window is larger"
     )]
     ContextTooSmall {
+        /// About how many of them the system prompt takes, which no
+        /// fitting can shorten.
+        system_tokens: u64,
         /// The estimate of the smallest request.
         tokens: u64,
         /// Tokens a request may take.

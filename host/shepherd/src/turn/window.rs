@@ -131,6 +131,7 @@ impl Shepherd {
         let (bpt, budget) = self.state(|s| (s.bytes_per_token, s.budget()));
         if !fitted.fits && !cut_newest(&mut fitted, &self.engine.config().model, bpt, budget) {
             return Err(TurnError::ContextTooSmall {
+                system_tokens: crate::context::estimate(self.system_prompt.len(), bpt),
                 tokens: fitted.tokens,
                 budget,
             });
