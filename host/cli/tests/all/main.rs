@@ -10,6 +10,7 @@
 
 mod boundary;
 mod caps;
+mod chat_slash;
 mod command;
 mod composer;
 mod config;

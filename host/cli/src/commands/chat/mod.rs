@@ -121,6 +121,8 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
                 let mut state = ChatState {
                     opened: &opened,
                     out: &mut err,
+                    runtime: &runtime,
+                    console: &console,
                 };
                 match slash::dispatch(&mut state, name, rest) {
                     Flow::Continue => continue,

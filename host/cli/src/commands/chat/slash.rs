@@ -32,10 +32,13 @@ pub enum Flow {
     Leave,
 }
 
-/// What a command may read and change: the session, and where it prints.
+/// What a command may read and change: the session, where it prints, and
+/// what runs a request to the engine (`/compact`) with Ctrl-C watched.
 pub struct ChatState<'a> {
     pub opened: &'a Opened,
     pub out: &'a mut dyn Write,
+    pub runtime: &'a tokio::runtime::Runtime,
+    pub console: &'a crate::terminal::Console,
 }
 
 /// One slash command.
@@ -69,6 +72,12 @@ pub const COMMANDS: &[SlashCommand] = &[
         args: "[ask|accept-edits|read-only]",
         help: "show or switch the approval mode",
         run: mode,
+    },
+    SlashCommand {
+        name: "compact",
+        args: "",
+        help: "have the model summarise the conversation so far, to free the context window",
+        run: compact,
     },
     SlashCommand {
         name: "diff",
@@ -230,6 +239,37 @@ fn mode(state: &mut ChatState<'_>, rest: &str) -> Flow {
     Flow::Continue
 }
 
+fn compact(state: &mut ChatState<'_>, _rest: &str) -> Flow {
+    let cancel = goat_engine::CancellationToken::new();
+    // Ctrl-C cancels the summary as it cancels a turn.
+    state.console.begin_turn(cancel.clone());
+    let result = state
+        .runtime
+        .block_on(state.opened.shepherd.compact(&cancel));
+    state.console.end_turn();
+    let _ = match result {
+        Ok(done) if done.summaries == 0 => writeln!(
+            state.out,
+            "goat: nothing to compact: no turn since the last summary"
+        ),
+        Ok(done) => writeln!(
+            state.out,
+            "goat: compacted {} into a summary the next requests carry instead; the turns stay \
+             in the store (goat sessions show)",
+            crate::text::count(done.turns, "turn")
+        ),
+        Err(goat_shepherd::TurnError::Cancelled) => {
+            writeln!(state.out, "goat: compacting was cancelled; nothing changed")
+        }
+        Err(e) => writeln!(
+            state.out,
+            "goat: error: could not compact, nothing changed: {}",
+            crate::text::turn_failure(e)
+        ),
+    };
+    Flow::Continue
+}
+
 fn diff(state: &mut ChatState<'_>, _rest: &str) -> Flow {
     let opened = state.opened;
     let shown = {
@@ -343,7 +383,23 @@ pub fn status_text(opened: &Opened) -> String {
         Err(e) => format!("unknown ({e})"),
     };
     line("tokens", &tokens);
-    // The context window (used of the engine's) goes here once it is known.
+    let context = opened.shepherd.context_status();
+    line(
+        "context",
+        &match (context.window, context.source) {
+            (Some(window), source) => format!(
+                "about {} of {window} tokens used by the last request (window from {}){}",
+                context.next_request_tokens,
+                source.map_or("unknown", |s| s.as_str()),
+                if context.compactions > 0 {
+                    format!("; {} summaries written", context.compactions)
+                } else {
+                    String::new()
+                }
+            ),
+            (None, _) => "window not known yet (asked of the engine at the first turn)".to_owned(),
+        },
+    );
     line("mode", &format!("{} ({})", mode.name(), mode_meaning(mode)));
     let files = opened.instruction_files();
     if files.is_empty() {

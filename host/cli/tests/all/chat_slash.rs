@@ -1,0 +1,120 @@
+//! The chat's `/diff`, `/undo` and `/compact` at a pseudo-terminal: what
+//! the person sees, and what changed on disk, in the store and in the
+//! requests the engine received.
+
+use std::time::Duration;
+
+use goat_testkit::{Reply, ScriptedServer};
+
+use crate::Env;
+use crate::pty::{Pty, write_call};
+
+/// Lets the line editor take the terminal after its prompt is shown.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(150));
+}
+
+fn chat(env: &Env, url: &str, extra: &[&str]) -> Pty {
+    let mut args = vec!["chat", "--engine", url, "--model", "qwen"];
+    args.extend_from_slice(extra);
+    let mut pty = Pty::spawn(env, &args, &[("NO_COLOR", "1")]);
+    pty.expect("chatting with qwen");
+    pty.expect("> ");
+    settle();
+    pty
+}
+
+fn leave(pty: &mut Pty) {
+    settle();
+    pty.type_keys("\x04");
+    assert_eq!(pty.exit_code(), Some(0), "{}", pty.transcript());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diff_shows_the_sessions_change_and_undo_puts_it_back_once() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        write_call(),
+        Reply::builder().text("Written.").build(),
+    ])
+    .await;
+    let mut pty = chat(&env, &server.base_url(), &["--mode", "accept-edits"]);
+    pty.type_keys("make notes/a.txt\r");
+    pty.expect("Written.");
+    pty.expect("> ");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("notes/a.txt")).unwrap(),
+        "hello\n"
+    );
+    settle();
+    pty.type_keys("/diff\r");
+    pty.expect("+hello");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("/undo\r");
+    pty.expect("undid turn 1 of session");
+    pty.expect("removed (it did not exist before) notes/a.txt");
+    pty.expect("> ");
+    assert!(
+        !env.ws.join("notes/a.txt").exists(),
+        "the file is still there"
+    );
+    settle();
+    pty.type_keys("/undo\r");
+    pty.expect("nothing to undo");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("/undo x\r");
+    pty.expect("'x' is not a turn number");
+    pty.expect("> ");
+    leave(&mut pty);
+    // Only the turn's two requests reached the engine: the commands none.
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compact_summarises_the_turns_and_the_next_request_carries_the_summary() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        Reply::builder().text("Hi there.").build(),
+        Reply::builder()
+            .text("SUMMARY: the person said hello and was greeted.")
+            .build(),
+        Reply::builder().text("Still here.").build(),
+    ])
+    .await;
+    let mut pty = chat(&env, &server.base_url(), &["--context-tokens", "32768"]);
+    pty.type_keys("hello\r");
+    pty.expect("Hi there.");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("/compact\r");
+    pty.expect("compacted 1 turn into a summary");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("/status\r");
+    pty.expect("1 summaries written");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("again\r");
+    pty.expect("Still here.");
+    pty.expect("> ");
+    leave(&mut pty);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    // The summary request offers no tools; the next turn's request carries
+    // the summary in place of the turn it covers.
+    assert!(requests[1].body.get("tools").is_none_or(|t| t.is_null()));
+    let last = requests[2].body.to_string();
+    assert!(
+        last.contains("the person said hello and was greeted"),
+        "{last}"
+    );
+    assert!(!last.contains("Hi there."), "{last}");
+    // The store keeps the turn itself.
+    let list = crate::json_out(&env.run(&["sessions", "list", "--json"]));
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let shown = crate::json_out(&env.run(&["sessions", "show", &id, "--json"]));
+    assert!(shown.to_string().contains("Hi there."), "{shown}");
+}
