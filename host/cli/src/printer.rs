@@ -147,14 +147,15 @@ impl Printer {
                 self.flush_pending();
                 let why = match reason {
                     goat_store::CompactReason::Overflow => {
-                        "the engine refused the request as too long"
+                        "because the engine refused the request as too long"
                     }
                     goat_store::CompactReason::Window | goat_store::CompactReason::Asked => {
                         "to fit the context window"
                     }
                 };
                 self.status(&format!(
-                    "{turns} older turn(s) summarised {why}; the store keeps them whole"
+                    "{} summarised {why}; the store keeps them whole",
+                    crate::text::count(turns, "older turn")
                 ));
             }
             TurnEvent::Recovery { in_reasoning, .. } => {

@@ -1,6 +1,7 @@
-//! The chat's `/diff`, `/undo` and `/compact` at a pseudo-terminal: what
-//! the person sees, and what changed on disk, in the store and in the
-//! requests the engine received.
+//! The chat's `/diff`, `/undo` and `/compact`, and the compaction an
+//! engine's context error triggers, at a pseudo-terminal: what the person
+//! sees, and what changed on disk, in the store and in the requests the
+//! engine received.
 
 use std::time::Duration;
 
@@ -117,4 +118,49 @@ async fn compact_summarises_the_turns_and_the_next_request_carries_the_summary()
     let id = list[0]["id"].as_str().unwrap().to_owned();
     let shown = crate::json_out(&env.run(&["sessions", "show", &id, "--json"]));
     assert!(shown.to_string().contains("Hi there."), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_context_error_in_the_chat_compacts_once_and_the_turn_goes_on() {
+    let env = Env::new();
+    let refusal = Reply::error(
+        400,
+        "application/json",
+        // llama-server's type, without the counts older versions leave out.
+        r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#,
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::builder().text("Hi there.").build(),
+        refusal,
+        Reply::builder()
+            .text("SUMMARY: the person said hello and was greeted.")
+            .build(),
+        Reply::builder().text("Again, hi.").build(),
+    ])
+    .await;
+    let mut pty = chat(&env, &server.base_url(), &[]);
+    pty.type_keys("hello\r");
+    pty.expect("Hi there.");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("second request\r");
+    pty.expect("1 older turn summarised because the engine refused the request as too long");
+    pty.expect("Again, hi.");
+    pty.expect("> ");
+    leave(&mut pty);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let retry = requests[3].body["messages"].as_array().unwrap();
+    assert!(
+        retry[0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("SUMMARY: the person said hello and was greeted."),
+        "{retry:#?}"
+    );
+    assert_eq!(retry[1]["content"], "second request");
+    assert!(!requests[3].body.to_string().contains("Hi there."));
+    let transcript = pty.transcript();
+    assert!(!transcript.contains("the turn failed"), "{transcript}");
 }

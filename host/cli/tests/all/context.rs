@@ -144,7 +144,7 @@ async fn a_context_error_compacts_once_and_the_turn_is_sent_again() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(crate::text(&out.stdout), "Again, hi.\n");
     assert!(
-        err.contains("goat: 1 older turn(s) summarised the engine refused the request as too long; the store keeps them whole"),
+        err.contains("goat: 1 older turn summarised because the engine refused the request as too long; the store keeps them whole"),
         "{err}"
     );
     let requests = server.requests();

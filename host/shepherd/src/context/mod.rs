@@ -153,15 +153,19 @@ impl ContextState {
     }
 
     /// After the engine refused a request GOAT thought fitted: believe
-    /// the window it named (never a larger one than in force), and its
-    /// count of the request, or else count more tokens per byte from now.
+    /// the window it named (never a larger one than in force, unless the
+    /// one in force is only the default assumed for an engine that had not
+    /// said), and its count of the request, or else count more tokens per
+    /// byte from now.
     pub(crate) fn learn_overflow(
         &mut self,
         bytes: usize,
         window: Option<u64>,
         prompt_tokens: Option<u64>,
     ) {
-        if let Some(w) = window.filter(|&w| w > 0 && w < self.window().0) {
+        let (current, source) = self.window();
+        let assumed = source == WindowSource::Default;
+        if let Some(w) = window.filter(|&w| w > 0 && (w < current || assumed)) {
             self.window = Some((w, WindowSource::OverflowError));
         }
         match prompt_tokens {
@@ -229,5 +233,15 @@ mod tests {
         state.learn_overflow(1000, Some(16384), Some(500));
         assert_eq!(state.window(), (16384, WindowSource::OverflowError));
         assert!((state.bytes_per_token - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_engine_naming_its_window_replaces_the_assumed_default() {
+        let mut state = ContextState::new(WindowChoice::default());
+        state.learn_overflow(1000, Some(32768), None);
+        assert_eq!(state.window(), (32768, WindowSource::OverflowError));
+        // Once the engine has said, a larger figure is not believed.
+        state.learn_overflow(1000, Some(65536), None);
+        assert_eq!(state.window().0, 32768);
     }
 }
