@@ -203,6 +203,39 @@ async fn a_file_too_large_to_keep_is_not_deleted() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_move_that_cannot_be_kept_never_replaces_a_file_uncopied() {
+    // The source is over the checkpoint cap, so the move is not
+    // checkpointed; replacing main.rs with it would destroy main.rs with no
+    // copy kept, so the call is refused and both files stay.
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "move_file",
+                r#"{"from": "big.bin", "to": "main.rs", "overwrite": true}"#,
+            ),
+            content_reply("Done."),
+        ])
+        .allow_writes();
+    let big = vec![7u8; 8 * 1024 * 1024 + 1];
+    fs::write(builder.env().ws.join("big.bin"), &big).unwrap();
+    fs::write(builder.env().ws.join("main.rs"), "fn main() {}\n").unwrap();
+    let run = builder.run("move it").await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(fs::read(run.env.ws.join("big.bin")).unwrap(), big);
+    assert_eq!(
+        fs::read_to_string(run.env.ws.join("main.rs")).unwrap(),
+        "fn main() {}\n"
+    );
+    assert!(
+        run.request_text(1)
+            .contains("would replace it with no copy kept"),
+        "{}",
+        run.request_text(1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn undo_needs_a_session_to_work_on() {
     let env = crate::Env::new();
     let out = env.run(&["undo"]);

@@ -89,6 +89,10 @@ pub(crate) fn capture(
         root: root.clone(),
         before: Vec::new(),
     };
+    // A move whose source cannot be kept (over the cap, a directory, a
+    // link) is not checkpointed; but its destination must still be looked
+    // at, since a move that replaces a file would destroy it uncopied.
+    let mut unkept_move = false;
     for (field, links) in fields {
         let Some(raw) = args.get(field).and_then(Value::as_str) else {
             continue;
@@ -113,15 +117,32 @@ pub(crate) fn capture(
                 ),
             ))
         };
-        match beneath::state(&root_fd, &path) {
+        let state = beneath::state(&root_fd, &path);
+        if unkept_move {
+            // Without `overwrite` the tool refuses an existing destination
+            // itself, and changes nothing.
+            let replaces = args.get("overwrite").and_then(Value::as_bool) == Some(true);
+            if replaces && let Ok(State::File { .. }) = state {
+                return refusal(
+                    CallErrorKind::InvalidArguments,
+                    "exists, and this move (of a directory, a link or a file over the checkpoint \
+                     cap) would replace it with no copy kept; move it away or delete it first"
+                        .to_owned(),
+                );
+            }
+            continue;
+        }
+        match state {
             Ok(State::Absent) => checkpoint.before.push((path, None)),
             Ok(State::File {
                 bytes: Some(bytes), ..
             }) => checkpoint.before.push((path, Some(bytes))),
             // Moving a large file loses nothing; but with one of its paths
             // unkept, undo could not reverse the move, so none is kept.
-            Ok(State::File { bytes: None, .. }) if tool == "move_file" && *field == "from" => {
-                return Ok(None);
+            Ok(State::File { bytes: None, .. } | State::Other(_))
+                if tool == "move_file" && *field == "from" =>
+            {
+                unkept_move = true;
             }
             Ok(State::File {
                 bytes: None, len, ..
@@ -141,6 +162,9 @@ pub(crate) fn capture(
             Ok(State::Other(_)) => return Ok(None),
             Err(e) => return refusal(CallErrorKind::Io, format!("cannot be read ({e})")),
         }
+    }
+    if unkept_move {
+        return Ok(None);
     }
     Ok(Some(checkpoint))
 }
