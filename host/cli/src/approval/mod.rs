@@ -126,7 +126,7 @@ fn extras(request: &ApprovalRequest<'_>) -> String {
             .iter()
             .map(|d| format!("'{}'", escape_controls(d)))
             .collect();
-        format!(", [D]irectory {} for this session", dirs.join(", "))
+        format!(", [dir] for all of {} this session", dirs.join(", "))
     } else {
         String::new()
     };
@@ -144,8 +144,9 @@ enum Parsed {
 }
 
 /// The answer typed, or `None` for something that is not one. An empty
-/// line is the default, deny. `D` (capital) is the directory; `d: why`
-/// denies with a sentence for the model.
+/// line is the default, deny. `dir` is the directory (spelled out: a
+/// single letter a slip of caps lock away from `d`, deny, must not grant
+/// a directory); `d: why` denies with a sentence for the model.
 fn parse_answer(line: &str, request: &ApprovalRequest<'_>) -> Option<Parsed> {
     let trimmed = line.trim();
     let lower = trimmed.to_ascii_lowercase();
@@ -161,9 +162,6 @@ fn parse_answer(line: &str, request: &ApprovalRequest<'_>) -> Option<Parsed> {
     }
     let can_remember = request.can_remember;
     let directory = can_remember && !request.directories.is_empty();
-    if trimmed == "D" && directory {
-        return Some(Parsed::Answer(Approval::Directory));
-    }
     let answer = match lower.as_str() {
         "o" | "once" | "y" | "yes" => Approval::Once,
         "s" | "session" if can_remember => Approval::Session,
@@ -249,7 +247,7 @@ mod tests {
             ("d", Approval::Deny),
             ("", Approval::Deny),
             ("n", Approval::Deny),
-            ("D", Approval::Directory),
+            ("D", Approval::Deny),
             ("dir", Approval::Directory),
             ("d:", Approval::Deny),
             (
@@ -305,7 +303,7 @@ mod tests {
         assert_eq!(lines[3], "       + hi");
         assert_eq!(
             lines[4],
-            "       also: [v]iew the whole change, [D]irectory 'notes/**' for this session, or \
+            "       also: [v]iew the whole change, [dir] for all of 'notes/**' this session, or \
              d: <why> to deny and tell the model why"
         );
         assert!(!shown.contains('\x1b'), "no escape codes without colour");

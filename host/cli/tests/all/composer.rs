@@ -369,9 +369,9 @@ async fn a_directory_answer_covers_a_second_file_there_for_the_session() {
     pty.expect("> ");
     settle();
     pty.type_keys("make two notes\r");
-    pty.expect("[D]irectory 'notes/**' for this session");
+    pty.expect("[dir] for all of 'notes/**' this session");
     pty.expect("(default deny): ");
-    pty.type_keys("D\r");
+    pty.type_keys("dir\r");
     pty.expect("Two files.");
     pty.expect("> ");
     // Outside the directory it is asked again.
