@@ -286,6 +286,16 @@ fn kind_of(file_type: &fs::FileType) -> &'static str {
     }
 }
 
+/// Whether the file `meta` describes belongs to the user GOAT runs as, or
+/// to root: files anyone else owns (another user's, in a shared directory)
+/// are not taken as the person's own configuration.
+#[cfg(unix)]
+pub fn owned_by_me_or_root(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let owner = meta.uid();
+    owner == 0 || owner == rustix::process::geteuid().as_raw()
+}
+
 #[cfg(unix)]
 fn check_owner_and_mode(path: &Path, meta: &fs::Metadata, fix: u32) -> Result<(), PrivacyError> {
     use std::os::unix::fs::MetadataExt;
