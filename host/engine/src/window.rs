@@ -54,6 +54,18 @@ pub enum WindowProbe {
     Unreachable,
 }
 
+/// The windows an engine is believed to have: below 1024 tokens no system
+/// prompt and tool list fit (a window that small from an engine is a bug
+/// or a lie, and believing it would compact the person's requests into
+/// nothing), and above 100 million no model exists. The same bounds as
+/// the `context_tokens` setting. A figure outside them counts as not said.
+pub const PLAUSIBLE_WINDOW: std::ops::RangeInclusive<u64> = 1024..=100_000_000;
+
+/// `n` when it is a [plausible window](PLAUSIBLE_WINDOW).
+fn plausible(n: u64) -> Option<u64> {
+    PLAUSIBLE_WINDOW.contains(&n).then_some(n)
+}
+
 /// The window in a llama-server `/props` body: `n_ctx` at the top
 /// (older builds) or under `default_generation_settings` (newer ones).
 pub fn props_window(body: &str) -> Option<u64> {
@@ -69,7 +81,7 @@ pub fn props_window(body: &str) -> Option<u64> {
     .into_iter()
     .flatten()
     .find_map(Value::as_u64)
-    .filter(|&n| n > 0)
+    .and_then(plausible)
 }
 
 /// The window in a `/models` listing for `model`: its entry's
@@ -81,7 +93,7 @@ pub fn models_window(body: &str, model: &str) -> Option<u64> {
     let len = |m: &Value| {
         m.get("max_model_len")
             .and_then(Value::as_u64)
-            .filter(|&n| n > 0)
+            .and_then(plausible)
     };
     let named = list
         .iter()
@@ -139,7 +151,9 @@ pub fn overflow_in(body: &str) -> Option<Overflow> {
     }
     let number = |k: &str| field(k).and_then(Value::as_u64);
     Some(Overflow {
-        window: number("n_ctx").or_else(|| number_after(&lower, "maximum context length is ")),
+        window: number("n_ctx")
+            .or_else(|| number_after(&lower, "maximum context length is "))
+            .and_then(plausible),
         prompt_tokens: number("n_prompt_tokens"),
     })
 }
@@ -164,6 +178,13 @@ mod tests {
         );
         assert_eq!(props_window(r#"{"default_generation_settings": {}}"#), None);
         assert_eq!(props_window(r#"{"n_ctx": 0}"#), None);
+        // A window no prompt fits, or none exists, is not believed.
+        assert_eq!(props_window(r#"{"n_ctx": 50}"#), None);
+        assert_eq!(props_window(r#"{"n_ctx": 18446744073709551615}"#), None);
+        assert_eq!(
+            models_window(r#"{"data": [{"id": "m", "max_model_len": 1}]}"#, "m"),
+            None
+        );
         assert_eq!(props_window("<html>"), None);
     }
 
@@ -205,5 +226,9 @@ mod tests {
             None
         );
         assert_eq!(overflow_in("Bad Request"), None);
+        // A refusal naming a window no prompt fits is still an overflow,
+        // but its window is not believed.
+        let tiny = r#"{"error":{"type":"exceed_context_size_error","message":"x","n_ctx":8}}"#;
+        assert_eq!(overflow_in(tiny), Some(Overflow::default()));
     }
 }

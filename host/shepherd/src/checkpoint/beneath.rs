@@ -162,8 +162,10 @@ pub(crate) fn write_atomic(root: &OwnedFd, path: &str, bytes: &[u8]) -> io::Resu
         }
         _ => Mode::from_raw_mode(0o644),
     };
+    // Of a fixed length, whatever the file's name: a name near the 255-byte
+    // limit must not make its restore fail.
     let temporary = format!(
-        ".{name}.goat-undo.{}.{}",
+        ".goat-undo.{}.{}",
         std::process::id(),
         TEMPORARY.fetch_add(1, Ordering::Relaxed)
     );
@@ -205,6 +207,17 @@ mod tests {
     #![expect(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
+
+    #[test]
+    fn a_name_at_the_length_limit_is_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = open_root(dir.path()).unwrap();
+        let name = "n".repeat(255);
+        write_atomic(&root, &name, b"kept").unwrap();
+        assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"kept");
+        // Nothing temporary is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn nothing_is_read_or_written_through_a_link() {

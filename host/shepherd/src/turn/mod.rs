@@ -183,10 +183,12 @@ impl Shepherd {
                     let done = self
                         .compact_older(CompactReason::Overflow, Some(turn_id), cancel)
                         .await?;
-                    on_event(TurnEvent::Compacted {
-                        turns: done.turns,
-                        reason: CompactReason::Overflow,
-                    });
+                    if done.summaries > 0 {
+                        on_event(TurnEvent::Compacted {
+                            turns: done.turns,
+                            reason: CompactReason::Overflow,
+                        });
+                    }
                     round -= 1;
                     continue;
                 }

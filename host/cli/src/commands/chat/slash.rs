@@ -306,7 +306,8 @@ fn undo(state: &mut ChatState<'_>, rest: &str) -> Flow {
             _ => {
                 let _ = writeln!(
                     state.out,
-                    "goat: '{}' is not a turn number; /undo puts back the last turn with                      changes, /undo N turn N (goat sessions show lists them)",
+                    "goat: '{}' is not a turn number; /undo puts back the last turn with \
+                     changes, /undo N turn N (goat sessions show lists them)",
                     escape_controls(rest)
                 );
                 return Flow::Continue;
