@@ -341,13 +341,19 @@ impl AppToolRouter {
         };
         // The mode first: read-only refuses what would write whatever the
         // rules say; accept-edits answers "allow" where the gate would ask,
-        // and the gate's deny rules and protected paths still win.
+        // for the built-in file tools whose changes undo can put back (a
+        // plugin that writes is still asked), and the gate's deny rules and
+        // protected paths still win.
         let writes = match (self.mode(), access) {
             (ApprovalMode::ReadOnly, gate::Access::Write) => {
                 return Err(denied(CallDecision::Deny, READ_ONLY_REASON.to_owned()));
             }
-            (ApprovalMode::AcceptEdits, _) => WritePolicy::AllowAll,
-            (ApprovalMode::Ask | ApprovalMode::ReadOnly, _) => self.config.writes,
+            (ApprovalMode::AcceptEdits, _) if checkpoint::checkpointed(&call.name) => {
+                WritePolicy::AllowAll
+            }
+            (ApprovalMode::AcceptEdits | ApprovalMode::Ask | ApprovalMode::ReadOnly, _) => {
+                self.config.writes
+            }
         };
         let request = GateRequest {
             session_id: &self.config.session_id,

@@ -165,7 +165,7 @@ pub static SETTINGS: &[SettingDef] = &[
         key: "mode",
         env: "GOAT_MODE",
         flag: Some("--mode"),
-        doc: "The approval mode: \"ask\", \"accept-edits\" (writes in the workspace allowed, commands asked) or \"read-only\"",
+        doc: "The approval mode: \"ask\", \"accept-edits\" (file-tool writes in the workspace allowed; plugin writes and commands asked) or \"read-only\"",
         example: "\"ask\"",
         kind: Kind::Text(field!(mode)),
     },

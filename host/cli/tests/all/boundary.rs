@@ -6,18 +6,11 @@
 //! hold a call.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::json;
 
-use crate::{Env, text};
-
-fn dist(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../plugins/dist")
-        .join(rel)
-}
+use crate::{Env, dist, text};
 
 const SECRET: &str = "API_KEY=sk-live-0123456789";
 

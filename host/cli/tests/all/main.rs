@@ -355,3 +355,10 @@ impl GoatRun {
         json_out(&self.env.run(&["sessions", "list", "--json"]))
     }
 }
+
+/// A component from plugins/dist.
+pub(crate) fn dist(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../plugins/dist")
+        .join(rel)
+}

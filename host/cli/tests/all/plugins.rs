@@ -8,14 +8,7 @@ use std::path::{Path, PathBuf};
 use goat_testkit::ScriptedServer;
 use serde_json::{Value, json};
 
-use crate::{Env, call_reply, content_reply, json_out, text};
-
-/// A component from plugins/dist.
-fn dist(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../plugins/dist")
-        .join(rel)
-}
+use crate::{Env, call_reply, content_reply, dist, json_out, text};
 
 fn wc() -> PathBuf {
     dist("examples/wc.wasm")

@@ -53,6 +53,12 @@ fn targets(tool: &str) -> &'static [(&'static str, Links)] {
     }
 }
 
+/// Whether GOAT checkpoints what `tool` changes (the built-in Pen tools
+/// that write; a plugin's tool never: its name always holds `__`).
+pub(crate) fn checkpointed(tool: &str) -> bool {
+    !targets(tool).is_empty()
+}
+
 /// What a call's files held before it ran.
 #[derive(Debug, Default)]
 pub(crate) struct Checkpoint {

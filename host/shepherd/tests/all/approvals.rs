@@ -453,3 +453,66 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
         f.asked()[2]
     );
 }
+
+#[test]
+fn accept_edits_allows_the_file_tools_but_still_asks_about_a_plugins_write() {
+    // A plugin's writes are not checkpointed, so undo could not put them
+    // back: accept-edits lets the gate ask about them as before.
+    let f = Fixture::new();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
+    let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+    let wasm = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/dist/testing/hostile_rw.wasm"),
+    )
+    .unwrap();
+    let mut tools = sandbox.load_pen_tools().unwrap();
+    tools.push(
+        sandbox
+            .load("rw", &wasm)
+            .unwrap()
+            .exposed_as("rw__hostile_rw")
+            .unwrap(),
+    );
+    let mut router = AppToolRouter::new(
+        Arc::new(sandbox),
+        tools,
+        RouterConfig {
+            workspace: f.ws.clone(),
+            permissions_db: f.db.clone(),
+            session_id: "s1".to_owned(),
+            interactive: Interactive::Yes,
+            writes: WritePolicy::Default,
+        },
+    )
+    .with_approver(Box::new(Scripted {
+        answers: vec![],
+        asked: f.asked.clone(),
+    }))
+    .with_mode(goat_shepherd::ModeSwitch::new(
+        goat_shepherd::ApprovalMode::AcceptEdits,
+    ));
+
+    let edit = router.route(&write("notes.txt", "by the model")).unwrap();
+    assert_eq!(edit.status, CallStatus::Ok);
+    assert!(f.asked().is_empty(), "write_file was asked about");
+
+    let arguments = json!({"action": "write", "path": "plugin.txt", "content": "pwned"});
+    let plugin = router
+        .route(&ToolCall {
+            index: 0,
+            id: "call_2".to_owned(),
+            id_generated: false,
+            name: "rw__hostile_rw".to_owned(),
+            raw_arguments: arguments.to_string(),
+            arguments: Ok(arguments),
+        })
+        .unwrap();
+    assert_eq!(plugin.status, CallStatus::Denied);
+    assert_eq!(f.asked().len(), 1, "the plugin's write was not asked about");
+    assert_eq!(f.asked()[0].tool, "rw__hostile_rw");
+    assert!(!f.ws.join("plugin.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("notes.txt")).unwrap(),
+        "by the model"
+    );
+}

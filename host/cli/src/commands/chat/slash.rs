@@ -197,7 +197,8 @@ const ASK_MEANING: &str = "writes and commands no rule decides are asked about";
 pub fn mode_meaning(mode: ApprovalMode) -> &'static str {
     match mode {
         ApprovalMode::AcceptEdits => {
-            "writes inside the workspace are allowed without asking; commands are asked about; \
+            "the file tools' writes inside the workspace are allowed without asking; plugin writes and \
+             commands are asked about; \
              deny rules and protected paths still win"
         }
         ApprovalMode::ReadOnly => "no writes and no commands; the model is told why",
