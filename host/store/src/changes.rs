@@ -16,6 +16,10 @@ pub struct FileChange {
     pub path: String,
     /// The bytes before the call; `None`: the file did not exist.
     pub before: Option<Vec<u8>>,
+    /// Its permission bits before the call (`0o7777`), which undo gives
+    /// back (an executable script deleted and restored stays executable);
+    /// `None` when it did not exist.
+    pub before_mode: Option<u32>,
     /// The sha256 (hex) of the bytes after the call; `None`: the file does
     /// not exist after it. What undo compares the file with, to tell a
     /// change someone made since.
@@ -48,7 +52,7 @@ impl Store {
         self.session(session_id)?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT f.id, r.turn_id, c.tool, f.path, f.before, f.after_sha256, f.after, f.undone_at,
-                    f.call_row
+                    f.call_row, f.before_mode
              FROM file_changes f
              JOIN tool_calls c ON f.call_row = c.id
              JOIN rounds r ON c.round_id = r.id
@@ -64,6 +68,7 @@ impl Store {
                     change: FileChange {
                         path: r.get(3)?,
                         before: r.get(4)?,
+                        before_mode: r.get(9)?,
                         after_sha256: r.get(5)?,
                         after: r.get(6)?,
                     },
@@ -102,15 +107,16 @@ pub(crate) fn insert(
 ) -> Result<(), StoreError> {
     for change in changes {
         tx.prepare_cached(
-            "INSERT INTO file_changes (call_row, path, before, after_sha256, after)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO file_changes (call_row, path, before, after_sha256, after, before_mode)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![
             call_row,
             change.path,
             change.before,
             change.after_sha256,
-            change.after
+            change.after,
+            change.before_mode
         ])?;
     }
     Ok(())

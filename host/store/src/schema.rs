@@ -117,7 +117,8 @@ const MIGRATIONS: &[Migration] = &[
     // calls stored before.
     Migration::sql("ALTER TABLE tool_calls ADD COLUMN exit_code INTEGER;"),
     // 5: checkpoints (issue 15, ADR-0073): what each file a Pen tool
-    // changed held before the call (`before` NULL: it did not exist) and
+    // changed held before the call (`before` NULL: it did not exist; its
+    // permission bits in `before_mode`) and
     // after it (`after_sha256` NULL: it does not exist; `after` the bytes
     // when within the checkpoint cap, for `sessions diff`), and when `goat
     // undo` put it back. Written with the call's outcome, in its
@@ -128,6 +129,7 @@ const MIGRATIONS: &[Migration] = &[
         call_row INTEGER NOT NULL REFERENCES tool_calls(id),
         path TEXT NOT NULL,
         before BLOB,
+        before_mode INTEGER,
         after_sha256 TEXT,
         after BLOB,
         undone_at INTEGER

@@ -3,6 +3,7 @@
 //! back exactly what it changed, or refuses and changes nothing.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 
 use goat_testkit::Reply;
 
@@ -18,6 +19,15 @@ fn plant(run: &crate::GoatRunBuilder) {
     fs::write(ws.join("keep.txt"), KEEP).unwrap();
     fs::write(ws.join("old.txt"), b"moved away\n").unwrap();
     fs::write(ws.join("gone.bin"), b"\x00\x01binary\x00").unwrap();
+    // Modes undo must give back: an executable deleted, a private file
+    // moved away.
+    fs::set_permissions(ws.join("gone.bin"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(ws.join("old.txt"), fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// The permission bits of `path`.
+fn mode_of(path: &std::path::Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
 /// One turn that writes a new file, edits one, moves one and deletes one.
@@ -73,6 +83,8 @@ async fn undo_puts_back_exactly_what_the_turn_changed() {
         fs::read(ws.join("gone.bin")).unwrap(),
         b"\x00\x01binary\x00"
     );
+    assert_eq!(mode_of(&ws.join("gone.bin")), 0o755);
+    assert_eq!(mode_of(&ws.join("old.txt")), 0o600);
     assert!(!ws.join("moved.txt").exists());
     assert!(!ws.join("new/made.txt").exists(), "made by the turn");
     assert!(stdout.contains("undid turn 1 of session"), "{stdout}");

@@ -35,6 +35,8 @@ pub(crate) enum State {
         bytes: Option<Vec<u8>>,
         /// How many bytes it has.
         len: u64,
+        /// Its permission bits (`0o7777`).
+        mode: u32,
     },
     /// Something a checkpoint does not hold: a link (here or in a
     /// directory above), a directory, a FIFO...; says which.
@@ -98,6 +100,7 @@ pub(crate) fn state(root: &impl AsFd, path: &str) -> io::Result<State> {
         sha256: hex(&hasher.finalize()),
         bytes: kept,
         len,
+        mode: stat.st_mode & 0o7777,
     })
 }
 
@@ -151,13 +154,23 @@ static TEMPORARY: AtomicU64 = AtomicU64::new(0);
 /// beside it, synced, then renamed over it. The directory is reached
 /// through no link; the name itself is replaced, never written through
 /// (a link or a hard-linked file at `path` is replaced, not followed).
-/// Keeps the mode of the file it replaces; a file made anew gets 0644
-/// (less the umask).
-pub(crate) fn write_atomic(root: &OwnedFd, path: &str, bytes: &[u8]) -> io::Result<()> {
+/// Gives it `mode` (the permission bits it had when checkpointed) when
+/// known, else keeps the mode of the file it replaces; a file made anew
+/// without a known mode gets 0644.
+pub(crate) fn write_atomic(
+    root: &OwnedFd,
+    path: &str,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> io::Result<()> {
     let (dir, name) = split(path);
     let dir = open_dir(root, dir)?;
-    let mode = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
+    let mode = match (
+        mode,
+        rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW),
+    ) {
+        (Some(mode), _) => Mode::from_raw_mode(mode & 0o7777),
+        (None, Ok(stat)) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
             Mode::from_raw_mode(stat.st_mode & 0o7777)
         }
         _ => Mode::from_raw_mode(0o644),
@@ -175,6 +188,11 @@ pub(crate) fn write_atomic(root: &OwnedFd, path: &str, bytes: &[u8]) -> io::Resu
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         mode,
     )?;
+    // The umask applied at creation; the bits are the file's own.
+    if let Err(e) = rustix::fs::fchmod(&fd, mode) {
+        let _ = rustix::fs::unlinkat(&dir, temporary.as_str(), AtFlags::empty());
+        return Err(e.into());
+    }
     let mut file = File::from(fd);
     let written = file
         .write_all(bytes)
@@ -213,7 +231,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = open_root(dir.path()).unwrap();
         let name = "n".repeat(255);
-        write_atomic(&root, &name, b"kept").unwrap();
+        write_atomic(&root, &name, b"kept", None).unwrap();
         assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"kept");
         // Nothing temporary is left beside it.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -239,8 +257,8 @@ mod tests {
             State::Other("a symbolic link")
         );
         assert_eq!(state(&root, "real/none").unwrap(), State::Absent);
-        assert!(write_atomic(&root, "out/f", b"x").is_err());
-        assert!(write_atomic(&root, "inside/g", b"x").is_err());
+        assert!(write_atomic(&root, "out/f", b"x", None).is_err());
+        assert!(write_atomic(&root, "inside/g", b"x", None).is_err());
         assert!(remove(&root, "out/f").is_err());
         assert_eq!(
             std::fs::read_to_string(outside.join("f")).unwrap(),
@@ -249,8 +267,11 @@ mod tests {
         assert!(!ws.join("real/g").exists());
 
         // Directories are made as needed; the bytes are exact.
-        write_atomic(&root, "a/b/c.bin", b"\x00\xff").unwrap();
-        let State::File { bytes, len, sha256 } = state(&root, "a/b/c.bin").unwrap() else {
+        write_atomic(&root, "a/b/c.bin", b"\x00\xff", None).unwrap();
+        let State::File {
+            bytes, len, sha256, ..
+        } = state(&root, "a/b/c.bin").unwrap()
+        else {
             panic!("not a file");
         };
         assert_eq!((bytes.as_deref(), len), (Some(&b"\x00\xff"[..]), 2));

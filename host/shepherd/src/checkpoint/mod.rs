@@ -66,7 +66,7 @@ pub(crate) struct Checkpoint {
     root: PathBuf,
     /// Each path (on disk, links inside the workspace resolved) and its
     /// bytes before; `None`: absent.
-    before: Vec<(String, Option<Vec<u8>>)>,
+    before: Vec<(String, Option<Vec<u8>>, Option<u32>)>,
 }
 
 /// Captures what the files `tool` will change hold now. `Ok(None)` for a
@@ -139,10 +139,12 @@ pub(crate) fn capture(
             continue;
         }
         match state {
-            Ok(State::Absent) => checkpoint.before.push((path, None)),
+            Ok(State::Absent) => checkpoint.before.push((path, None, None)),
             Ok(State::File {
-                bytes: Some(bytes), ..
-            }) => checkpoint.before.push((path, Some(bytes))),
+                bytes: Some(bytes),
+                mode,
+                ..
+            }) => checkpoint.before.push((path, Some(bytes), Some(mode))),
             // Moving a large file loses nothing; but with one of its paths
             // unkept, undo could not reverse the move, so none is kept.
             Ok(State::File { bytes: None, .. } | State::Other(_))
@@ -184,7 +186,7 @@ impl Checkpoint {
             return Vec::new();
         };
         let mut changes: Vec<FileChange> = Vec::new();
-        for (path, before) in self.before {
+        for (path, before, before_mode) in self.before {
             if changes.iter().any(|c| c.path == path) {
                 continue;
             }
@@ -204,6 +206,7 @@ impl Checkpoint {
                 changes.push(FileChange {
                     path,
                     before,
+                    before_mode,
                     after_sha256,
                     after,
                 });

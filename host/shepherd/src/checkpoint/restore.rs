@@ -67,6 +67,8 @@ struct Planned {
     path: String,
     /// What it held before the turn's first change to it.
     before: Option<Vec<u8>>,
+    /// Its permission bits then, when known.
+    before_mode: Option<u32>,
     /// Whether it exists now.
     exists: bool,
     /// The change rows it undoes.
@@ -105,6 +107,7 @@ pub fn plan_undo(workspace: &Path, changes: &[&ChangeRecord]) -> Result<UndoPlan
             files.push(Planned {
                 path: change.path.clone(),
                 before: change.before.clone(),
+                before_mode: change.before_mode,
                 exists: false,
                 ids: vec![record.id],
             });
@@ -148,13 +151,14 @@ impl UndoPlan {
         };
         for file in self.files {
             let result = match &file.before {
-                Some(bytes) => beneath::write_atomic(&root_fd, &file.path, bytes).map(|()| {
-                    if file.exists {
-                        Restored::Restored(file.path.clone())
-                    } else {
-                        Restored::Recreated(file.path.clone())
-                    }
-                }),
+                Some(bytes) => beneath::write_atomic(&root_fd, &file.path, bytes, file.before_mode)
+                    .map(|()| {
+                        if file.exists {
+                            Restored::Restored(file.path.clone())
+                        } else {
+                            Restored::Recreated(file.path.clone())
+                        }
+                    }),
                 None if file.exists => beneath::remove(&root_fd, &file.path)
                     .map(|()| Restored::Removed(file.path.clone())),
                 None => {
@@ -191,6 +195,7 @@ mod tests {
             change: FileChange {
                 path: path.into(),
                 before: before.map(<[u8]>::to_vec),
+                before_mode: None,
                 after_sha256: after.map(beneath::sha256_hex),
                 after: after.map(<[u8]>::to_vec),
             },

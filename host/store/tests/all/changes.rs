@@ -26,6 +26,7 @@ fn changes_are_stored_with_the_call_marked_undone_once_and_removed_with_the_sess
     let made = FileChange {
         path: "a.txt".into(),
         before: None,
+        before_mode: None,
         after_sha256: Some("ab".into()),
         after: Some(b"new".to_vec()),
     };
@@ -33,6 +34,7 @@ fn changes_are_stored_with_the_call_marked_undone_once_and_removed_with_the_sess
     let emptied = FileChange {
         path: "b.txt".into(),
         before: Some(Vec::new()),
+        before_mode: Some(0o755),
         after_sha256: None,
         after: None,
     };
