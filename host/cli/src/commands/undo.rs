@@ -58,6 +58,7 @@ pub fn undo(args: UndoArgs) -> anyhow::Result<Outcome> {
     write!(out, "{report}")?;
     out.flush()?;
     Ok(match report.outcome {
+        _ if report.unrecorded.is_some() => Outcome::Failed,
         UndoOutcome::Refused(_) | UndoOutcome::Stopped { .. } => Outcome::Failed,
         UndoOutcome::Undone(_) | UndoOutcome::Nothing(_) => Outcome::Ok,
     })
@@ -95,6 +96,8 @@ pub struct UndoReport {
     pub unkept: usize,
     /// What happened.
     pub outcome: UndoOutcome,
+    /// Files were put back but the store could not record it: why.
+    pub unrecorded: Option<String>,
 }
 
 /// What happened to the turn's files.
@@ -166,6 +169,15 @@ impl fmt::Display for UndoReport {
                 text::count(self.unkept, "call")
             )?;
         }
+        if let Some(why) = &self.unrecorded {
+            writeln!(
+                f,
+                "warning: the files above are back, but the store could not record it ({}); \
+                 the model is not told, and a second undo would find the files changed and \
+                 refuse",
+                text::escape_controls(why)
+            )?;
+        }
         if self.ran_commands {
             writeln!(
                 f,
@@ -194,6 +206,7 @@ pub fn undo_turn(
         ran_commands: false,
         unkept: 0,
         outcome: UndoOutcome::Nothing(String::new()),
+        unrecorded: None,
     };
     let chosen = match turn {
         Some(n) => match n.checked_sub(1).and_then(|i| turns.get(i)) {
@@ -256,7 +269,11 @@ pub fn undo_turn(
         Err(e) => return Err(e.into()),
     };
     let (done, ids, stopped) = plan.apply();
-    store.mark_undone(&ids)?;
+    // The files are back whatever the store says next: a failure to
+    // record it is reported beside them, never as "nothing was undone".
+    if let Err(e) = store.mark_undone(&ids) {
+        report.unrecorded = Some(e.to_string());
+    }
     report.outcome = match stopped {
         None => UndoOutcome::Undone(done),
         Some((path, error)) => UndoOutcome::Stopped {
