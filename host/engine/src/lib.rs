@@ -43,4 +43,6 @@ pub use response::{
     ToolCall, Usage, parse_arguments,
 };
 pub use tokio_util::sync::CancellationToken;
-pub use window::{Overflow, WindowProbe, WindowSource, models_window, overflow_in, props_window};
+pub use window::{
+    Overflow, PLAUSIBLE_WINDOW, WindowProbe, WindowSource, models_window, overflow_in, props_window,
+};

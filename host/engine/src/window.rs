@@ -58,8 +58,9 @@ pub enum WindowProbe {
 /// prompt and tool list fit (a window that small from an engine is a bug
 /// or a lie, and believing it would compact the person's requests into
 /// nothing), and above 100 million no model exists. The same bounds as
-/// the `context_tokens` setting. A figure outside them counts as not said.
-pub const PLAUSIBLE_WINDOW: std::ops::RangeInclusive<u64> = 1024..=100_000_000;
+/// the `context_tokens` setting, which takes them from here. A figure
+/// outside them counts as not said.
+pub const PLAUSIBLE_WINDOW: std::ops::Range<u64> = 1024..100_000_001;
 
 /// `n` when it is a [plausible window](PLAUSIBLE_WINDOW).
 fn plausible(n: u64) -> Option<u64> {

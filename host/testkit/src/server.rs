@@ -344,13 +344,7 @@ async fn serve_kept_alive<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shar
             return;
         };
         shared.requests.lock().unwrap().push(recorded);
-        let mut out = format!(
-            "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ntransfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n",
-            reply.status,
-            if reply.status == 200 { "OK" } else { "Error" },
-            reply.content_type
-        )
-        .into_bytes();
+        let mut out = head(&reply, "transfer-encoding: chunked").into_bytes();
         for step in reply.steps {
             if let Step::Bytes(b) = step
                 && !b.is_empty()
@@ -365,6 +359,22 @@ async fn serve_kept_alive<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shar
             return;
         }
     }
+}
+
+/// A reply's status line and headers, with `framing` (how its body ends)
+/// and the reply's own headers.
+fn head(reply: &Reply, framing: &str) -> String {
+    let extra: String = reply
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\n{framing}\r\ncache-control: no-cache\r\n{extra}\r\n",
+        reply.status,
+        if reply.status == 200 { "OK" } else { "Error" },
+        reply.content_type
+    )
 }
 
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared) {
@@ -403,18 +413,11 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared)
     if !reply.delay_headers.is_zero() {
         tokio::time::sleep(reply.delay_headers).await;
     }
-    let extra: String = reply
-        .headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    let head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nconnection: close\r\ncache-control: no-cache\r\n{extra}\r\n",
-        reply.status,
-        if reply.status == 200 { "OK" } else { "Error" },
-        reply.content_type
-    );
-    if socket.write_all(head.as_bytes()).await.is_err() {
+    if socket
+        .write_all(head(&reply, "connection: close").as_bytes())
+        .await
+        .is_err()
+    {
         *closed.lock().unwrap() += 1;
         return;
     }

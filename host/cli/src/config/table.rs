@@ -148,7 +148,8 @@ pub static SETTINGS: &[SettingDef] = &[
         example: "32768",
         kind: Kind::Number {
             field: field!(context_tokens),
-            range: 1024..100_000_001,
+            // The windows GOAT believes an engine has, too.
+            range: goat_engine::PLAUSIBLE_WINDOW,
             unit: "tokens",
             default: || DEFAULT_CONTEXT_TOKENS,
         },

@@ -3,32 +3,18 @@
 //! sees, and what changed on disk, in the store and in the requests the
 //! engine received.
 
-use std::time::Duration;
-
 use goat_testkit::{Reply, ScriptedServer};
 
 use crate::Env;
+use crate::composer::{leave, settle};
 use crate::pty::{Pty, write_call};
 
-/// Lets the line editor take the terminal after its prompt is shown.
-fn settle() {
-    std::thread::sleep(Duration::from_millis(150));
-}
-
+/// A chat without colour, at its first prompt, ready for keys.
 fn chat(env: &Env, url: &str, extra: &[&str]) -> Pty {
-    let mut args = vec!["chat", "--engine", url, "--model", "qwen"];
-    args.extend_from_slice(extra);
-    let mut pty = Pty::spawn(env, &args, &[("NO_COLOR", "1")]);
-    pty.expect("chatting with qwen");
+    let mut pty = crate::composer::chat(env, url, extra, &[("NO_COLOR", "1")]);
     pty.expect("> ");
     settle();
     pty
-}
-
-fn leave(pty: &mut Pty) {
-    settle();
-    pty.type_keys("\x04");
-    assert_eq!(pty.exit_code(), Some(0), "{}", pty.transcript());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -16,11 +16,11 @@ use crate::{Env, GoatRun, call_reply, content_reply};
 
 /// Lets the line editor take the terminal after its prompt is shown, so
 /// keys typed next are read by it, not by the terminal's line mode.
-fn settle() {
+pub(crate) fn settle() {
     std::thread::sleep(Duration::from_millis(150));
 }
 
-fn chat(env: &Env, url: &str, extra: &[&str], vars: &[(&str, &str)]) -> Pty {
+pub(crate) fn chat(env: &Env, url: &str, extra: &[&str], vars: &[(&str, &str)]) -> Pty {
     let mut args = vec!["chat", "--engine", url, "--model", "qwen"];
     args.extend_from_slice(extra);
     let mut pty = Pty::spawn(env, &args, vars);
@@ -43,7 +43,7 @@ fn last_user(body: &Value) -> String {
     user["content"].as_str().unwrap().to_owned()
 }
 
-fn leave(pty: &mut Pty) {
+pub(crate) fn leave(pty: &mut Pty) {
     settle();
     pty.type_keys("\x04");
     assert_eq!(pty.exit_code(), Some(0), "{}", pty.transcript());

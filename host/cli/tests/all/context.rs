@@ -129,16 +129,7 @@ async fn a_context_error_compacts_once_and_the_turn_is_sent_again() {
     .await;
     let out = first
         .env
-        .run_async(&[
-            "run",
-            "--engine",
-            &server.base_url(),
-            "--model",
-            "qwen",
-            "--session",
-            &id,
-            "second request",
-        ])
+        .resume(&server.base_url(), &id, "second request")
         .await;
     let err = crate::text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");

@@ -107,18 +107,7 @@ async fn a_second_run_on_a_session_being_driven_is_refused_before_it_touches_it(
     );
 
     let started = Instant::now();
-    let second = env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--session",
-            &id,
-            "Meddle",
-        ])
-        .await;
+    let second = env.resume(&url, &id, "Meddle").await;
     let took = started.elapsed();
     let stderr = text(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{stderr}");
@@ -172,18 +161,7 @@ async fn a_second_run_on_a_session_being_driven_is_refused_before_it_touches_it(
     );
 
     // Once the first run has ended, the session is free again.
-    let third = env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--session",
-            &id,
-            "Again",
-        ])
-        .await;
+    let third = env.resume(&url, &id, "Again").await;
     assert_eq!(third.status.code(), Some(0), "{}", text(&third.stderr));
     assert_eq!(text(&third.stdout), "Meddled.\n");
 }
@@ -211,18 +189,7 @@ async fn a_session_whose_driver_was_killed_can_be_resumed() {
     let killed = finish(first).await;
     assert_eq!(killed.status.code(), None, "{}", text(&killed.stderr));
 
-    let out = env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--session",
-            &id,
-            "Resume",
-        ])
-        .await;
+    let out = env.resume(&url, &id, "Resume").await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(text(&out.stdout), "Back again.\n");

@@ -129,6 +129,22 @@ impl Env {
             .unwrap()
     }
 
+    /// `goat run --engine URL --model qwen --session ID PROMPT`: a turn
+    /// more in an existing session.
+    pub(crate) async fn resume(&self, url: &str, session: &str, prompt: &str) -> Output {
+        self.run_async(&[
+            "run",
+            "--engine",
+            url,
+            "--model",
+            "qwen",
+            "--session",
+            session,
+            prompt,
+        ])
+        .await
+    }
+
     /// The default permission database, beside the store.
     pub(crate) fn permissions_db(&self) -> PathBuf {
         self.db.with_file_name("permissions.db")

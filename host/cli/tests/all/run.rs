@@ -206,19 +206,7 @@ async fn engine_down_is_exit_one_with_a_message_naming_the_url() {
         .await;
     assert_eq!(first.code(), Some(0), "{}", first.stderr());
     let id = first.sessions()[0]["id"].as_str().unwrap().to_owned();
-    let out = first
-        .env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--session",
-            &id,
-            "again",
-        ])
-        .await;
+    let out = first.env.resume(&url, &id, "again").await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let shown = json_out(&first.env.run(&["sessions", "show", &id, "--json"]));
     assert_eq!(shown["turns"][1]["status"], "failed");

@@ -266,19 +266,7 @@ async fn the_next_prompt_tells_the_model_its_changes_were_undone() {
     let id = run.sessions()[0]["id"].as_str().unwrap().to_owned();
     let server = goat_testkit::ScriptedServer::start(vec![content_reply("Understood.")]).await;
     let url = server.base_url();
-    let out = run
-        .env
-        .run_async(&[
-            "run",
-            "--engine",
-            &url,
-            "--model",
-            "qwen",
-            "--session",
-            &id,
-            "what now?",
-        ])
-        .await;
+    let out = run.env.resume(&url, &id, "what now?").await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let sent = server.requests()[0].body["messages"].to_string();
     assert!(
