@@ -150,7 +150,7 @@ impl Sandbox {
         }
         let granted = tool.spec.access.min(pen.access);
         let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)), tool.kind)?;
-        store.data_mut().fence = Fence::new(Some(&pen.root), pen.policy.clone());
+        store.data_mut().fence.set_policy(pen.policy.clone());
 
         let outcome = tool
             .pre
@@ -205,18 +205,27 @@ impl Sandbox {
         if kind == ToolKind::Plugin {
             wasi.wall_clock(FrozenClock);
         }
+        let mut fence = Fence::new(None, None);
         if let Some((root, access)) = preopen {
-            let perms = match access {
+            let refused = |reason: String| SandboxError::Workspace {
+                path: root.to_owned(),
+                reason,
+            };
+            if self.fenced {
+                // One open of the root serves the tool's preopen and the
+                // fence (served by `PolicyFs`'s `get-directories`).
+                if let Some(dir) =
+                    Fence::open_root(root, access).map_err(|e| refused(e.to_string()))?
+                {
+                    fence = Fence::new(Some((root, dir)), None);
+                }
+            } else if let Some(perms) = match access {
                 Access::None => None,
                 Access::Read => Some(FsPerms::ReadOnly),
                 Access::ReadWrite => Some(FsPerms::ReadWrite),
-            };
-            if let Some(perms) = perms {
+            } {
                 wasi.preopened_dir(root, ".", perms)
-                    .map_err(|e| SandboxError::Workspace {
-                        path: root.to_owned(),
-                        reason: format!("{e:#}"),
-                    })?;
+                    .map_err(|e| refused(format!("{e:#}")))?;
             }
         }
         let mut table = ResourceTable::new();
@@ -225,7 +234,7 @@ impl Sandbox {
             wasi: wasi.build(),
             table,
             limiter: Limiter::new(limits.clone()),
-            fence: Fence::new(None, None),
+            fence,
         };
         let mut store = Store::new(&self.engine, host);
         store.limiter(|h| &mut h.limiter);

@@ -106,6 +106,7 @@ impl SandboxBuilder {
             plugin_linker,
             cache,
             limits: self.limits,
+            fenced: !self.unfenced,
             _ticker: ticker,
         })
     }
@@ -187,6 +188,9 @@ pub struct Sandbox {
     pub(crate) plugin_linker: Linker<Host>,
     pub(crate) cache: Option<cache::Cache>,
     pub(crate) limits: Limits,
+    /// Whether tools get the filesystem through the fence (always, but in
+    /// the benchmark that measures it).
+    pub(crate) fenced: bool,
     _ticker: Ticker,
 }
 

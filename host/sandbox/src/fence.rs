@@ -25,6 +25,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{self as rfs, Mode, OFlags, ResolveFlags};
+use wasmtime_wasi::filesystem::Dir;
+use wasmtime_wasi::{FsPerms, OpenMode};
+
+use crate::Access;
 
 /// What one call's tool may see and change, asked about workspace paths as
 /// resolved on disk: relative to the workspace root, `/` between
@@ -78,7 +82,9 @@ struct Staged {
 /// what was refused (for the message the model gets).
 pub(crate) struct Fence {
     root: PathBuf,
-    root_fd: Option<OwnedFd>,
+    /// The workspace root, opened once per call: the tool's preopen and
+    /// the fence's own starting point are this one descriptor.
+    root_dir: Option<Dir>,
     policy: Option<Arc<dyn PathPolicy>>,
     staged: Vec<Staged>,
     notes: Vec<String>,
@@ -96,24 +102,48 @@ pub(crate) struct Reached {
 }
 
 impl Fence {
-    /// A fence for a call that sees the workspace at `root` (canonical).
-    pub(crate) fn new(root: Option<&Path>, policy: Option<Arc<dyn PathPolicy>>) -> Self {
-        let root_fd = root.and_then(|root| {
-            rfs::open(
-                root,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .ok()
-        });
+    /// A fence for a call that sees the workspace at `root` (canonical),
+    /// through `root_dir`, the preopen the tool gets.
+    pub(crate) fn new(root: Option<(&Path, Dir)>, policy: Option<Arc<dyn PathPolicy>>) -> Self {
+        let (root, root_dir) = match root {
+            Some((root, dir)) => (root.to_path_buf(), Some(dir)),
+            None => (PathBuf::new(), None),
+        };
         Self {
-            root: root.map(Path::to_path_buf).unwrap_or_default(),
-            root_fd,
+            root,
+            root_dir,
             policy,
             staged: Vec::new(),
             notes: Vec::new(),
             streams: Vec::new(),
         }
+    }
+
+    /// Opens the workspace root at `root` (canonical) as the preopen a tool
+    /// gets with `access`: an `O_PATH` descriptor, as wasmtime-wasi's own
+    /// preopen is, which every operation resolves beneath.
+    pub(crate) fn open_root(root: &Path, access: Access) -> io::Result<Option<Dir>> {
+        let (perms, mode) = match access {
+            Access::None => return Ok(None),
+            Access::Read => (FsPerms::ReadOnly, OpenMode::READ),
+            Access::ReadWrite => (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE),
+        };
+        let fd = rfs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Some(Dir::new(File::from(fd), perms, mode, true)))
+    }
+
+    /// The tool's preopen, when the call has a workspace.
+    pub(crate) fn preopen(&self) -> Option<&Dir> {
+        self.root_dir.as_ref()
+    }
+
+    /// Sets the policy deciding what the call may see and change.
+    pub(crate) fn set_policy(&mut self, policy: Option<Arc<dyn PathPolicy>>) {
+        self.policy = policy;
     }
 
     /// Why operations were refused during the call, for the model.
@@ -213,7 +243,16 @@ impl Fence {
         if !follow {
             flags |= OFlags::NOFOLLOW;
         }
-        let fd = rfs::openat2(dir, nonempty(path), flags, Mode::empty(), BENEATH)?;
+        // A path leading out of the workspace (`..`, an absolute path or
+        // symlink) fails with EXDEV under RESOLVE_BENEATH; the guest gets
+        // "not permitted", as wasmtime-wasi reports an escape.
+        let fd =
+            rfs::openat2(dir, nonempty(path), flags, Mode::empty(), BENEATH).map_err(
+                |e| match e {
+                    rustix::io::Errno::XDEV => rustix::io::Errno::PERM,
+                    other => other,
+                },
+            )?;
         let stat = rfs::fstat(&fd)?;
         let path = if named {
             self.workspace_path(&fd)?
@@ -358,8 +397,8 @@ impl Fence {
     }
 
     /// The root's descriptor, when the call has a workspace.
-    pub(crate) fn root_fd(&self) -> Option<&OwnedFd> {
-        self.root_fd.as_ref()
+    pub(crate) fn root_fd(&self) -> Option<&File> {
+        self.root_dir.as_ref().map(|d| &*d.dir)
     }
 }
 

@@ -86,10 +86,11 @@ pub(crate) fn restricted_linker(
     // (unfenced only in the benchmark that measures the fence).
     if fenced {
         sync::filesystem::types::add_to_linker::<Host, PolicyFilesystem>(&mut l, Host::policy_fs)?;
+        filesystem::preopens::add_to_linker::<Host, PolicyFilesystem>(&mut l, Host::policy_fs)?;
     } else {
         sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
+        filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     }
-    filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     match kind {
         ToolKind::Builtin => {
             cli::stdout::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;

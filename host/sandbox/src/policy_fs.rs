@@ -2,13 +2,15 @@
 //! implementation, with every path-taking operation decided by the
 //! [`Fence`] on the file it reaches.
 //!
-//! Opening, creating, removing and renaming are done here, on descriptors
-//! the fence resolved (so what was checked is what is used); stat, readlink
-//! and set-times are checked here and then done by wasmtime-wasi; directory
-//! listings are read here ([`crate::listing`]) and filtered by the fence;
-//! operations on an open descriptor (read, write, stat) are wasmtime-wasi's
-//! alone, since the descriptor was checked when opened.
-//! See ADR-0069.
+//! Opening, creating, removing, renaming and `stat-at` are done here, on
+//! descriptors the fence resolved (so what was checked is what is used);
+//! readlink and set-times are checked here and then done by wasmtime-wasi;
+//! directory listings are read here ([`crate::listing`]) and filtered by the
+//! fence; the preopen is the root the fence opened. Operations on an open
+//! descriptor need no check, since it was checked when opened: the ones
+//! every read makes (`read`, `stat`, `get-flags`, `get-type`) are done here
+//! on the calling thread, the rest by wasmtime-wasi, which takes each
+//! through a Tokio runtime. See ADR-0069 and ADR-0076.
 
 use std::fs::File;
 use std::io;
@@ -154,14 +156,23 @@ impl PolicyFs<'_> {
                 )))
             }
             rfs::FileType::Symlink => Err(ErrorCode::Loop.into()),
-            _ => Err(self
-                .fence
-                .refuse(format!(
-                    "'{}' is not a regular file or directory (a FIFO, socket or device); tools \
-                     open only files and directories",
-                    reached.path
-                ))
-                .into()),
+            _ => {
+                // A read names the file only when the policy could hide it.
+                let shown = match reached.path.as_str() {
+                    "" => self
+                        .fence
+                        .workspace_path(&reached.fd)
+                        .map_or_else(|_| "the file".to_owned(), |path| format!("'{path}'")),
+                    path => format!("'{path}'"),
+                };
+                Err(self
+                    .fence
+                    .refuse(format!(
+                        "{shown} is not a regular file or directory (a FIFO, socket or \
+                         device); tools open only files and directories"
+                    ))
+                    .into())
+            }
         }
     }
 
@@ -238,6 +249,10 @@ impl Open {
     }
 }
 
+/// The most one `read` returns, as wasmtime-wasi allows: the host allocates
+/// what is asked, so a guest cannot make it allocate more per call.
+const MAX_READ_BYTES: usize = 64 * 1024;
+
 /// A stat as WASI gives it, from the kernel's.
 fn descriptor_stat(stat: &rfs::Stat) -> sync::DescriptorStat {
     let time = |secs: i64, nanos: u64| {
@@ -270,6 +285,17 @@ impl sync::Host for PolicyFs<'_> {
         err: Resource<streams::Error>,
     ) -> wasmtime::Result<Option<sync::ErrorCode>> {
         sync::Host::filesystem_error_code(&mut self.inner, err)
+    }
+}
+
+impl wasmtime_wasi::p2::bindings::filesystem::preopens::Host for PolicyFs<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        // The one preopen, the workspace root the fence opened for the call.
+        let Some(dir) = self.fence.preopen().cloned() else {
+            return Ok(Vec::new());
+        };
+        let fd = self.inner.table.push(Descriptor::Dir(dir))?;
+        Ok(vec![(fd, ".".to_owned())])
     }
 }
 
@@ -330,13 +356,15 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         path: String,
     ) -> FsResult<sync::DescriptorStat> {
         let follow = path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW);
-        if !self.fence.hides_anything() {
-            return sync::HostDescriptor::stat_at(&mut self.inner, fd, path_flags, path);
-        }
-        // Resolved once: the visibility check's own stat is the answer.
+        // Resolved once, as an open would: the visibility check's own stat
+        // is the answer, and the file is named only when the policy could
+        // hide it.
         let (dir, _) = self.dir(&fd)?;
-        let reached = self.fence.reach(&*dir, &path, follow)?;
-        if !self.fence.visible(&reached.path) {
+        let hides = self.fence.hides_anything();
+        let reached = self
+            .fence
+            .reach_as(&*dir, &path, follow, OFlags::PATH, hides)?;
+        if hides && !self.fence.visible(&reached.path) {
             return Err(ErrorCode::NoEntry.into());
         }
         Ok(descriptor_stat(&reached.stat))
@@ -501,11 +529,26 @@ impl sync::HostDescriptor for PolicyFs<'_> {
     }
 
     fn get_flags(&mut self, fd: Fd) -> FsResult<sync::DescriptorFlags> {
-        sync::HostDescriptor::get_flags(&mut self.inner, fd)
+        // What wasmtime-wasi reports, known without asking the kernel: no
+        // descriptor here is ever opened with a sync flag (`open_at`
+        // refuses them, and the preopen has none), so the flags are the
+        // mode it was opened in.
+        let mut flags = sync::DescriptorFlags::empty();
+        let (mode, write) = match self.inner.table.get(&fd)? {
+            Descriptor::File(f) => (f.open_mode, sync::DescriptorFlags::WRITE),
+            Descriptor::Dir(d) => (d.open_mode, sync::DescriptorFlags::MUTATE_DIRECTORY),
+        };
+        if mode.contains(OpenMode::READ) {
+            flags |= sync::DescriptorFlags::READ;
+        }
+        if mode.contains(OpenMode::WRITE) {
+            flags |= write;
+        }
+        Ok(flags)
     }
 
     fn get_type(&mut self, fd: Fd) -> FsResult<sync::DescriptorType> {
-        sync::HostDescriptor::get_type(&mut self.inner, fd)
+        Ok(self.stat(fd)?.type_)
     }
 
     fn set_size(&mut self, fd: Fd, size: sync::Filesize) -> FsResult<()> {
@@ -529,7 +572,16 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         len: sync::Filesize,
         offset: sync::Filesize,
     ) -> FsResult<(Vec<u8>, bool)> {
-        sync::HostDescriptor::read(&mut self.inner, fd, len, offset)
+        // wasmtime-wasi's read, done here on this thread (the call may
+        // block it) instead of through a Tokio runtime for every chunk.
+        let Descriptor::File(f) = self.inner.table.get(&fd)? else {
+            return Err(ErrorCode::BadDescriptor.into());
+        };
+        let want = usize::try_from(len).map_or(MAX_READ_BYTES, |n| n.min(MAX_READ_BYTES));
+        let mut buffer = vec![0; want];
+        let n = std::os::unix::fs::FileExt::read_at(&*f.file, &mut buffer, offset)?;
+        buffer.truncate(n);
+        Ok((buffer, n == 0))
     }
 
     fn write(&mut self, fd: Fd, buf: Vec<u8>, offset: sync::Filesize) -> FsResult<sync::Filesize> {
@@ -542,7 +594,13 @@ impl sync::HostDescriptor for PolicyFs<'_> {
     }
 
     fn stat(&mut self, fd: Fd) -> FsResult<sync::DescriptorStat> {
-        sync::HostDescriptor::stat(&mut self.inner, fd)
+        // As `stat_at` gives it, without a trip through Tokio.
+        let stat = match self.inner.table.get(&fd)? {
+            Descriptor::File(f) => rfs::fstat(&*f.file),
+            Descriptor::Dir(d) => rfs::fstat(&*d.dir),
+        }
+        .map_err(io::Error::from)?;
+        Ok(descriptor_stat(&stat))
     }
 
     fn drop(&mut self, fd: Fd) -> wasmtime::Result<()> {
