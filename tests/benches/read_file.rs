@@ -8,6 +8,7 @@
 //! is the ratio of medians.
 //!
 //! Run: `cargo bench -p goat-tests --bench read_file`
+//! (`GOAT_BENCH_PROFILE=read_file` runs one path alone, for a profiler).
 
 #![expect(clippy::unwrap_used, reason = "benchmark")]
 
@@ -164,6 +165,20 @@ fn main() {
                 .unwrap(),
         );
     };
+    // `GOAT_BENCH_PROFILE=read_file|noop|ruled` runs only that call, 100,000
+    // times, untimed: for `perf record` or `strace -c` on one path alone.
+    if let Ok(which) = std::env::var("GOAT_BENCH_PROFILE") {
+        let f: &mut dyn FnMut() = match which.as_str() {
+            "read_file" => &mut sandboxed,
+            "noop" => &mut noop,
+            "ruled" => &mut ruled,
+            other => panic!("GOAT_BENCH_PROFILE={other}: use read_file, noop or ruled"),
+        };
+        for _ in 0..100_000 {
+            f();
+        }
+        return;
+    }
     // Warm up both paths (page cache, code cache, allocator).
     per_op(&mut native);
     per_op(&mut sandboxed);

@@ -17,7 +17,13 @@ pub const BINARY_PROBE_BYTES: usize = 8 * 1024;
 
 /// Whether `data` looks binary: a NUL byte near the start.
 pub fn looks_binary(data: &[u8]) -> bool {
-    data[..data.len().min(BINARY_PROBE_BYTES)].contains(&0)
+    binary_probe(data).contains(&0)
+}
+
+/// The part of `data` that [`looks_binary`] searches for a NUL, for a
+/// caller with a faster search of its own.
+pub fn binary_probe(data: &[u8]) -> &[u8] {
+    &data[..data.len().min(BINARY_PROBE_BYTES)]
 }
 
 /// A whole file's text and the encoding it is in; `None` for a binary file.

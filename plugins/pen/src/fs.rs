@@ -5,6 +5,8 @@
 //! component. Errors from the host are turned into `tool-error`s that name
 //! the path and say what to do.
 
+use std::cell::OnceCell;
+
 use wasip2::filesystem::preopens::get_directories;
 use wasip2::filesystem::types::{
     Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
@@ -69,7 +71,9 @@ pub enum Contents {
 /// The workspace root, preopened by the host.
 pub struct Workspace {
     pub(crate) root: Descriptor,
-    writable: bool,
+    /// Whether the host preopened the workspace writable, asked only when
+    /// a tool is about to write (most calls never do).
+    writable: OnceCell<bool>,
 }
 
 impl Workspace {
@@ -80,13 +84,10 @@ impl Workspace {
         match dirs.iter().position(|(_, name)| name == ".") {
             Some(i) => {
                 let root = dirs.swap_remove(i).0;
-                // The host preopens read-only unless the tool may write;
-                // knowing which lets a refused write say so plainly instead
-                // of surfacing the host's generic "not permitted".
-                let writable = root
-                    .get_flags()
-                    .is_ok_and(|f| f.bits() & DescriptorFlags::MUTATE_DIRECTORY.bits() != 0);
-                Ok(Self { root, writable })
+                Ok(Self {
+                    root,
+                    writable: OnceCell::new(),
+                })
             }
             None => Err(ToolError::PermissionDenied(
                 "this tool was given no workspace; the host must preopen the workspace".to_owned(),
@@ -96,19 +97,12 @@ impl Workspace {
 
     /// Opens `path` for reading, following symlinks (the host refuses any
     /// that lead outside the workspace).
+    ///
+    /// No stat comes first: the host opens without blocking (a FIFO cannot
+    /// hold the call past its timeout) and refuses anything but files and
+    /// directories whatever a guest asks. Only when the open fails is the
+    /// type looked up, to say plainly why.
     pub fn open_read(&self, path: &WorkPath) -> ToolResult<Descriptor> {
-        // Opening a FIFO or device for reading can block the host thread
-        // until a writer appears, out of reach of the guest's timeout: check
-        // the type first and never open anything but files and directories.
-        let stat = self.stat(path)?;
-        if !matches!(
-            stat.type_,
-            DescriptorType::RegularFile | DescriptorType::Directory
-        ) {
-            return Err(ToolError::Conflict(format!(
-                "'{path}' is not a regular file (a device, pipe or socket); it was not opened"
-            )));
-        }
         self.root
             .open_at(
                 PathFlags::SYMLINK_FOLLOW,
@@ -116,7 +110,19 @@ impl Workspace {
                 OpenFlags::empty(),
                 DescriptorFlags::READ,
             )
-            .map_err(|e| fs_error(e, path, "open"))
+            .map_err(|e| match self.stat(path) {
+                Ok(stat)
+                    if !matches!(
+                        stat.type_,
+                        DescriptorType::RegularFile | DescriptorType::Directory
+                    ) =>
+                {
+                    ToolError::Conflict(format!(
+                        "'{path}' is not a regular file (a device, pipe or socket); it was not read"
+                    ))
+                }
+                _ => fs_error(e, path, "open"),
+            })
     }
 
     /// Opens a directory for listing without following a final symlink.
@@ -297,7 +303,15 @@ impl Workspace {
 
     /// Refuses at once when the host gave this call read-only access.
     pub fn require_writable(&self, path: &WorkPath) -> ToolResult<()> {
-        if self.writable {
+        // The host preopens read-only unless the tool may write; knowing
+        // which lets a refused write say so plainly instead of surfacing
+        // the host's generic "not permitted".
+        let writable = *self.writable.get_or_init(|| {
+            self.root
+                .get_flags()
+                .is_ok_and(|f| f.bits() & DescriptorFlags::MUTATE_DIRECTORY.bits() != 0)
+        });
+        if writable {
             Ok(())
         } else {
             Err(ToolError::PermissionDenied(format!(

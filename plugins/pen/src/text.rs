@@ -3,8 +3,14 @@
 
 use crate::{MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
 
-/// The one binary rule (a NUL near the start), shared with the host.
-pub use goat_workpath::encoding::{BINARY_PROBE_BYTES, looks_binary};
+pub use goat_workpath::encoding::BINARY_PROBE_BYTES;
+
+/// The one binary rule (a NUL near the start), shared with the host
+/// (`goat_workpath::encoding::looks_binary`), searched with memchr's SIMD:
+/// core's search goes four bytes at a time on wasm32.
+pub fn looks_binary(data: &[u8]) -> bool {
+    memchr::memchr(0, goat_workpath::encoding::binary_probe(data)).is_some()
+}
 
 /// `line` cut to at most [`MAX_LINE_CHARS`] characters, with a marker saying
 /// how many bytes of the line are not shown.
@@ -43,6 +49,15 @@ pub struct Output {
 }
 
 impl Output {
+    /// An empty output with room for `bytes` (never more than the cap), for
+    /// a caller that knows roughly how much it will write.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self {
+            text: String::with_capacity(bytes.min(MAX_OUTPUT_BYTES)),
+            full: false,
+        }
+    }
+
     /// Appends `line` and a newline. Returns `false`, appending nothing,
     /// once the next line would pass the cap: the caller stops and says so.
     pub fn line(&mut self, line: &str) -> bool {
@@ -59,29 +74,34 @@ impl Output {
     /// form of `cat -n`, without formatting machinery: read_file writes one
     /// per line shown. Returns `false`, appending nothing, at the cap.
     pub fn numbered_line(&mut self, n: u64, text: &str, suffix: &str) -> bool {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
+        // The number, right-aligned in six columns, and the tab, written
+        // byte by byte: in wasm each `push_str` is a call out of the guest,
+        // so a line costs one copy (its text), not three.
+        let mut head = [b' '; 21];
+        head[20] = b'\t';
+        let mut at = 20;
         let mut v = n;
         loop {
             at -= 1;
-            digits[at] = b'0' + (v % 10) as u8;
+            head[at] = b'0' + (v % 10) as u8;
             v /= 10;
             if v == 0 {
                 break;
             }
         }
-        let digits = std::str::from_utf8(&digits[at..]).unwrap_or("0");
-        let pad = 6usize.saturating_sub(digits.len());
-        let len = pad + digits.len() + 1 + text.len() + suffix.len() + 1;
+        let head = &head[at.min(14)..];
+        let len = head.len() + text.len() + suffix.len() + 1;
         if self.full || self.text.len() + len > MAX_OUTPUT_BYTES {
             self.full = true;
             return false;
         }
-        self.text.extend(std::iter::repeat_n(' ', pad));
-        self.text.push_str(digits);
-        self.text.push('\t');
+        for &b in head {
+            self.text.push(char::from(b));
+        }
         self.text.push_str(text);
-        self.text.push_str(suffix);
+        if !suffix.is_empty() {
+            self.text.push_str(suffix);
+        }
         self.text.push('\n');
         true
     }

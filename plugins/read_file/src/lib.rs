@@ -79,12 +79,15 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
         path,
         pos: 0,
         size: stat.size,
-        buf: Vec::new(),
+        buf: Chunk::Bytes(Vec::new()),
         start: 0,
         eof: false,
         carry: Vec::new(),
     };
-    let mut out = Output::default();
+    // Room for the lines and their numbers (about an eighth more for
+    // source-like lines), so that the result is built without growing.
+    let size = usize::try_from(stat.size).unwrap_or(usize::MAX);
+    let mut out = Output::with_capacity(size.saturating_add(size / 8).saturating_add(64));
     let (mut line_no, mut shown) = (0u64, 0u64);
     let mut more = false;
     let mut legacy_lines = 0u64;
@@ -156,10 +159,53 @@ struct Lines<'a> {
     pos: u64,
     /// The file's size when it was opened.
     size: u64,
-    buf: Vec<u8>,
+    buf: Chunk,
     start: usize,
     eof: bool,
     carry: Vec<u8>,
+}
+
+/// One read's bytes: text when they are all UTF-8 (the usual case), checked
+/// once for the whole chunk so that its lines are lent out as text without
+/// checking each again.
+enum Chunk {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Chunk {
+    fn new(bytes: Vec<u8>) -> Self {
+        match String::from_utf8(bytes) {
+            Ok(text) => Self::Text(text),
+            Err(e) => Self::Bytes(e.into_bytes()),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Self::Text(text) => text.as_bytes(),
+            Self::Bytes(bytes) => bytes,
+        }
+    }
+
+    /// The line at `begin..begin + len` cut to at most `keep` bytes (on a
+    /// character boundary when it is text), and how many bytes were cut.
+    fn line(&self, begin: usize, len: usize, keep: usize) -> (Line<'_>, usize) {
+        let kept = len.min(keep);
+        match self {
+            Self::Text(text) => {
+                let end = text.floor_char_boundary(begin + kept);
+                (Line::Text(&text[begin..end]), len - (end - begin))
+            }
+            Self::Bytes(bytes) => (Line::Bytes(&bytes[begin..begin + kept]), len - kept),
+        }
+    }
+}
+
+/// A line as read: known text, or bytes still to decode.
+enum Line<'a> {
+    Text(&'a str),
+    Bytes(&'a [u8]),
 }
 
 /// Appends `piece` to a line being carried across chunks, up to
@@ -172,33 +218,33 @@ fn carry_on(carry: &mut Vec<u8>, cut: &mut usize, piece: &[u8]) {
 
 impl Lines<'_> {
     /// The next line without its `\n`, and how many bytes of it were cut.
-    fn next_line(&mut self) -> ToolResult<Option<(&[u8], usize)>> {
+    fn next_line(&mut self) -> ToolResult<Option<(Line<'_>, usize)>> {
         self.carry.clear();
         let mut cut = 0usize;
         let mut started = false;
         loop {
-            if self.start < self.buf.len() {
+            let buf = self.buf.bytes();
+            if self.start < buf.len() {
                 started = true;
                 let begin = self.start;
-                let rest = &self.buf[begin..];
+                let rest = &buf[begin..];
                 match memchr::memchr(b'\n', rest) {
                     Some(i) => {
                         self.start = begin + i + 1;
                         if self.carry.is_empty() && cut == 0 {
-                            let kept = i.min(MAX_LINE_BYTES);
-                            return Ok(Some((&self.buf[begin..begin + kept], i - kept)));
+                            return Ok(Some(self.buf.line(begin, i, MAX_LINE_BYTES)));
                         }
-                        carry_on(&mut self.carry, &mut cut, &self.buf[begin..begin + i]);
-                        return Ok(Some((&self.carry, cut)));
+                        carry_on(&mut self.carry, &mut cut, &buf[begin..begin + i]);
+                        return Ok(Some((Line::Bytes(&self.carry), cut)));
                     }
                     None => {
                         carry_on(&mut self.carry, &mut cut, rest);
-                        self.start = self.buf.len();
+                        self.start = buf.len();
                     }
                 }
             }
             if self.eof {
-                return Ok(started.then_some((&self.carry[..], cut)));
+                return Ok(started.then_some((Line::Bytes(&self.carry[..]), cut)));
             }
             // Ask for no more than the file holds: the host allocates what
             // is asked, and a short file then needs no second read to find
@@ -218,7 +264,7 @@ impl Lines<'_> {
             }
             self.pos += chunk.len() as u64;
             self.eof = end || chunk.is_empty() || (self.size > 0 && self.pos >= self.size);
-            self.buf = chunk;
+            self.buf = Chunk::new(chunk);
             self.start = 0;
         }
     }
@@ -241,7 +287,18 @@ impl Decoded<'_> {
 
 /// The line as text, and how many bytes of a character cut in half at
 /// [`MAX_LINE_BYTES`] were dropped from its end.
-fn decode_line(bytes: &[u8], first: bool) -> (Decoded<'_>, usize) {
+fn decode_line(line: Line<'_>, first: bool) -> (Decoded<'_>, usize) {
+    let bytes = match line {
+        Line::Text(text) => {
+            let text = if first {
+                text.strip_prefix('\u{FEFF}').unwrap_or(text)
+            } else {
+                text
+            };
+            return (Decoded::Utf8(text.strip_suffix('\r').unwrap_or(text)), 0);
+        }
+        Line::Bytes(bytes) => bytes,
+    };
     let bytes = if first {
         bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
     } else {

@@ -1,6 +1,6 @@
-//! Sockets and FIFOs are never opened (opening a FIFO blocks until a writer
-//! appears, out of reach of the call's timeout): refused when named, passed
-//! by when walking.
+//! Sockets and FIFOs are never read (the host opens without blocking, so a
+//! FIFO cannot hold a call past its timeout, and refuses anything but files
+//! and directories): refused when named, passed by when walking.
 
 use super::*;
 
@@ -20,19 +20,19 @@ fn workspace() -> (Workspace, std::os::unix::net::UnixListener) {
 #[test]
 fn every_tool_refuses_a_special_file_named_as_its_path() {
     let (ws, _listener) = workspace();
-    let not_opened = "is not a regular file (a device, pipe or socket); it was not opened";
+    let not_read = "is not a regular file (a device, pipe or socket); it was not read";
     for path in ["fifo", "sock"] {
         let calls = [
-            ("read_file", json!({"path": path}), not_opened),
+            ("read_file", json!({"path": path}), not_read),
             (
                 "edit_file",
                 json!({"path": path, "old_string": "x", "new_string": "y"}),
-                not_opened,
+                not_read,
             ),
             (
                 "search_files",
                 json!({"pattern": "x", "path": path}),
-                not_opened,
+                not_read,
             ),
             (
                 "write_file",
@@ -50,6 +50,15 @@ fn every_tool_refuses_a_special_file_named_as_its_path() {
                 "is not a directory to search",
             ),
         ];
+        // The host opened the FIFO (without blocking) and refused it, in
+        // its own words naming the file (a socket cannot be opened at all).
+        if path == "fifo" {
+            expect_err(
+                ws.read_call("read_file", json!({"path": path})),
+                ToolError::Conflict,
+                &["GOAT: 'fifo' is not a regular file or directory (a FIFO, socket or device)"],
+            );
+        }
         for (name, args, why) in calls {
             expect_err(
                 ws.write_call(name, args),
