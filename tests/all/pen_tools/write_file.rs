@@ -156,3 +156,29 @@ fn read_only_refusal_says_the_access_is_read_only() {
         &["read-only access"],
     );
 }
+
+/// A writing tool given read-only access says so (it asks the preopen's
+/// flags only then) and changes nothing.
+#[test]
+fn writing_tools_with_read_only_access_say_so_and_change_nothing() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "x\n");
+    let calls = [
+        ("write_file", json!({"path": "a.txt", "content": "y\n"})),
+        (
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "x", "new_string": "y"}),
+        ),
+        ("delete_file", json!({"path": "a.txt"})),
+        ("move_file", json!({"from": "a.txt", "to": "b.txt"})),
+    ];
+    for (name, args) in calls {
+        expect_err(
+            ws.read_call(name, args),
+            ToolError::PermissionDenied,
+            &["this tool was given read-only access to the workspace"],
+        );
+    }
+    assert_eq!(ws.read("a.txt"), "x\n");
+    assert!(!ws.root.join("b.txt").exists());
+}
