@@ -158,6 +158,27 @@ fn long_line_cut_inside_a_multibyte_character_keeps_whole_characters() {
 }
 
 #[test]
+fn a_read_chunk_ending_inside_a_character_leaves_the_text_whole() {
+    // Lines of 22 bytes: the 64 KiB read chunk ends inside the last `é`
+    // of line 2979, so that chunk is not UTF-8 on its own; the lines on
+    // both sides of the cut are still read as the UTF-8 they are.
+    let line = format!("a{}", "é".repeat(10));
+    let ws = Workspace::new();
+    ws.write("accents.txt", format!("{line}\n").repeat(4000));
+    let text = read(
+        &ws,
+        json!({"path": "accents.txt", "offset": 2978, "limit": 3}),
+    );
+    assert_eq!(
+        text,
+        format!(
+            "  2978\t{line}\n  2979\t{line}\n  2980\t{line}\n[showing lines 2978-2980; \
+             'accents.txt' continues: call read_file with offset=2981 to read more]\n"
+        )
+    );
+}
+
+#[test]
 fn files_ending_at_or_just_past_a_read_chunk_are_read_whole() {
     // 8191 lines of 8 bytes, then a last line without a newline that ends
     // exactly at 64 KiB, or one byte past it.
