@@ -19,12 +19,12 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::fs::{self as rfs, Mode, OFlags, ResolveFlags};
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
 use wasmtime_wasi::filesystem::Dir;
 use wasmtime_wasi::{FsPerms, OpenMode};
 
@@ -204,6 +204,10 @@ impl Fence {
     /// The workspace path of the file `fd` refers to, from the kernel's own
     /// record of it. Fails for anything outside the workspace.
     pub(crate) fn workspace_path(&self, fd: impl AsFd) -> io::Result<String> {
+        // A call without a workspace has no root to name anything under.
+        if self.root.as_os_str().is_empty() {
+            return Err(io::ErrorKind::PermissionDenied.into());
+        }
         let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))?;
         let rel = link.strip_prefix(&self.root).map_err(|_| {
             io::Error::new(
@@ -243,16 +247,7 @@ impl Fence {
         if !follow {
             flags |= OFlags::NOFOLLOW;
         }
-        // A path leading out of the workspace (`..`, an absolute path or
-        // symlink) fails with EXDEV under RESOLVE_BENEATH; the guest gets
-        // "not permitted", as wasmtime-wasi reports an escape.
-        let fd =
-            rfs::openat2(dir, nonempty(path), flags, Mode::empty(), BENEATH).map_err(
-                |e| match e {
-                    rustix::io::Errno::XDEV => rustix::io::Errno::PERM,
-                    other => other,
-                },
-            )?;
+        let fd = openat2_beneath(dir.as_fd(), nonempty(path), flags)?;
         let stat = rfs::fstat(&fd)?;
         let path = if named {
             self.workspace_path(&fd)?
@@ -260,6 +255,27 @@ impl Fence {
             String::new()
         };
         Ok(Reached { fd, stat, path })
+    }
+
+    /// Whether `path`, from `dir`, names something that is neither a file
+    /// nor a directory (a FIFO, socket or device), by its type alone and
+    /// without opening it: a device's driver may act when it is opened, and
+    /// opening a FIFO wakes a writer waiting for a reader. Unconfined (the
+    /// kernel's `fstatat`), so a caller must confirm beneath the workspace
+    /// before saying so; anything it cannot stat counts as not special and
+    /// is left to the confined open.
+    pub(crate) fn names_special_file(dir: impl AsFd, path: &str, follow: bool) -> bool {
+        let flags = if follow {
+            AtFlags::empty()
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        rfs::statat(dir, nonempty(path), flags).is_ok_and(|stat| {
+            !matches!(
+                file_type(&stat),
+                rfs::FileType::RegularFile | rfs::FileType::Directory | rfs::FileType::Symlink
+            )
+        })
     }
 
     /// Resolves the directory that holds `path`'s last component, and that
@@ -405,6 +421,23 @@ impl Fence {
 impl Drop for Fence {
     fn drop(&mut self) {
         let _ = self.discard();
+    }
+}
+
+/// `openat2` confined beneath `dir`. A path leading out of the workspace
+/// (`..`, an absolute path or symlink) fails with EXDEV under
+/// RESOLVE_BENEATH, and the guest gets "not permitted", as wasmtime-wasi
+/// reports an escape. EAGAIN (a rename elsewhere on the system while `..`
+/// was resolved) is retried a few times, as wasmtime-wasi does.
+fn openat2_beneath(dir: BorrowedFd<'_>, path: &str, flags: OFlags) -> io::Result<OwnedFd> {
+    let mut tries = 0;
+    loop {
+        match rfs::openat2(dir, path, flags, Mode::empty(), BENEATH) {
+            Ok(fd) => return Ok(fd),
+            Err(rustix::io::Errno::AGAIN) if tries < 4 => tries += 1,
+            Err(rustix::io::Errno::XDEV) => return Err(rustix::io::Errno::PERM.into()),
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

@@ -325,9 +325,20 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         }
         let follow = path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW);
         if !how.write {
-            // A read opens the file itself, non-blocking, and checks what it
-            // opened; it is named only when the policy could hide it.
             let hides = self.fence.hides_anything();
+            // Only files and directories are ever opened: anything else is
+            // looked up by type first and, once confirmed beneath the
+            // workspace without opening it (O_PATH), refused.
+            if Fence::names_special_file(&*dir, &path, follow) {
+                let reached = self.fence.reach(&*dir, &path, follow)?;
+                return Err(self
+                    .open_reached(reached, &how, perms)
+                    .err()
+                    .unwrap_or_else(|| ErrorCode::NotPermitted.into()));
+            }
+            // A read opens the file itself, non-blocking, and checks what it
+            // opened (a file swapped in since the lookup is refused then);
+            // it is named only when the policy could hide it.
             let reached = self
                 .fence
                 .reach_as(&*dir, &path, follow, OFlags::RDONLY, hides)?;

@@ -75,8 +75,8 @@ impl Output {
     /// per line shown. Returns `false`, appending nothing, at the cap.
     pub fn numbered_line(&mut self, n: u64, text: &str, suffix: &str) -> bool {
         // The number, right-aligned in six columns, and the tab, written
-        // byte by byte: in wasm each `push_str` is a call out of the guest,
-        // so a line costs one copy (its text), not three.
+        // byte by byte: each `push_str` is a `memory.copy`, which wasmtime
+        // runs as a call into its runtime, so a line costs one (its text).
         let mut head = [b' '; 21];
         head[20] = b'\t';
         let mut at = 20;

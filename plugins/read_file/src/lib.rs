@@ -80,6 +80,7 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
         pos: 0,
         size: stat.size,
         buf: Chunk::Bytes(Vec::new()),
+        shown: false,
         start: 0,
         eof: false,
         carry: Vec::new(),
@@ -91,7 +92,12 @@ fn read_window(ws: &Workspace, path: &WorkPath, offset: u64, limit: u64) -> Tool
     let (mut line_no, mut shown) = (0u64, 0u64);
     let mut more = false;
     let mut legacy_lines = 0u64;
-    while let Some((bytes, cut)) = lines.next_line()? {
+    loop {
+        // Lines before the window are only counted, never decoded.
+        lines.shown = line_no + 1 >= offset;
+        let Some((bytes, cut)) = lines.next_line()? else {
+            break;
+        };
         line_no += 1;
         if line_no < offset {
             continue;
@@ -160,6 +166,9 @@ struct Lines<'a> {
     /// The file's size when it was opened.
     size: u64,
     buf: Chunk,
+    /// Whether the next line will be shown, so that its chunk is worth
+    /// checking as UTF-8.
+    shown: bool,
     start: usize,
     eof: bool,
     carry: Vec<u8>,
@@ -167,24 +176,29 @@ struct Lines<'a> {
 
 /// One read's bytes: text when they are all UTF-8 (the usual case), checked
 /// once for the whole chunk so that its lines are lent out as text without
-/// checking each again.
+/// checking each again. A chunk none of whose lines is shown (before the
+/// window) is never checked.
 enum Chunk {
+    Unchecked(Vec<u8>),
     Text(String),
     Bytes(Vec<u8>),
 }
 
 impl Chunk {
-    fn new(bytes: Vec<u8>) -> Self {
-        match String::from_utf8(bytes) {
-            Ok(text) => Self::Text(text),
-            Err(e) => Self::Bytes(e.into_bytes()),
+    /// Checks an unchecked chunk as UTF-8, once.
+    fn check(&mut self) {
+        if let Self::Unchecked(bytes) = self {
+            *self = match String::from_utf8(std::mem::take(bytes)) {
+                Ok(text) => Self::Text(text),
+                Err(e) => Self::Bytes(e.into_bytes()),
+            };
         }
     }
 
     fn bytes(&self) -> &[u8] {
         match self {
             Self::Text(text) => text.as_bytes(),
-            Self::Bytes(bytes) => bytes,
+            Self::Unchecked(bytes) | Self::Bytes(bytes) => bytes,
         }
     }
 
@@ -197,7 +211,9 @@ impl Chunk {
                 let end = text.floor_char_boundary(begin + kept);
                 (Line::Text(&text[begin..end]), len - (end - begin))
             }
-            Self::Bytes(bytes) => (Line::Bytes(&bytes[begin..begin + kept]), len - kept),
+            Self::Unchecked(bytes) | Self::Bytes(bytes) => {
+                (Line::Bytes(&bytes[begin..begin + kept]), len - kept)
+            }
         }
     }
 }
@@ -223,6 +239,9 @@ impl Lines<'_> {
         let mut cut = 0usize;
         let mut started = false;
         loop {
+            if self.shown {
+                self.buf.check();
+            }
             let buf = self.buf.bytes();
             if self.start < buf.len() {
                 started = true;
@@ -264,7 +283,7 @@ impl Lines<'_> {
             }
             self.pos += chunk.len() as u64;
             self.eof = end || chunk.is_empty() || (self.size > 0 && self.pos >= self.size);
-            self.buf = Chunk::new(chunk);
+            self.buf = Chunk::Unchecked(chunk);
             self.start = 0;
         }
     }

@@ -85,3 +85,41 @@ fn walks_pass_special_files_by() {
         "a.txt:1:x\n[1 matching line in 1 file; 1 file searched]\n"
     );
 }
+
+/// A FIFO named to a tool is never opened, not even without blocking: the
+/// open alone would wake a writer waiting for a reader (and, for a device,
+/// could make its driver act). A writer blocked opening the FIFO stays
+/// blocked through every tool's call on it.
+#[test]
+fn a_fifo_named_to_a_tool_is_never_opened() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (ws, _listener) = workspace();
+    let fifo = ws.root.join("fifo");
+    let woke = std::sync::Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (fifo, woke) = (fifo.clone(), woke.clone());
+        // Blocks in open until some reader opens the FIFO.
+        std::thread::spawn(move || {
+            let file = std::fs::OpenOptions::new().write(true).open(&fifo);
+            woke.store(true, Ordering::SeqCst);
+            file.is_ok()
+        })
+    };
+    for (name, args) in [
+        ("read_file", json!({"path": "fifo"})),
+        ("search_files", json!({"pattern": "x", "path": "fifo"})),
+        (
+            "edit_file",
+            json!({"path": "fifo", "old_string": "x", "new_string": "y"}),
+        ),
+    ] {
+        assert!(ws.write_call(name, args).is_err(), "{name}");
+    }
+    // A woken writer would have set the flag by now; give it the chance.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let woken_by_a_tool = woke.load(Ordering::SeqCst);
+    assert!(!woken_by_a_tool, "a tool opened the FIFO");
+    // Release the writer, still waiting: open the FIFO for reading.
+    let _reader = std::fs::File::open(&fifo).unwrap();
+    assert!(writer.join().unwrap());
+}
