@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::exports::goat::tool::tool as wit;
-use crate::fence::{Fence, PathPolicy};
+use crate::fence::{Fence, PathPolicy, preopen_perms};
 use crate::limiter::Limiter;
 use crate::linker::FrozenClock;
 use crate::output::CappedOutput;
@@ -219,11 +219,7 @@ impl Sandbox {
                 {
                     fence = Fence::new(Some((root, dir)), None);
                 }
-            } else if let Some(perms) = match access {
-                Access::None => None,
-                Access::Read => Some(FsPerms::ReadOnly),
-                Access::ReadWrite => Some(FsPerms::ReadWrite),
-            } {
+            } else if let Some(perms) = preopen_perms(access) {
                 wasi.preopened_dir(root, ".", perms)
                     .map_err(|e| refused(format!("{e:#}")))?;
             }

@@ -123,10 +123,12 @@ impl Fence {
     /// gets with `access`: an `O_PATH` descriptor, as wasmtime-wasi's own
     /// preopen is, which every operation resolves beneath.
     pub(crate) fn open_root(root: &Path, access: Access) -> io::Result<Option<Dir>> {
-        let (perms, mode) = match access {
-            Access::None => return Ok(None),
-            Access::Read => (FsPerms::ReadOnly, OpenMode::READ),
-            Access::ReadWrite => (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE),
+        let Some(perms) = preopen_perms(access) else {
+            return Ok(None);
+        };
+        let mode = match perms {
+            FsPerms::ReadOnly => OpenMode::READ,
+            FsPerms::ReadWrite => OpenMode::READ | OpenMode::WRITE,
         };
         let fd = rfs::open(
             root,
@@ -421,6 +423,16 @@ impl Fence {
 impl Drop for Fence {
     fn drop(&mut self) {
         let _ = self.discard();
+    }
+}
+
+/// The permissions of the preopen a tool granted `access` gets; none for
+/// [`Access::None`].
+pub(crate) fn preopen_perms(access: Access) -> Option<FsPerms> {
+    match access {
+        Access::None => None,
+        Access::Read => Some(FsPerms::ReadOnly),
+        Access::ReadWrite => Some(FsPerms::ReadWrite),
     }
 }
 
