@@ -157,7 +157,9 @@ impl PolicyFs<'_> {
             }
             rfs::FileType::Symlink => Err(ErrorCode::Loop.into()),
             _ => {
-                // A read names the file only when the policy could hide it.
+                // Unnamed only when a special file was swapped in after a
+                // read looked the type up (reads are named only when the
+                // policy could hide them).
                 let shown = match reached.path.as_str() {
                     "" => self
                         .fence
