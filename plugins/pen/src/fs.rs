@@ -97,15 +97,19 @@ impl Workspace {
 
     /// Opens `path` for reading, following symlinks (the host refuses any
     /// that lead outside the workspace).
-    ///
-    /// No stat comes first: the host opens without blocking (a FIFO cannot
-    /// hold the call past its timeout) and refuses anything but files and
-    /// directories whatever a guest asks. Only when the open fails is the
-    /// type looked up, to say plainly why.
     pub fn open_read(&self, path: &WorkPath) -> ToolResult<Descriptor> {
+        self.open_read_as(path, PathFlags::SYMLINK_FOLLOW)
+    }
+
+    /// Opens `path` for reading with `follow` deciding a final symlink.
+    ///
+    /// No stat comes first: the host never opens anything but files and
+    /// directories (it looks the type up itself), whatever a guest asks.
+    /// Only when the open fails is the type looked up, to say plainly why.
+    fn open_read_as(&self, path: &WorkPath, follow: PathFlags) -> ToolResult<Descriptor> {
         self.root
             .open_at(
-                PathFlags::SYMLINK_FOLLOW,
+                follow,
                 path.as_str(),
                 OpenFlags::empty(),
                 DescriptorFlags::READ,
@@ -195,11 +199,8 @@ impl Workspace {
     /// [`crate::text::BINARY_PROBE_BYTES`], the one rule every tool and the
     /// host use), and before reading a file larger than `max_bytes`.
     ///
-    /// `known_file` is for a path a walk just listed as a regular file: the
-    /// stat before opening (which keeps [`Workspace::open_read`] from
-    /// opening a FIFO) is then skipped. Skipping it is safe because the
-    /// host opens without blocking and refuses anything but files and
-    /// directories whatever the guest asks.
+    /// `known_file` is for a path a walk just listed as a regular file: it
+    /// is opened without following a final symlink, since it was not one.
     pub fn read_text_into(
         &self,
         path: &WorkPath,
@@ -208,18 +209,12 @@ impl Workspace {
         buf: &mut Vec<u8>,
     ) -> ToolResult<Contents> {
         buf.clear();
-        let fd = if known_file {
-            self.root
-                .open_at(
-                    PathFlags::empty(),
-                    path.as_str(),
-                    OpenFlags::empty(),
-                    DescriptorFlags::READ,
-                )
-                .map_err(|e| fs_error(e, path, "open"))?
+        let follow = if known_file {
+            PathFlags::empty()
         } else {
-            self.open_read(path)?
+            PathFlags::SYMLINK_FOLLOW
         };
+        let fd = self.open_read_as(path, follow)?;
         let stat = fd.stat().map_err(|e| fs_error(e, path, "stat"))?;
         require_file(path, stat.type_)?;
         if stat.size > max_bytes {
