@@ -23,7 +23,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goat_command::{CommandRequest, Containment, Network, PidsCgroup, WorkspaceRules};
+use goat_command::{
+    CommandRequest, Containment, ContainmentMode, Network, PidsCgroup, WorkspaceRules,
+};
 
 /// Runs of each command, each way.
 const RUNS: usize = 40;
@@ -38,8 +40,12 @@ impl WorkspaceRules for Protected {
     fn visible(&self, _: &str) -> bool {
         true
     }
-    fn writable(&self, path: &str) -> bool {
-        !path.split('/').any(|c| c == ".git")
+    fn writable_why(&self, path: &str) -> Result<(), String> {
+        if path.split('/').any(|c| c == ".git") {
+            Err("version-control metadata".to_owned())
+        } else {
+            Ok(())
+        }
     }
     fn governs_below(&self, _: &str) -> bool {
         false
@@ -135,6 +141,9 @@ fn main() {
         network: Network::Closed,
         env: Vec::new(),
         pids_cgroup: PidsCgroup::Never,
+        mode: ContainmentMode::Landlock,
+        home: home.clone(),
+        layers_dir: None,
     };
     // As root, each command also joins a pids cgroup: measured apart.
     let with_cgroup = Containment {

@@ -51,8 +51,17 @@ pub const REQUIRED_ABI: ABI = ABI::V6;
 pub trait WorkspaceRules: Send + Sync {
     /// Whether the path may be read at all.
     fn visible(&self, path: &str) -> bool;
+    /// Whether the path may be created, changed, renamed or removed, and
+    /// if not, why (in words for the model).
+    fn writable_why(&self, path: &str) -> Result<(), String>;
     /// Whether the path may be created, changed, renamed or removed.
-    fn writable(&self, path: &str) -> bool;
+    fn writable(&self, path: &str) -> bool {
+        self.writable_why(path).is_ok()
+    }
+    /// Whether any path could be hidden.
+    fn hides_anything(&self) -> bool {
+        true
+    }
     /// Whether a rule could treat something strictly below the directory
     /// differently from the directory itself.
     fn governs_below(&self, dir: &str) -> bool;
@@ -90,24 +99,60 @@ pub const DEVICES_READ_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"]
 pub const DEVICES_READ: &[&str] = &["/dev/urandom", "/dev/random"];
 
 /// Toolchain directories under the home directory, readable (and
-/// executable) by default: where rustup, cargo, npm, pip, pyenv, nvm and Go
-/// keep compilers and downloaded packages. Everything else in the home
-/// directory (`~/.ssh`, `~/.aws`, GOAT's own store) stays unreadable.
+/// executable) by default: where rustup, cargo, npm, pip, pyenv, asdf,
+/// mise, conda, nvm, volta, bun, deno, sdkman and Go keep compilers and
+/// downloaded packages. Only the parts of `~/.cargo` a build reads are
+/// named (`bin`, `registry`, `git`), never `credentials.toml`; everything
+/// else in the home directory (`~/.ssh`, `~/.aws`, GOAT's own store) stays
+/// unreadable.
 pub const HOME_TOOLCHAINS: &[&str] = &[
-    ".cargo",
+    ".cargo/bin",
+    ".cargo/registry",
+    ".cargo/git",
     ".rustup",
     ".npm",
     ".nvm",
-    ".cache/pip",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".sdkman",
+    ".asdf",
+    ".local/share/mise",
     ".pyenv",
+    ".conda",
+    "miniconda3",
+    "anaconda3",
+    "miniforge3",
+    ".cache/pip",
     ".local/bin",
     ".local/lib",
     "go",
 ];
 
-/// [`HOME_TOOLCHAINS`] under `home`.
+/// [`HOME_TOOLCHAINS`] under `home`, and the toolchains the command's
+/// `PATH` points into there: each `PATH` entry under the home directory,
+/// and for one ending in `bin` or `shims` (pyenv, asdf, mise, volta), the
+/// directory above it, where the tool keeps its versions.
 pub fn default_read_paths(home: &Path) -> Vec<PathBuf> {
-    HOME_TOOLCHAINS.iter().map(|p| home.join(p)).collect()
+    let mut paths: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|p| home.join(p)).collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        for entry in std::env::split_paths(&path) {
+            let Ok(rel) = entry.strip_prefix(home) else {
+                continue;
+            };
+            if rel.as_os_str().is_empty() || rel.starts_with(".cargo") {
+                continue;
+            }
+            let dir = match entry.file_name().and_then(|n| n.to_str()) {
+                Some("bin" | "shims") => entry.parent().map_or(entry.clone(), Path::to_path_buf),
+                _ => entry.clone(),
+            };
+            if dir != home && !paths.iter().any(|p| dir.starts_with(p)) {
+                paths.push(dir);
+            }
+        }
+    }
+    paths
 }
 
 /// Whether the kernel can enforce the containment, by making (and
@@ -140,6 +185,75 @@ fn base_ruleset(network: Network) -> Result<Ruleset, String> {
     ruleset
         .scope(Scope::from_all(REQUIRED_ABI))
         .map_err(|e| e.to_string())
+}
+
+/// The ruleset of a view, with the rules that hold across its bind mounts
+/// (their inodes are the host's): system paths and toolchains readable,
+/// the private `/tmp` writable, the device nodes. The workspace overlay,
+/// the scratch home, `/dev/shm` and `/proc` are added inside the view
+/// ([`add_inside`]).
+pub(crate) fn view_ruleset(
+    read_paths: &[PathBuf],
+    tmpdir: &Path,
+    network: Network,
+) -> Result<RulesetCreated, CommandError> {
+    let failed = |why: String| CommandError::Containment(why);
+    let mut created = base_ruleset(network)
+        .map_err(failed)?
+        .create()
+        .map_err(|e| failed(e.to_string()))?;
+    let mut add = |created: RulesetCreated, fd: &dyn AsFd, grant: Grant, is_dir: bool| {
+        created
+            .add_rule(PathBeneath::new(fd.as_fd(), rights(grant, is_dir)))
+            .map_err(|e| failed(e.to_string()))
+    };
+    for (paths, grant) in [
+        (SYSTEM_READ_PATHS, Grant::Read),
+        (DEVICES_READ, Grant::Read),
+        (DEVICES_READ_WRITE, Grant::ReadWrite),
+        (&["/dev/tty"][..], Grant::ReadWrite),
+    ] {
+        for path in paths {
+            created = add_existing(created, Path::new(path), grant, &mut add)?;
+        }
+    }
+    for path in read_paths {
+        created = add_existing(created, path, Grant::Read, &mut add)?;
+    }
+    add_existing(created, tmpdir, Grant::ReadWrite, &mut add)
+}
+
+/// What a place made inside a view is granted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Inside {
+    /// The workspace overlay: everything but making device nodes and
+    /// device ioctls.
+    Workspace,
+    /// A scratch `tmpfs`: everything.
+    ReadWrite,
+    /// Read only (`/proc`).
+    Read,
+}
+
+/// Adds a rule for `path` as the view shows it. Called in the child,
+/// after the mounts: system calls only on the success path.
+pub(crate) fn add_inside(
+    created: RulesetCreated,
+    path: &std::ffi::CStr,
+    inside: Inside,
+) -> std::io::Result<RulesetCreated> {
+    let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?;
+    let access = match inside {
+        Inside::Workspace => {
+            AccessFs::from_all(REQUIRED_ABI)
+                & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
+        }
+        Inside::ReadWrite => AccessFs::from_all(REQUIRED_ABI),
+        Inside::Read => AccessFs::from_read(REQUIRED_ABI),
+    };
+    created
+        .add_rule(PathBeneath::new(fd.as_fd(), access))
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::PermissionDenied))
 }
 
 /// What the command may do beneath one path.

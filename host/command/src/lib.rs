@@ -25,15 +25,25 @@
 //! is not offered: it fails closed, never runs a command uncontained.
 
 pub mod fs;
+pub mod gitindex;
+pub mod inspect;
+mod land;
+pub mod layer;
 pub mod limits;
 pub mod output;
 mod pids;
 pub mod run;
 pub mod seccomp;
+mod snapshot;
+mod view;
 
 pub use fs::{WorkspaceRules, default_read_paths};
+pub use inspect::{Guard, Inspection};
+pub use land::LandError;
+pub use layer::{ChangeSet, Node, PathChange};
 pub use output::Captured;
 pub use run::{
-    CommandError, CommandOutcome, CommandRequest, Containment, Exit, Network, PidsCgroup,
-    Unsupported, run, support,
+    Changes, CommandError, CommandOutcome, CommandRequest, Containment, ContainmentMode, Exit,
+    Network, Pending, PidsCgroup, Unsupported, Used, namespace_support, resolve_mode, run,
+    support,
 };

@@ -63,3 +63,27 @@ pub const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 /// (a walk before each command). A workspace bigger than this is refused
 /// rather than contained partly.
 pub const MAX_WALK_ENTRIES: usize = 500_000;
+
+/// Most paths one command's change set may hold (created, changed and
+/// removed together, files inside new directories included). A 2 GiB
+/// `target/` of a large Rust build is about 30,000 files; past this the
+/// set is refused whole rather than landed unchecked.
+pub const MAX_CHANGE_ENTRIES: usize = 500_000;
+
+/// The largest existing file whose bytes GOAT keeps when a command changes
+/// or removes it, so `goat undo` can bring it back: the checkpoint cap of
+/// the file tools (ADR-0073). A larger one is recorded by its hash only,
+/// and undo says it cannot bring it back.
+pub const MAX_KEPT_BYTES_PER_FILE: u64 = 8 * 1024 * 1024;
+
+/// The most bytes of existing files one command's checkpoint keeps: a
+/// `git clean` of a tree of sources fits, a removed `node_modules` of
+/// hundreds of MiB is recorded by hash past this point (and the guard asks
+/// about such a removal first).
+pub const MAX_KEPT_BYTES_TOTAL: u64 = 256 * 1024 * 1024;
+
+/// In Landlock-only containment (no user namespace), the most bytes of the
+/// workspace read before a command so its changes can be undone: files are
+/// read smallest first up to this; a change to a file past it is recorded
+/// by its hash only, and undo says so.
+pub const SNAPSHOT_BYTES: u64 = 64 * 1024 * 1024;

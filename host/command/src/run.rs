@@ -32,7 +32,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use std::mem::MaybeUninit;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fs::{Mode, OFlags, RawDir};
@@ -44,18 +44,65 @@ use crate::limits::{
     CPU_SECONDS, DATA_BYTES, DRAIN_AFTER_KILL, FILE_BYTES, NPROC, OPEN_FILES, OUTPUT_HEAD_BYTES,
     OUTPUT_TAIL_BYTES,
 };
+use crate::inspect::Inspection;
+use crate::land::LandError;
+use crate::layer::{ChangeSet, Layer};
+use crate::limits::MAX_WALK_ENTRIES;
 use crate::output::{Capture, Captured};
 use crate::pids::PidsGroup;
 use crate::seccomp;
+use crate::view::{self, UserNs, ViewInput, ViewPlan};
 
 /// Whether the command may use the network. Exhaustive: whoever shows a
 /// command to a person must say which.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Network {
-    /// No TCP bind or connect, no socket family but Unix (the default).
+    /// No TCP bind or connect, no socket family but Unix (the default); in
+    /// a view, a network namespace of its own with nothing in it.
     Closed,
     /// Sockets as for any process (`commands.network = true`).
     Open,
+}
+
+/// Which mechanism contains a command (`commands.containment`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContainmentMode {
+    /// The strongest that works here: a view where a user namespace (or
+    /// root) and overlayfs allow one, else Landlock only.
+    #[default]
+    Auto,
+    /// A view, or no command at all.
+    Namespace,
+    /// Landlock and seccomp only, with a before/after snapshot for undo.
+    Landlock,
+}
+
+/// The mechanism a command actually ran under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Used {
+    /// A mount namespace view with the workspace as an overlay: nothing
+    /// lands before GOAT has inspected it.
+    Namespace,
+    /// Landlock and seccomp only: the command wrote the workspace itself.
+    Landlock,
+}
+
+impl Used {
+    /// What this mechanism cannot enforce, for the tool's description, the
+    /// approval question and `goat tools list`; empty for the view.
+    pub fn limits(self) -> &'static str {
+        match self {
+            Self::Namespace => "",
+            Self::Landlock => {
+                "Landlock-only containment (no user namespace here): the command writes the \
+                 workspace directly, so nothing is inspected before it lands; it can change \
+                 permission bits, owners, times and extended attributes of files outside the \
+                 workspace that it cannot read or write; nothing can be created or removed \
+                 directly in a directory that holds .git; undo covers what a snapshot of at \
+                 most 64 MiB of the workspace kept"
+            }
+        }
+    }
 }
 
 /// What the host decides about every command: none of it comes from the
@@ -73,6 +120,15 @@ pub struct Containment {
     pub env: Vec<String>,
     /// Whether each command gets a pids cgroup where one can be made.
     pub pids_cgroup: PidsCgroup,
+    /// Which mechanism to use.
+    pub mode: ContainmentMode,
+    /// The home directory: in a view, an empty scratch directory with the
+    /// granted toolchains bound in read-only.
+    pub home: Option<PathBuf>,
+    /// Where a view's scratch layers go (GOAT's state directory), tried
+    /// before the system's temporary directory; a layer must be on the
+    /// workspace's filesystem, so its changes land by rename.
+    pub layers_dir: Option<PathBuf>,
 }
 
 /// Whether a command gets a pids cgroup of its own ([`crate::limits::MAX_PROCESSES`]).
@@ -113,8 +169,54 @@ pub enum Exit {
     TimedOut,
 }
 
+/// What a command changed, as its containment saw it.
+#[derive(Debug)]
+pub enum Changes {
+    /// In a view: the change set waits in the command's layer until GOAT
+    /// lands or discards it.
+    Pending(Pending),
+    /// Landlock only: already in the workspace; what the snapshot saw.
+    Applied(ChangeSet),
+    /// The changes could not be read (the result says why); in a view,
+    /// nothing landed.
+    Unreadable(String),
+}
+
+/// A view's change set, not landed yet.
+#[derive(Debug)]
+pub struct Pending {
+    layer: Layer,
+    workspace: PathBuf,
+    /// What the command changed.
+    pub set: ChangeSet,
+}
+
+impl Pending {
+    /// Checks the set against `rules`: what refuses it, and what is left
+    /// out of it (and so from the landing).
+    pub fn inspect(&mut self, rules: &dyn WorkspaceRules) -> Inspection {
+        crate::inspect::inspect(&mut self.set, rules, &self.layer.upper())
+    }
+
+    /// Lands the set in the workspace, all of it or none. Returns how many
+    /// steps it took.
+    pub fn land(self) -> Result<usize, LandError> {
+        crate::land::land(
+            &self.workspace,
+            &self.layer.upper(),
+            &self.layer.dir.join("backup"),
+            &self.set.ops,
+        )
+    }
+
+    /// Drops the set: nothing lands.
+    pub fn discard(self) {
+        drop(self);
+    }
+}
+
 /// What running a command came to.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct CommandOutcome {
     /// How it ended.
     pub exit: Exit,
@@ -124,6 +226,10 @@ pub struct CommandOutcome {
     pub output: Captured,
     /// The timeout it ran under.
     pub timeout: Duration,
+    /// The mechanism it ran under.
+    pub used: Used,
+    /// What it changed.
+    pub changes: Changes,
 }
 
 impl CommandOutcome {
@@ -193,7 +299,8 @@ impl CommandError {
     }
 }
 
-/// Whether commands can be contained here; checked once per process.
+/// Whether commands can be contained here at all (Landlock, seccomp,
+/// pidfd); checked once per process.
 pub fn support() -> Result<(), Unsupported> {
     static SUPPORT: OnceLock<Result<(), Unsupported>> = OnceLock::new();
     SUPPORT
@@ -211,6 +318,91 @@ pub fn support() -> Result<(), Unsupported> {
         .clone()
 }
 
+/// Whether a view can be made here: a trial command in one, run once per
+/// process (a user namespace, the mounts, overlayfs and the fresh `/proc`
+/// all have to work).
+pub fn namespace_support() -> Result<(), Unsupported> {
+    static SUPPORT: OnceLock<Result<(), Unsupported>> = OnceLock::new();
+    SUPPORT
+        .get_or_init(|| {
+            support()?;
+            let trial = || -> Result<(), String> {
+                let base = std::env::temp_dir();
+                let ws = Layer::create(&base).map_err(|e| e.to_string())?;
+                let workspace = ws.dir.join("tmp");
+                let containment = Containment {
+                    workspace: workspace.clone(),
+                    read_paths: Vec::new(),
+                    network: Network::Closed,
+                    env: Vec::new(),
+                    pids_cgroup: PidsCgroup::Never,
+                    mode: ContainmentMode::Namespace,
+                    home: None,
+                    layers_dir: Some(base),
+                };
+                let out = run_namespace(
+                    &containment,
+                    &NoRules,
+                    &CommandRequest {
+                        command: "echo ok > probe",
+                        cwd: None,
+                        timeout: Duration::from_secs(10),
+                    },
+                )
+                .map_err(|e| e.to_string())?;
+                match (&out.exit, &out.changes) {
+                    (Exit::Code(0), Changes::Pending(p))
+                        if p.set.changes.iter().any(|c| c.path == "probe") =>
+                    {
+                        Ok(())
+                    }
+                    _ => Err(format!("a trial command failed: {}", out.render().trim())),
+                }
+            };
+            trial().map_err(|why| {
+                Unsupported(format!(
+                    "a namespace view cannot be made here (a user namespace, overlayfs in it \
+                     and a fresh /proc are needed; Docker's default seccomp profile refuses \
+                     user namespaces): {why}"
+                ))
+            })
+        })
+        .clone()
+}
+
+/// The rules of the support trial: nothing hidden or protected.
+struct NoRules;
+
+impl WorkspaceRules for NoRules {
+    fn visible(&self, _: &str) -> bool {
+        true
+    }
+    fn writable_why(&self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn governs_below(&self, _: &str) -> bool {
+        false
+    }
+    fn is_protected_name(&self, _: &str) -> bool {
+        false
+    }
+}
+
+/// The mechanism `mode` comes to here: `Auto` takes the view where it
+/// works; a forced mode that cannot work is an error, never a weaker run.
+pub fn resolve_mode(mode: ContainmentMode) -> Result<Used, Unsupported> {
+    support()?;
+    match mode {
+        ContainmentMode::Landlock => Ok(Used::Landlock),
+        ContainmentMode::Namespace => namespace_support().map(|()| Used::Namespace),
+        ContainmentMode::Auto => Ok(if namespace_support().is_ok() {
+            Used::Namespace
+        } else {
+            Used::Landlock
+        }),
+    }
+}
+
 /// Runs `request` inside `containment`, with the permission `rules`
 /// applied to the workspace.
 ///
@@ -223,7 +415,18 @@ pub fn run(
     rules: &dyn WorkspaceRules,
     request: &CommandRequest<'_>,
 ) -> Result<CommandOutcome, CommandError> {
-    support()?;
+    match resolve_mode(containment.mode)? {
+        Used::Namespace => run_namespace(containment, rules, request),
+        Used::Landlock => run_landlock(containment, rules, request),
+    }
+}
+
+/// Landlock and seccomp only (ADR-0070), with a snapshot for undo.
+fn run_landlock(
+    containment: &Containment,
+    rules: &dyn WorkspaceRules,
+    request: &CommandRequest<'_>,
+) -> Result<CommandOutcome, CommandError> {
     let cwd = working_dir(&containment.workspace, request.cwd)?;
     let tmpdir = PrivateTmp::create()?;
     let ruleset = fs::ruleset(&FsPlan {
@@ -234,59 +437,13 @@ pub fn run(
         network: containment.network,
     })?;
     let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
-    let pids = match containment.pids_cgroup {
-        PidsCgroup::WhereAvailable => PidsGroup::create(),
-        PidsCgroup::Never => None,
-    };
-    let join_fd = match &pids {
-        Some(group) => Some(
-            group
-                .join
-                .try_clone()
-                .map_err(|e| CommandError::Containment(e.to_string()))?,
-        ),
-        None => None,
-    };
-
-    let (reader, writer) = io::pipe().map_err(CommandError::Spawn)?;
-    let mut command = Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(request.command)
-        .current_dir(&cwd)
-        .env_clear()
-        .envs(environment(containment, &tmpdir.0))
-        .stdin(Stdio::null())
-        .stdout(writer.try_clone().map_err(CommandError::Spawn)?)
-        .stderr(writer);
+    let pids = pids_group(containment)?;
+    let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
+    let before = crate::snapshot::Snapshot::take(&containment.workspace, rules);
+    let mut command = shell(request, &cwd, environment(containment, &tmpdir.0));
     let mut ruleset = Some(ruleset);
-    let mut child_setup = move || -> io::Result<()> {
-        // In the child, between fork and exec: system calls only.
-        rustix::process::setsid()?;
-        // If GOAT dies outright, the shell goes with it (what it started
-        // is then left: see docs/security.md).
-        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-        if let Some(fd) = &join_fd {
-            // `0` to `tasks`: this thread, the child's only one, so the
-            // whole process, before anything is forked or executed.
-            rustix::io::write(fd, b"0")?;
-        }
-        for (resource, value) in [
-            (Resource::Cpu, CPU_SECONDS),
-            (Resource::Data, DATA_BYTES),
-            (Resource::Nproc, NPROC),
-            (Resource::Fsize, FILE_BYTES),
-            (Resource::Nofile, OPEN_FILES),
-            (Resource::Core, 0),
-        ] {
-            rustix::process::setrlimit(
-                resource,
-                Rlimit {
-                    current: Some(value),
-                    maximum: Some(value),
-                },
-            )?;
-        }
+    let child_setup = move || -> io::Result<()> {
+        first_steps(join_fd)?;
         let ruleset = ruleset
             .take()
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -295,17 +452,356 @@ pub fn run(
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
         seccomp::install(&program)
     };
+    install_pre_exec(&mut command, child_setup);
+    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))?;
+    drop(tmpdir);
+    let changes = match before {
+        Ok(before) => match before.changes(&containment.workspace, rules) {
+            Ok(set) => Changes::Applied(set),
+            Err(e) => Changes::Unreadable(format!("the snapshot after the command failed: {e}")),
+        },
+        Err(e) => Changes::Unreadable(format!("the snapshot before the command failed: {e}")),
+    };
+    Ok(CommandOutcome {
+        exit,
+        duration,
+        output,
+        timeout: request.timeout,
+        used: Used::Landlock,
+        changes,
+    })
+}
+
+/// Where the command's layer goes: the first of the configured layers
+/// directory and the system's temporary directory that is on the
+/// workspace's filesystem.
+fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
+    let dev = |p: &Path| rustix::fs::stat(p).ok().map(|s| s.st_dev);
+    let want = dev(&containment.workspace);
+    let candidates: Vec<PathBuf> = containment
+        .layers_dir
+        .iter()
+        .cloned()
+        .chain(std::iter::once(std::env::temp_dir()))
+        .collect();
+    for base in &candidates {
+        let _ = std::fs::create_dir_all(base);
+        if want.is_some() && dev(base) == want {
+            return Ok(base.clone());
+        }
+    }
+    Err(CommandError::Containment(format!(
+        "no place for the command's change layer on the workspace's filesystem ({} is on \
+         another one than {}); set commands.layers_dir to a directory on the workspace's \
+         filesystem, or commands.containment = \"landlock\"",
+        containment.workspace.display(),
+        candidates
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    )))
+}
+
+/// Directories inside the workspace a view treats apart: existing
+/// version-control metadata (bound read-only) and what a rule hides
+/// (covered by an empty one).
+fn special_paths(
+    workspace: &Path,
+    rules: &dyn WorkspaceRules,
+) -> Result<(Vec<String>, Vec<(String, bool)>), CommandError> {
+    let mut read_only = Vec::new();
+    let mut hidden = Vec::new();
+    let mut budget = MAX_WALK_ENTRIES;
+    let mut stack = vec![(workspace.to_path_buf(), String::new())];
+    let mut complete = true;
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if budget == 0 {
+                complete = false;
+                break;
+            }
+            budget -= 1;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let path = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if !rules.visible(&path) {
+                hidden.push((path, kind.is_dir()));
+                continue;
+            }
+            if kind.is_dir() {
+                if rules.is_protected_name(&name) {
+                    read_only.push(path);
+                } else {
+                    stack.push((entry.path(), path));
+                }
+            }
+        }
+    }
+    if !complete && rules.hides_anything() {
+        return Err(CommandError::Containment(format!(
+            "the workspace has more than {MAX_WALK_ENTRIES} entries; the paths a rule hides \
+             cannot all be found, so the command does not run"
+        )));
+    }
+    Ok((read_only, hidden))
+}
+
+/// In a view (ADR-0077): the namespaces, the overlay, Landlock and seccomp
+/// on top, every capability dropped; the changes left pending.
+fn run_namespace(
+    containment: &Containment,
+    rules: &dyn WorkspaceRules,
+    request: &CommandRequest<'_>,
+) -> Result<CommandOutcome, CommandError> {
+    let failed = |what: &str, e: io::Error| CommandError::Containment(format!("{what}: {e}"));
+    let cwd = working_dir(&containment.workspace, request.cwd)?;
+    let base = layer_base(containment)?;
+    let layer = Layer::create(&base).map_err(|e| failed("cannot make the command's layer", e))?;
+    let (read_only, hidden) = special_paths(&containment.workspace, rules)?;
+    let user_ns = if rustix::process::geteuid().is_root() && !user_namespaces_work() {
+        UserNs::None
+    } else {
+        UserNs::New
+    };
+    let plan = ViewPlan::prepare(&ViewInput {
+        workspace: &containment.workspace,
+        cwd: &cwd,
+        upper: &layer.upper(),
+        work: &layer.dir.join("work"),
+        root: &layer.dir.join("root"),
+        tmpdir: &layer.dir.join("tmp"),
+        home: containment.home.as_deref(),
+        read_paths: &containment.read_paths,
+        read_only: &read_only,
+        hidden: &hidden,
+        empty_file: &layer.dir.join("empty"),
+        empty_dir: &layer.dir.join("emptydir"),
+        user_ns,
+        network_closed: containment.network == Network::Closed,
+    })
+    .map_err(|e| failed("cannot plan the command's view", e))?;
+    // The rules made before the fork hold for bound paths (a bind mount
+    // keeps its inodes); the overlay, the scratch home and /proc are new
+    // and get theirs inside.
+    let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), containment.network)?;
+    let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
+    let pids = pids_group(containment)?;
+    let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
+    let mut env = environment(containment, Path::new("/tmp"));
+    if let Some(home) = &containment.home {
+        env.retain(|(k, _)| k != "HOME");
+        env.push(("HOME".into(), home.as_os_str().to_owned()));
+    }
+    let mut command = shell(request, &cwd, env);
+    let mut ruleset = Some(ruleset);
+    let child_setup = move || -> io::Result<()> {
+        first_steps(join_fd)?;
+        view::unshare(&plan)?;
+        #[expect(unsafe_code, reason = "the second fork, in the forked child")]
+        // SAFETY: the first child has one thread; the second child makes
+        // system calls only until it execs, as the first would have.
+        let second = unsafe { libc::fork() };
+        if second < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if second > 0 {
+            wait_and_exit(second);
+        }
+        // PID 1 of the new namespace.
+        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        view::build(&plan)?;
+        let mut ruleset = ruleset
+            .take()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        ruleset = fs::add_inside(ruleset, plan.workspace(), fs::Inside::Workspace)?;
+        for path in plan.rw_after() {
+            ruleset = fs::add_inside(ruleset, path, fs::Inside::ReadWrite)?;
+        }
+        ruleset = fs::add_inside(ruleset, plan.proc_dir(), fs::Inside::Read)?;
+        ruleset
+            .restrict_self()
+            .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+        view::drop_capabilities()?;
+        seccomp::install(&program)
+    };
+    install_pre_exec(&mut command, child_setup);
+    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))?;
+    let changes = match layer.changes(&containment.workspace) {
+        Ok(set) => Changes::Pending(Pending {
+            layer,
+            workspace: containment.workspace.clone(),
+            set,
+        }),
+        Err(e) => Changes::Unreadable(format!(
+            "GOAT could not read what the command changed ({e}); nothing of it landed"
+        )),
+    };
+    Ok(CommandOutcome {
+        exit,
+        duration,
+        output,
+        timeout: request.timeout,
+        used: Used::Namespace,
+        changes,
+    })
+}
+
+/// Whether this process may make a user namespace (root may do without).
+fn user_namespaces_work() -> bool {
+    static WORKS: OnceLock<bool> = OnceLock::new();
+    *WORKS.get_or_init(|| {
+        std::process::Command::new("/bin/true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .pre_exec_unshare_user()
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// `pre_exec` of an `unshare(CLONE_NEWUSER)`, for the support check.
+trait PreExecUnshare {
+    fn pre_exec_unshare_user(&mut self) -> &mut Self;
+}
+
+impl PreExecUnshare for Command {
+    fn pre_exec_unshare_user(&mut self) -> &mut Self {
+        #[expect(unsafe_code, reason = "a pre_exec hook of one system call")]
+        // SAFETY: the hook makes one system call and allocates nothing.
+        unsafe {
+            self.pre_exec(|| {
+                rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWUSER)?;
+                Ok(())
+            })
+        }
+    }
+}
+
+/// In the first child of a view: waits for the second and exits as it
+/// did; never returns. Everything it had open is closed first, so the
+/// spawn's error pipe and the output pipe end with the second child.
+fn wait_and_exit(second: libc::pid_t) -> ! {
+    #[expect(unsafe_code, reason = "close_range and _exit in the forked child")]
+    // SAFETY: system calls only; `_exit` runs no destructor or handler.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status: libc::c_int = 0;
+        loop {
+            let r = libc::waitpid(second, &raw mut status, 0);
+            if r == second {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            libc::signal(signal, libc::SIG_DFL);
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(127)
+    }
+}
+
+/// The pids cgroup, and the descriptor the child joins it by.
+fn pids_group(containment: &Containment) -> Result<Option<(PidsGroup, OwnedFd)>, CommandError> {
+    let group = match containment.pids_cgroup {
+        PidsCgroup::WhereAvailable => PidsGroup::create(),
+        PidsCgroup::Never => None,
+    };
+    group
+        .map(|g| {
+            let fd = g
+                .join
+                .try_clone()
+                .map_err(|e| CommandError::Containment(e.to_string()))?;
+            Ok((g, fd))
+        })
+        .transpose()
+}
+
+/// `sh -c`, with the environment, stdin empty and the output in one pipe
+/// (its write end held by the command only).
+fn shell(request: &CommandRequest<'_>, cwd: &Path, env: Vec<(OsString, OsString)>) -> Command {
+    let mut command = Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(request.command)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null());
+    command
+}
+
+/// In the child, first: its own session, death with GOAT, the cgroup, the
+/// resource limits.
+fn first_steps(join_fd: Option<RawFd>) -> io::Result<()> {
+    rustix::process::setsid()?;
+    // If GOAT dies outright, the shell goes with it (what it started
+    // is then left: see docs/security.md).
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+    if let Some(fd) = join_fd {
+        #[expect(unsafe_code, reason = "a descriptor number kept open by the parent")]
+        // SAFETY: the descriptor is the cgroup's `tasks` file, held open
+        // by the `PidsGroup` the parent keeps until the command ends.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        // `0` to `tasks`: this thread, the child's only one, so the
+        // whole process, before anything is forked or executed.
+        rustix::io::write(fd, b"0")?;
+    }
+    for (resource, value) in [
+        (Resource::Cpu, CPU_SECONDS),
+        (Resource::Data, DATA_BYTES),
+        (Resource::Nproc, NPROC),
+        (Resource::Fsize, FILE_BYTES),
+        (Resource::Nofile, OPEN_FILES),
+        (Resource::Core, 0),
+    ] {
+        rustix::process::setrlimit(
+            resource,
+            Rlimit {
+                current: Some(value),
+                maximum: Some(value),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Installs `setup` to run in the child before `exec`, after every
+/// inherited descriptor above stdio was marked close-on-exec.
+fn install_pre_exec(command: &mut Command, mut setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static) {
     #[expect(
         unsafe_code,
         reason = "pre_exec is how the sandbox is applied between fork and exec"
     )]
     // SAFETY: the hook runs in the forked child before exec and makes only
     // system calls on values prepared before the fork (the ruleset's
-    // descriptor, the compiled filter, the cgroup descriptor) and on a
-    // stack buffer; the error path builds an io::Error, which std's own
-    // pre_exec handling does too. `borrow_raw` is given only numbers the
-    // kernel just listed as this process's open descriptors, used at once,
-    // before anything could close them (the child has one thread).
+    // descriptor, the compiled filter, the cgroup descriptor, the view's
+    // paths) and on a stack buffer; the error path builds an io::Error,
+    // which std's own pre_exec handling does too. `borrow_raw` is given
+    // only numbers the kernel just listed as this process's open
+    // descriptors, used at once, before anything could close them (the
+    // child has one thread).
     unsafe {
         command.pre_exec(move || {
             // Descriptors GOAT itself inherited without close-on-exec (from
@@ -329,9 +825,22 @@ pub fn run(
                 }
             }
             drop(listing);
-            child_setup()
+            setup()
         });
     }
+}
+
+/// Spawns `command` with its output in a pipe, watches it to its end (or
+/// the timeout), and reaps it.
+fn spawn_and_watch(
+    mut command: Command,
+    request: &CommandRequest<'_>,
+    pids: Option<&PidsGroup>,
+) -> Result<(Exit, Duration, Captured), CommandError> {
+    let (reader, writer) = io::pipe().map_err(CommandError::Spawn)?;
+    command
+        .stdout(writer.try_clone().map_err(CommandError::Spawn)?)
+        .stderr(writer);
     let started = Instant::now();
     let mut child = command.spawn().map_err(CommandError::Spawn)?;
     // The parent's copies of the pipe's write end go with the Command, so
@@ -339,16 +848,14 @@ pub fn run(
     drop(command);
     let pid = Pid::from_raw(child.id().cast_signed())
         .ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::InvalidData)))?;
-    let watched = watch(pid, reader, request.timeout, pids.as_ref());
+    let watched = watch(pid, reader, request.timeout, pids);
     // Reap the shell whatever happened above: it was killed with its group.
     if watched.is_err() {
-        kill_group(pid, pids.as_ref());
+        kill_group(pid, pids);
     }
     let status = child.wait().map_err(CommandError::Watch)?;
     let (output, timed_out) = watched?;
     let duration = started.elapsed();
-    drop(pids);
-    drop(tmpdir);
     let exit = if timed_out {
         Exit::TimedOut
     } else if let Some(code) = status.code() {
@@ -356,12 +863,7 @@ pub fn run(
     } else {
         Exit::Signal(status.signal().unwrap_or(0))
     };
-    Ok(CommandOutcome {
-        exit,
-        duration,
-        output,
-        timeout: request.timeout,
-    })
+    Ok((exit, duration, output))
 }
 
 /// The directory to run in: inside the workspace, by its real path.

@@ -7,6 +7,8 @@
 //!   kills when it ends or times out, so nothing it starts can detach;
 //! - `io_uring_setup`, `io_uring_enter`, `io_uring_register`: io_uring runs
 //!   socket and file operations outside the system calls filtered here;
+//! - `keyctl`, `add_key` and `request_key`: the kernel keyrings of the
+//!   session GOAT was started in hold secrets no build needs;
 //! - with the network closed, `socket` for any family but `AF_UNIX` (UDP,
 //!   raw and netlink sockets are beyond Landlock's TCP rules).
 //!
@@ -36,6 +38,9 @@ pub fn program(network: Network) -> Result<BpfProgram, String> {
         libc_nr::IO_URING_SETUP,
         libc_nr::IO_URING_ENTER,
         libc_nr::IO_URING_REGISTER,
+        libc_nr::ADD_KEY,
+        libc_nr::REQUEST_KEY,
+        libc_nr::KEYCTL,
     ] {
         // An empty rule list matches the call whatever its arguments.
         rules.insert(call, Vec::new());
@@ -69,12 +74,18 @@ mod libc_nr {
         pub const SETSID: i64 = 112;
         pub const SETPGID: i64 = 109;
         pub const SOCKET: i64 = 41;
+        pub const ADD_KEY: i64 = 248;
+        pub const REQUEST_KEY: i64 = 249;
+        pub const KEYCTL: i64 = 250;
     }
     #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
     mod arch {
         pub const SETSID: i64 = 157;
         pub const SETPGID: i64 = 154;
         pub const SOCKET: i64 = 198;
+        pub const ADD_KEY: i64 = 217;
+        pub const REQUEST_KEY: i64 = 218;
+        pub const KEYCTL: i64 = 219;
     }
     pub use arch::*;
     // The same on every architecture (added after the tables were unified).

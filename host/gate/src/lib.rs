@@ -106,5 +106,5 @@ pub use decide::{
 pub use error::GateError;
 pub use goat_workpath::PathProblem;
 pub use handle::GateHandle;
-pub use path::{MAX_PATH_BYTES, MAX_PATTERN_BYTES};
+pub use path::{MAX_PATH_BYTES, MAX_PATTERN_BYTES, quoted};
 pub use rule::{Access, Effect, NewRule, Rule, Scope};

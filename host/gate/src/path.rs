@@ -212,7 +212,9 @@ impl fmt::Display for Pattern {
 /// into an escaped string literal, so the message is unambiguous. This is
 /// not the terminal's protection: the CLI escapes every message again, with
 /// its one escaper, before it prints it.
-pub(crate) fn quoted(text: &str) -> String {
+/// `text` in single quotes, or as a Rust string literal (escaped) when it
+/// holds a quote or a character that is not printable as it is.
+pub fn quoted(text: &str) -> String {
     if text
         .chars()
         .any(|c| c == '\'' || c.escape_debug().len() > 1)

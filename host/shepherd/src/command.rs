@@ -9,9 +9,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use goat_command::{CommandRequest, Containment, Exit, Network, WorkspaceRules};
+use goat_command::{
+    Changes, CommandRequest, Containment, Exit, Guard, Network, Node, PathChange, Pending, Used,
+    WorkspaceRules,
+};
 use goat_engine::{ToolCall, ToolSchema};
-use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
+use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus, EntryKind, FileChange};
 use serde_json::{Value, json};
 
 use crate::gate::{
@@ -37,20 +40,7 @@ pub struct CommandTool {
 pub fn command_schema() -> ToolSchema {
     ToolSchema {
         name: RUN_COMMAND.to_owned(),
-        description: format!(
-            "Run a shell command line (sh -c) in the workspace, for builds and tests. It runs in \
-             a sandbox: the workspace is writable except version-control metadata (.git) and \
-             paths the rules protect, a private TMPDIR is writable, system and toolchain \
-             directories are read-only, the rest of the machine is not readable, and the \
-             network is closed unless the user opened it. stdin is empty; stdout and stderr are \
-             returned together, the start and the end kept when long, with the exit code and \
-             the duration. Nothing can be created or removed directly in a directory that holds \
-             .git (the root of a repository); existing files there stay writable. The default \
-             timeout is {} s, at most {} s; every process the command started is killed when \
-             it ends.",
-            goat_command::limits::DEFAULT_TIMEOUT.as_secs(),
-            goat_command::limits::MAX_TIMEOUT.as_secs()
-        ),
+        description: command_description(),
         parameters: json!({
             "type": "object",
             "properties": {
@@ -77,6 +67,38 @@ pub fn command_schema() -> ToolSchema {
     }
 }
 
+/// What the model is told the command tool does, for the containment
+/// that works here.
+fn command_description() -> String {
+    let common = format!(
+        "Run a shell command line (sh -c) in the workspace, for builds and tests. stdin is \
+         empty; stdout and stderr are returned together, the start and the end kept when long, \
+         with the exit code and the duration. The default timeout is {} s, at most {} s; every \
+         process the command started is killed when it ends.",
+        goat_command::limits::DEFAULT_TIMEOUT.as_secs(),
+        goat_command::limits::MAX_TIMEOUT.as_secs()
+    );
+    match goat_command::resolve_mode(goat_command::ContainmentMode::Auto) {
+        Ok(Used::Namespace) | Err(_) => format!(
+            "{common} It runs in a sandbox: it may create, change and remove anything in the \
+             workspace, but its changes reach the workspace only when it has ended and GOAT \
+             has checked them: a change to version-control metadata (.git) or to a path the \
+             rules protect, a device node or a setuid bit refuses all of them (the result says \
+             which); a private /tmp and an empty scratch home are writable and discarded; \
+             system and toolchain directories are read-only; the rest of the machine is not \
+             there; the network is closed unless the user opened it."
+        ),
+        Ok(Used::Landlock) => format!(
+            "{common} It runs in a sandbox: the workspace is writable except version-control \
+             metadata (.git) and paths the rules protect, a private TMPDIR is writable, system \
+             and toolchain directories are read-only, the rest of the machine is not readable, \
+             and the network is closed unless the user opened it. Nothing can be created or \
+             removed directly in a directory that holds .git (the root of a repository); \
+             existing files there stay writable."
+        ),
+    }
+}
+
 /// The gate's [`Boundary`] as the command's filesystem asks it.
 struct BoundaryRules(Boundary);
 
@@ -85,8 +107,12 @@ impl WorkspaceRules for BoundaryRules {
         self.0.visible(path)
     }
 
-    fn writable(&self, path: &str) -> bool {
-        self.0.writable(path).is_ok()
+    fn writable_why(&self, path: &str) -> Result<(), String> {
+        self.0.writable(path).map_err(|refusal| refusal.0)
+    }
+
+    fn hides_anything(&self) -> bool {
+        self.0.hides_anything()
     }
 
     fn governs_below(&self, dir: &str) -> bool {
@@ -172,9 +198,10 @@ impl AppToolRouter {
                 format!("denied: the directory '{dir}' is hidden by a permission rule"),
             );
         }
+        let rules = BoundaryRules(boundary);
         let outcome = goat_command::run(
             &tool.containment,
-            &BoundaryRules(boundary),
+            &rules,
             &CommandRequest {
                 command,
                 cwd: cwd.as_deref().map(Path::new),
@@ -183,20 +210,53 @@ impl AppToolRouter {
         );
         let (decision, reason) = granted;
         match outcome {
-            Ok(outcome) => {
-                let (status, error_kind) = match outcome.exit {
+            Ok(mut outcome) => {
+                let (mut status, mut error_kind) = match outcome.exit {
                     Exit::TimedOut => (CallStatus::Error, Some(CallErrorKind::Timeout)),
                     _ => (CallStatus::Ok, None),
                 };
+                let mut result = outcome.render();
+                let mut changes = Vec::new();
+                let taken = std::mem::replace(&mut outcome.changes, Changes::Unreadable(String::new()));
+                match taken {
+                    Changes::Pending(pending) => {
+                        let landed = self.settle(pending, command, args, &rules);
+                        result.push_str(&landed.note);
+                        changes = landed.changes;
+                        if landed.refused {
+                            status = CallStatus::Error;
+                            error_kind = Some(CallErrorKind::PermissionDenied);
+                        }
+                    }
+                    Changes::Applied(set) => {
+                        changes = set.changes.iter().filter_map(file_change).collect();
+                        if set.unkept > 0 {
+                            result.push_str(&format!(
+                                "\n[goat: {} changed or removed files were not in the snapshot \
+                                 taken before the command (Landlock-only containment keeps at \
+                                 most 64 MiB); goat undo cannot bring them back]\n",
+                                set.unkept
+                            ));
+                        }
+                    }
+                    Changes::Unreadable(why) => {
+                        result.push_str(&format!("\n[goat: {why}]\n"));
+                    }
+                }
+                if outcome.exit_code() != Some(0)
+                    && let Some(hint) = read_path_hint(&outcome.output.text, &tool.containment)
+                {
+                    result.push_str(&hint);
+                }
                 CallOutcome {
                     status,
-                    result: outcome.render(),
+                    result,
                     error_kind,
                     decision: Some(decision),
                     decision_reason: Some(reason),
                     duration: outcome.duration,
                     exit_code: outcome.exit_code(),
-                    changes: Vec::new(),
+                    changes,
                 }
             }
             Err(e) => CallOutcome {
@@ -216,6 +276,143 @@ impl AppToolRouter {
         }
     }
 
+    /// A view's change set: inspected, put to the person when it removes
+    /// or replaces much, written to the store, then landed (all or none).
+    fn settle(
+        &mut self,
+        mut pending: Pending,
+        command: &str,
+        args: &Value,
+        rules: &BoundaryRules,
+    ) -> Settled {
+        if pending.set.is_empty() {
+            return Settled::default();
+        }
+        let found = pending.inspect(rules);
+        if !found.refused.is_empty() {
+            let list: Vec<String> = found
+                .refused
+                .iter()
+                .take(MAX_LISTED)
+                .map(|(path, why)| format!("  {}: {why}", goat_gate::quoted(path)))
+                .collect();
+            let more = found.refused.len().saturating_sub(MAX_LISTED);
+            pending.discard();
+            return Settled {
+                note: format!(
+                    "\n[goat: none of this command's changes to the workspace were kept: GOAT \
+                     refuses the whole set when any part of it is refused, so nothing is half \
+                     applied. Refused:\n{}{}\nThe workspace is as it was before the command; \
+                     run it again without those changes.]\n",
+                    list.join("\n"),
+                    if more > 0 {
+                        format!("\n  ... and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ),
+                refused: true,
+                changes: Vec::new(),
+            };
+        }
+        let mut note = String::new();
+        if !found.left_out.is_empty() {
+            let list: Vec<String> = found
+                .left_out
+                .iter()
+                .take(MAX_LISTED)
+                .map(|(path, what)| format!("{} ({what})", goat_gate::quoted(path)))
+                .collect();
+            note.push_str(&format!(
+                "\n[goat: left out, not landed: {}]",
+                list.join(", ")
+            ));
+        }
+        let tracked = goat_command::gitindex::tracked(&self.config().workspace);
+        let guard = Guard::weigh(&pending.set, &|p| tracked.contains(p));
+        if guard.needs_asking() {
+            match self.ask_change_set(command, args, &guard, &pending.set.changes) {
+                Some(true) => {}
+                Some(false) => {
+                    pending.discard();
+                    return Settled {
+                        note: format!(
+                            "\n[goat: the person did not let this command's changes land ({}); \
+                             the workspace is as it was before the command.]\n",
+                            guard.summary()
+                        ),
+                        refused: true,
+                        changes: Vec::new(),
+                    };
+                }
+                None => note.push_str(&format!(
+                    "\n[goat: landed without asking, as no one is there to ask: {}]",
+                    guard.summary()
+                )),
+            }
+        }
+        let changes: Vec<FileChange> = pending.set.changes.iter().filter_map(file_change).collect();
+        let unkept = pending.set.unkept;
+        let journaled = self.journal(&changes);
+        match pending.land() {
+            Ok(_) => {
+                note.push_str(&format!("\n[goat: landed in the workspace: {}", guard.summary()));
+                if unkept > 0 {
+                    note.push_str(&format!(
+                        "; {unkept} changed or removed files were too large to keep a copy of, \
+                         so goat undo cannot bring them back"
+                    ));
+                }
+                note.push_str("]\n");
+                Settled {
+                    note,
+                    refused: false,
+                    // Written before landing; marked landed with the outcome.
+                    changes: if journaled { Vec::new() } else { changes },
+                }
+            }
+            Err(e) => {
+                if journaled {
+                    self.unjournal();
+                }
+                Settled {
+                    note: format!("\n[goat: this command's changes did not land: {e}]\n"),
+                    refused: true,
+                    changes: Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// Puts a change set that removes or replaces much to the person.
+    /// `None`: no one is there to ask.
+    fn ask_change_set(
+        &mut self,
+        command: &str,
+        args: &Value,
+        guard: &Guard,
+        changes: &[PathChange],
+    ) -> Option<bool> {
+        let question = format!(
+            "{RUN_COMMAND} '{command}' ended; its changes would remove or replace existing \
+             files: {}; let them land in the workspace?",
+            guard.summary()
+        );
+        let details: Vec<String> = changes.iter().map(describe).collect();
+        let workspace = self.config().workspace.clone();
+        let answer = self.approve_with(&ApprovalRequest {
+            tool: RUN_COMMAND,
+            prompt: &question,
+            paths: &[],
+            arguments: args,
+            workspace: &workspace,
+            can_remember: false,
+            directories: &[],
+            details: &details,
+        })?;
+        Some(!matches!(answer, Approval::Deny | Approval::DenyWith(_)))
+    }
+
     /// Puts a command to the person: the command, the directory, the
     /// network. "Session" and "always" save the exact command line as a
     /// command rule (never a bare `*`).
@@ -230,8 +427,12 @@ impl AppToolRouter {
             Network::Closed => "network closed",
             Network::Open => "NETWORK OPEN",
         };
+        let limits = match goat_command::resolve_mode(self.containment_mode()) {
+            Ok(used @ Used::Landlock) => format!("; {}", used.limits()),
+            Ok(Used::Namespace) | Err(_) => String::new(),
+        };
         let question = format!(
-            "{RUN_COMMAND} wants to run '{command}' in '{}' ({network}); allow it?",
+            "{RUN_COMMAND} wants to run '{command}' in '{}' ({network}{limits}); allow it?",
             cwd.unwrap_or(".")
         );
         let can_remember = gate::command::check_prefix(command).is_ok()
@@ -245,6 +446,7 @@ impl AppToolRouter {
             workspace: &workspace,
             can_remember,
             directories: &[],
+            details: &[],
         }) else {
             return Err(denied(
                 CallDecision::Deny,
@@ -316,7 +518,8 @@ pub fn command_support() -> Result<(), String> {
 }
 
 /// [`Containment`] defaults a host starts from: the toolchain directories
-/// under `home`, the network closed, no extra environment.
+/// under `home`, the network closed, no extra environment, the strongest
+/// containment that works here.
 pub fn default_containment(workspace: &Path, home: Option<&Path>) -> Containment {
     Containment {
         workspace: workspace.to_path_buf(),
@@ -326,5 +529,138 @@ pub fn default_containment(workspace: &Path, home: Option<&Path>) -> Containment
         network: Network::Closed,
         env: Vec::new(),
         pids_cgroup: goat_command::PidsCgroup::WhereAvailable,
+        mode: goat_command::ContainmentMode::Auto,
+        home: home.map(Path::to_path_buf),
+        layers_dir: None,
     }
+}
+
+/// Places under the home directory that hold keys and credentials: a
+/// command that fails to read them gets no hint to grant them.
+const SECRET_PLACES: &[&str] = &[
+    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc",
+    ".git-credentials", ".pypirc", ".npmrc", ".cargo", ".password-store", ".local/share/goat",
+    ".config/goat",
+];
+
+/// Most refused or left-out paths a result lists; the rest are counted.
+const MAX_LISTED: usize = 20;
+
+/// What settling a change set came to.
+#[derive(Debug, Default)]
+struct Settled {
+    /// Lines for the result.
+    note: String,
+    /// Whether nothing landed because something was refused (or the
+    /// person said no, or the landing failed).
+    refused: bool,
+    /// The changes for the call's outcome (empty when already written).
+    changes: Vec<FileChange>,
+}
+
+/// One line of the change-set listing the person can view.
+fn describe(change: &PathChange) -> String {
+    let what = match (&change.before, &change.after) {
+        (Node::Absent, Node::Dir(_)) => "new directory",
+        (Node::Absent, _) => "created",
+        (Node::Dir(_), Node::Absent) => "directory removed",
+        (_, Node::Absent) => "removed",
+        (Node::Dir(_), Node::Dir(_)) => "permissions changed",
+        _ => "changed",
+    };
+    let size = match &change.before {
+        Node::File { len, .. } => format!(" ({})", goat_command::inspect::human_bytes(*len)),
+        _ => String::new(),
+    };
+    format!("{what}: {}{size}", goat_gate::quoted(&change.path))
+}
+
+/// A change as the store keeps it; `None` for what is never landed.
+pub(crate) fn file_change(change: &PathChange) -> Option<FileChange> {
+    let mut f = FileChange {
+        path: change.path.clone(),
+        ..FileChange::default()
+    };
+    match &change.before {
+        Node::Absent => {}
+        Node::File {
+            mode,
+            sha256,
+            bytes,
+            ..
+        } => {
+            f.before.clone_from(bytes);
+            f.before_mode = Some(*mode);
+            if bytes.is_none() {
+                f.before_sha256 = Some(if sha256.is_empty() {
+                    "unknown".to_owned()
+                } else {
+                    sha256.clone()
+                });
+            }
+        }
+        Node::Symlink(target) => {
+            f.before_kind = EntryKind::Link;
+            f.before = Some(target.clone());
+        }
+        Node::Dir(mode) => {
+            f.before_kind = EntryKind::Dir;
+            f.before_mode = Some(*mode);
+        }
+        Node::Special(_) => return None,
+    }
+    match &change.after {
+        Node::Absent => {}
+        Node::File { sha256, bytes, .. } => {
+            f.after_sha256 = Some(sha256.clone());
+            f.after.clone_from(bytes);
+        }
+        Node::Symlink(target) => {
+            f.after_kind = EntryKind::Link;
+            f.after_sha256 = Some(crate::checkpoint::sha256_hex(target));
+            f.after = Some(target.clone());
+        }
+        Node::Dir(mode) => {
+            f.after_kind = EntryKind::Dir;
+            f.after_mode = Some(*mode);
+        }
+        Node::Special(_) => return None,
+    }
+    Some(f)
+}
+
+/// When a failed command's output names a path under the home directory
+/// that is not granted, one line naming the setting that grants it.
+fn read_path_hint(output: &str, containment: &Containment) -> Option<String> {
+    let home = containment.home.as_ref()?.to_str()?;
+    let prefix = format!("{home}/");
+    let start = output.find(&prefix)?;
+    let rest = output.get(start..)?;
+    let end = rest
+        .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | ':' | ')' | ','))
+        .unwrap_or(rest.len());
+    let path = Path::new(rest.get(..end)?);
+    if containment.read_paths.iter().any(|p| path.starts_with(p)) {
+        return None;
+    }
+    // Never suggested for where keys and credentials are kept.
+    let rel = path.strip_prefix(home).ok()?.to_str()?;
+    if SECRET_PLACES.iter().any(|s| rel.starts_with(s)) || rel.contains("credential") {
+        return None;
+    }
+    // The top directory under the home, which is what a toolchain keeps.
+    let top = path
+        .strip_prefix(home)
+        .ok()?
+        .components()
+        .next()?
+        .as_os_str()
+        .to_str()?
+        .to_owned();
+    Some(format!(
+        "\n[goat: the output names {} under the home directory, which commands cannot read; \
+         if the command needs it, add \"~/{}\" to commands.read_paths]\n",
+        goat_gate::quoted(&path.display().to_string()),
+        top
+    ))
 }

@@ -28,7 +28,7 @@ mod turn;
 
 pub use command::{CommandTool, RUN_COMMAND, command_schema, command_support, default_containment};
 pub use context::{ContextStatus, DEFAULT_CONTEXT_TOKENS, WindowChoice};
-pub use goat_command::{Containment, Network};
+pub use goat_command::{Containment, ContainmentMode, Network};
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, Routed, RouterConfig,

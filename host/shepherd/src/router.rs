@@ -50,6 +50,9 @@ pub struct ApprovalRequest<'a> {
     /// offered (a path at the workspace root, a command, or nothing can be
     /// remembered).
     pub directories: &'a [String],
+    /// For a command's change set put to the person: one line per path it
+    /// changes, for the whole view; empty otherwise.
+    pub details: &'a [String],
 }
 
 /// A person's answer to an [`ApprovalRequest`].
@@ -183,6 +186,9 @@ pub struct AppToolRouter {
     commands: Option<CommandTool>,
     /// The approval mode, which the person may switch between calls.
     mode: ModeSwitch,
+    /// Where a command's change set is written before it lands, and the
+    /// row of the call being routed (set by the Shepherd).
+    journal: Option<(Arc<Mutex<goat_store::Store>>, Option<i64>)>,
 }
 
 impl AppToolRouter {
@@ -197,7 +203,52 @@ impl AppToolRouter {
             gate,
             commands: None,
             mode: ModeSwitch::default(),
+            journal: None,
         }
+    }
+
+    /// Writes command change sets to `store` before they land, against the
+    /// call row [`begin_call`](Self::begin_call) names.
+    pub fn set_journal(&mut self, store: Arc<Mutex<goat_store::Store>>) {
+        self.journal = Some((store, None));
+    }
+
+    /// The store row of the call about to be routed.
+    pub fn begin_call(&mut self, row: i64) {
+        if let Some((_, current)) = self.journal.as_mut() {
+            *current = Some(row);
+        }
+    }
+
+    /// Writes `changes` for the current call before they land; `false`
+    /// when there is no journal (they go with the outcome instead) or it
+    /// failed.
+    pub(crate) fn journal(&self, changes: &[goat_store::FileChange]) -> bool {
+        let Some((store, Some(row))) = &self.journal else {
+            return false;
+        };
+        store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .journal_changes(*row, changes)
+            .is_ok()
+    }
+
+    /// Removes what [`journal`](Self::journal) wrote for the current call.
+    pub(crate) fn unjournal(&self) {
+        if let Some((store, Some(row))) = &self.journal {
+            let _ = store
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .drop_journal(*row);
+        }
+    }
+
+    /// The containment mode commands are run under.
+    pub(crate) fn containment_mode(&self) -> goat_command::ContainmentMode {
+        self.commands
+            .as_ref()
+            .map_or(goat_command::ContainmentMode::Auto, |c| c.containment.mode)
     }
 
     /// Reads the approval mode from `mode` at every call (ask, without).
@@ -449,6 +500,7 @@ impl AppToolRouter {
             workspace: &self.config.workspace,
             can_remember: patterns.is_some(),
             directories: &directories,
+            details: &[],
         });
         let session = Scope::Session(self.config.session_id.clone());
         let scope = match (answer, patterns) {

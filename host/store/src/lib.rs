@@ -38,7 +38,7 @@ mod status;
 mod store;
 mod summaries;
 
-pub use changes::{ChangeRecord, FileChange};
+pub use changes::{ChangeRecord, EntryKind, FileChange};
 pub use error::StoreError;
 /// Re-exported from `goat_state`, where every host-state directory is made.
 pub use goat_state::fs::create_private_dir;

@@ -438,7 +438,11 @@ impl Store {
             now(),
             outcome.exit_code
         ])?;
-        crate::changes::insert(&tx, call_row, &outcome.changes)?;
+        crate::changes::insert(&tx, call_row, &outcome.changes, true)?;
+        // A command's set written before it landed has landed with this
+        // outcome.
+        tx.prepare_cached("UPDATE file_changes SET landed = 1 WHERE call_row = ?1 AND landed = 0")?
+            .execute([call_row])?;
         tx.commit()?;
         Ok(())
     }

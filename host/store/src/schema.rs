@@ -153,6 +153,23 @@ const MIGRATIONS: &[Migration] = &[
     );
     CREATE INDEX summaries_by_session ON summaries(session_id, id);",
     ),
+    // 7: checkpoints of commands (issue 21, ADR-0077): what kind of entry
+    // each path held before and after ('file', 'link' with its target as
+    // the bytes, 'dir' with its bits), the sha256 of a file whose bytes
+    // were too large to keep (`before` NULL, `before_sha256` set: it
+    // existed, undo cannot bring it back), a directory's bits after, and
+    // whether the change has landed: a command's set is written with
+    // `landed = 0` before it lands and marked with its outcome, so a crash
+    // in between leaves rows `goat sessions show` checks against the disk.
+    Migration::sql(
+        "ALTER TABLE file_changes ADD COLUMN before_kind TEXT NOT NULL DEFAULT 'file'
+         CHECK (before_kind IN ('file', 'link', 'dir'));
+    ALTER TABLE file_changes ADD COLUMN after_kind TEXT NOT NULL DEFAULT 'file'
+         CHECK (after_kind IN ('file', 'link', 'dir'));
+    ALTER TABLE file_changes ADD COLUMN before_sha256 TEXT;
+    ALTER TABLE file_changes ADD COLUMN after_mode INTEGER;
+    ALTER TABLE file_changes ADD COLUMN landed INTEGER NOT NULL DEFAULT 1;",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

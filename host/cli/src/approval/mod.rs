@@ -130,6 +130,16 @@ fn extras(request: &ApprovalRequest<'_>) -> String {
     } else {
         String::new()
     };
+    // A command has no change to view before it runs; its change set,
+    // put to the person after, has.
+    let view = if request.tool == "run_command" && request.details.is_empty() {
+        ""
+    } else {
+        "[v]iew the whole change, "
+    };
+    if view.is_empty() {
+        return "       also: d: <why> to deny and tell the model why\n".to_owned();
+    }
     format!(
         "       also: [v]iew the whole change{directory}, or d: <why> to deny and tell the \
          model why\n"
@@ -232,6 +242,7 @@ mod tests {
             workspace: ws.path(),
             can_remember,
             directories: &dirs,
+            details: &[],
         });
         (answer, String::from_utf8(out).unwrap_or_default())
     }

@@ -51,6 +51,9 @@ pub fn preview(request: &ApprovalRequest<'_>, extent: Extent) -> Vec<String> {
             Some(path) => delete_preview(request.workspace, &path, extent),
             None => arguments_preview(args),
         },
+        ("run_command", _) if !request.details.is_empty() => {
+            change_set_preview(request.details, extent)
+        }
         ("run_command", _) => command_preview(args),
         _ => arguments_preview(args),
     }
@@ -158,6 +161,30 @@ fn command_preview(args: &Value) -> Vec<String> {
     }
     lines
 }
+
+/// Lines of a command's change set listed before it lands: the first
+/// few in the question, all of them in the pager.
+fn change_set_preview(details: &[String], extent: Extent) -> Vec<String> {
+    let shown = match extent {
+        Extent::Short => SHORT_CHANGE_SET_LINES,
+        Extent::Full => details.len(),
+    };
+    let mut lines: Vec<String> = details
+        .iter()
+        .take(shown)
+        .map(|line| truncate(&escape_controls(line), PREVIEW_LINE_CHARS * 2))
+        .collect();
+    if details.len() > shown {
+        lines.push(format!(
+            "... and {} more ([v]iew lists them all)",
+            details.len() - shown
+        ));
+    }
+    lines
+}
+
+/// Paths of a change set listed in the question itself.
+const SHORT_CHANGE_SET_LINES: usize = 8;
 
 fn arguments_preview(args: &Value) -> Vec<String> {
     vec![format!(
@@ -333,6 +360,7 @@ mod tests {
                 workspace: &root,
                 can_remember: true,
                 directories: &[],
+                details: &[],
             },
             Extent::Short,
         )
@@ -485,6 +513,7 @@ mod tests {
                 workspace: &root,
                 can_remember: true,
                 directories: &[],
+                details: &[],
             },
             Extent::Short,
         );
@@ -562,6 +591,7 @@ mod tests {
                 workspace: &root,
                 can_remember: true,
                 directories: &[],
+                details: &[],
             },
             Extent::Short,
         );

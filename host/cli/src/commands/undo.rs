@@ -11,7 +11,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use goat_shepherd::RUN_COMMAND;
 use goat_shepherd::checkpoint::{Restored, UndoError, plan_undo};
 use goat_store::{CallStatus, ChangeRecord, SessionInfo, Store};
 
@@ -90,7 +89,7 @@ pub struct UndoReport {
     /// turn was chosen.
     pub turn: usize,
     /// Whether the turn ran commands, whose changes are not checkpointed.
-    pub ran_commands: bool,
+
     /// How many of the turn's moves and deletes were not checkpointed (a
     /// directory or link moved, a link deleted).
     pub unkept: usize,
@@ -128,6 +127,13 @@ impl fmt::Display for UndoReport {
                     Restored::Restored(p) => ("restored", p),
                     Restored::Removed(p) => ("removed (it did not exist before)", p),
                     Restored::Recreated(p) => ("recreated", p),
+                    Restored::Directory(p) => ("directory put back", p),
+                    Restored::Kept(p) => ("kept (a directory the turn made; not empty)", p),
+                    Restored::NotKept(p) => (
+                        "NOT put back (its earlier bytes were too large to keep; it is as the \
+                         turn left it)",
+                        p,
+                    ),
                 };
                 writeln!(f, "  {what} {}", text::escape_controls(path))?;
             }
@@ -153,8 +159,8 @@ impl fmt::Display for UndoReport {
             UndoOutcome::Stopped { done, path, error } => {
                 writeln!(
                     f,
-                    "undo of turn {turn} of session {session} stopped at {}: {}; the files \
-                     below are back, the rest are as they were",
+                    "undo of turn {turn} of session {session} failed at {}: {}; every step \
+                     already done was taken back, so nothing was undone",
                     text::escape_controls(path),
                     text::escape_controls(error)
                 )?;
@@ -178,13 +184,6 @@ impl fmt::Display for UndoReport {
                 text::escape_controls(why)
             )?;
         }
-        if self.ran_commands {
-            writeln!(
-                f,
-                "note: turn {turn} also ran commands (run_command); what they changed is not \
-                 checkpointed and was not undone"
-            )?;
-        }
         Ok(())
     }
 }
@@ -203,7 +202,6 @@ pub fn undo_turn(
     let mut report = UndoReport {
         session: session.id.clone(),
         turn: 0,
-        ran_commands: false,
         unkept: 0,
         outcome: UndoOutcome::Nothing(String::new()),
         unrecorded: None,
@@ -233,9 +231,6 @@ pub fn undo_turn(
     };
     let (n, record) = chosen;
     report.turn = n;
-    report.ran_commands = record.rounds.iter().flat_map(|r| &r.calls).any(|c| {
-        c.call.tool == RUN_COMMAND && matches!(c.status, CallStatus::Ok | CallStatus::Error)
-    });
     report.unkept = record
         .rounds
         .iter()

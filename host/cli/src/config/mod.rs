@@ -68,6 +68,24 @@ impl Settings {
             containment.network = goat_shepherd::Network::Open;
         }
         containment.env = self.commands_env.value.clone().unwrap_or_default();
+        containment.mode = match self.commands_containment.value.as_deref() {
+            None | Some("auto") => goat_shepherd::ContainmentMode::Auto,
+            Some("namespace") => goat_shepherd::ContainmentMode::Namespace,
+            Some("landlock") => goat_shepherd::ContainmentMode::Landlock,
+            Some(other) => bail!(
+                "commands.containment: '{}' is not one of auto, namespace, landlock",
+                crate::text::escape_controls(other)
+            ),
+        };
+        if let Some(dir) = &self.commands_layers_dir.value {
+            let dir = PathBuf::from(dir);
+            if !dir.is_absolute() {
+                bail!("commands.layers_dir: '{}' is not an absolute path", dir.display());
+            }
+            containment.layers_dir = Some(dir);
+        } else if let Some(first) = host_files.first().and_then(|f| f.parent()) {
+            containment.layers_dir = Some(first.join("layers"));
+        }
         Ok(containment)
     }
 }
@@ -188,6 +206,8 @@ pub struct Settings {
     pub total_timeout_secs: Setting<u64>,
     pub commands_network: Setting<bool>,
     pub commands_read_paths: Setting<Vec<String>>,
+    pub commands_containment: Setting<String>,
+    pub commands_layers_dir: Setting<String>,
     pub commands_env: Setting<Vec<String>>,
 }
 

@@ -6,7 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use goat_command::{CommandRequest, Containment, Exit, Network, WorkspaceRules};
+use goat_command::{
+    Changes, CommandRequest, Containment, ContainmentMode, Exit, Network, WorkspaceRules,
+};
 
 /// Only the version-control directories protected, as with no rules.
 struct Protected;
@@ -15,8 +17,12 @@ impl WorkspaceRules for Protected {
     fn visible(&self, _: &str) -> bool {
         true
     }
-    fn writable(&self, path: &str) -> bool {
-        !path.split('/').any(|c| c == ".git")
+    fn writable_why(&self, path: &str) -> Result<(), String> {
+        if path.split('/').any(|c| c == ".git") {
+            Err(format!("{path} is version-control metadata"))
+        } else {
+            Ok(())
+        }
     }
     fn governs_below(&self, _: &str) -> bool {
         false
@@ -26,15 +32,67 @@ impl WorkspaceRules for Protected {
     }
 }
 
+fn containment(workspace: &Path, mode: ContainmentMode) -> Containment {
+    Containment {
+        workspace: workspace.canonicalize().unwrap(),
+        read_paths: Vec::new(),
+        network: Network::Closed,
+        env: Vec::new(),
+        pids_cgroup: goat_command::PidsCgroup::WhereAvailable,
+        mode,
+        home: None,
+        layers_dir: None,
+    }
+}
+
+/// Runs in a view and lands what the inspection lets through.
+fn run_landed(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
+    let mut out = goat_command::run(
+        &containment(workspace, ContainmentMode::Namespace),
+        &Protected,
+        &CommandRequest {
+            command,
+            cwd: None,
+            timeout: Duration::from_secs(20),
+        },
+    )
+    .unwrap();
+    if let Changes::Pending(pending) = std::mem::replace(&mut out.changes, Changes::Unreadable(String::new())) {
+        let mut pending = pending;
+        let found = pending.inspect(&Protected);
+        if found.refused.is_empty() {
+            pending.land().unwrap();
+        }
+    }
+    out
+}
+
+#[test]
+fn a_fresh_repository_root_takes_new_files_in_a_view() {
+    if goat_command::namespace_support().is_err() {
+        eprintln!("skipped: no namespace view here: {}", goat_command::namespace_support().unwrap_err());
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    std::fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(ws.path().join("old.txt"), "old").unwrap();
+    let out = run_landed(
+        ws.path(),
+        "mkdir -p target/debug && echo built > target/debug/app && echo new > root.txt && rm old.txt && \
+         cat /proc/self/status | grep CapEff; echo x >> .git/config; echo $?",
+    );
+    assert_eq!(out.exit, Exit::Code(0), "{}", out.render());
+    assert!(out.output.text.contains("CapEff:\t0000000000000000"), "{}", out.render());
+    assert_eq!(std::fs::read_to_string(ws.path().join("root.txt")).unwrap(), "new\n");
+    assert_eq!(std::fs::read_to_string(ws.path().join("target/debug/app")).unwrap(), "built\n");
+    assert!(!ws.path().join("old.txt").exists());
+    assert_eq!(std::fs::read_to_string(ws.path().join(".git/config")).unwrap(), "[core]\n");
+}
+
 fn run(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
     goat_command::run(
-        &Containment {
-            workspace: workspace.canonicalize().unwrap(),
-            read_paths: Vec::new(),
-            network: Network::Closed,
-            env: Vec::new(),
-            pids_cgroup: goat_command::PidsCgroup::WhereAvailable,
-        },
+        &containment(workspace, ContainmentMode::Landlock),
         &Protected,
         &CommandRequest {
             command,

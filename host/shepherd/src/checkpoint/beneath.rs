@@ -8,7 +8,6 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -113,111 +112,351 @@ fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The directory `dir` (a workspace path; empty for the root), opened
-/// beneath the root through no link, each missing directory made.
-fn open_dir(root: &OwnedFd, dir: &str) -> io::Result<OwnedFd> {
-    let mut current = rustix::io::dup(root)?;
-    for name in dir.split('/').filter(|c| !c.is_empty()) {
-        let open = |at: &OwnedFd| {
-            rustix::fs::openat2(
-                at,
-                name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-                RESOLVE,
-            )
-        };
-        current = match open(&current) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => {
-                match rustix::fs::mkdirat(&current, name, Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                open(&current)?
-            }
-            Err(e) => return Err(e.into()),
-        };
-    }
-    Ok(current)
-}
-
 /// `path` split into its directory (empty for the root) and name.
 fn split(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
 }
 
-/// A fresh temporary name per write, so two writes never share one.
-static TEMPORARY: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `bytes` to `path` completely or not at all: into a new file
-/// beside it, synced, then renamed over it. The directory is reached
-/// through no link; the name itself is replaced, never written through
-/// (a link or a hard-linked file at `path` is replaced, not followed).
-/// Gives it `mode` (the permission bits it had when checkpointed) when
-/// known, else keeps the mode of the file it replaces; a file made anew
-/// without a known mode gets 0644.
-pub(crate) fn write_atomic(
-    root: &OwnedFd,
-    path: &str,
-    bytes: &[u8],
-    mode: Option<u32>,
-) -> io::Result<()> {
-    let (dir, name) = split(path);
-    let dir = open_dir(root, dir)?;
-    let mode = match (
-        mode,
-        rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW),
-    ) {
-        (Some(mode), _) => Mode::from_raw_mode(mode & 0o7777),
-        (None, Ok(stat)) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
-            Mode::from_raw_mode(stat.st_mode & 0o7777)
-        }
-        _ => Mode::from_raw_mode(0o644),
-    };
-    // Of a fixed length, whatever the file's name: a name near the 255-byte
-    // limit must not make its restore fail.
-    let temporary = format!(
-        ".goat-undo.{}.{}",
-        std::process::id(),
-        TEMPORARY.fetch_add(1, Ordering::Relaxed)
-    );
-    let fd = rustix::fs::openat(
-        &dir,
-        temporary.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        mode,
-    )?;
-    // The umask applied at creation; the bits are the file's own.
-    if let Err(e) = rustix::fs::fchmod(&fd, mode) {
-        let _ = rustix::fs::unlinkat(&dir, temporary.as_str(), AtFlags::empty());
-        return Err(e.into());
-    }
-    let mut file = File::from(fd);
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| {
-            rustix::fs::renameat(&dir, temporary.as_str(), &dir, name).map_err(io::Error::from)
-        });
-    if written.is_err() {
-        let _ = rustix::fs::unlinkat(&dir, temporary.as_str(), AtFlags::empty());
-    }
-    written
+/// A name for a temporary or backup entry beside the file it is for:
+/// random, so it can be neither guessed nor planted in advance, and of a
+/// fixed length, so a file name near the 255-byte limit restores.
+fn random_name() -> io::Result<String> {
+    let mut bytes = [0u8; 12];
+    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(".goat-undo-{hex}"))
 }
 
-/// Removes the name `path` (a file; a link is removed, not followed),
-/// its directory reached through no link.
-pub(crate) fn remove(root: &OwnedFd, path: &str) -> io::Result<()> {
+/// Tries `make` with fresh random names until one is free.
+fn with_fresh_name(mut make: impl FnMut(&str) -> rustix::io::Result<()>) -> io::Result<String> {
+    for _ in 0..16 {
+        let name = random_name()?;
+        match make(&name) {
+            Ok(()) => return Ok(name),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(io::Error::from(io::ErrorKind::AlreadyExists))
+}
+
+/// What a path holds now, as undo's check needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Now {
+    /// Nothing, and its directory is there (or can be made).
+    Absent,
+    /// Nothing can be put there: a directory on the way is something
+    /// else; says what.
+    Blocked(String),
+    /// A regular file.
+    File { sha256: String },
+    /// A symbolic link, with the sha256 of its target.
+    Link { sha256: String },
+    /// A directory.
+    Dir,
+    /// Something undo never writes over; says what.
+    Other(&'static str),
+}
+
+/// What `path` holds now, reached through no link; a file on the way to it
+/// (`Blocked`) is told apart from nothing there (`Absent`).
+pub(crate) fn now(root: &OwnedFd, path: &str) -> io::Result<Now> {
     let (dir, name) = split(path);
-    let dir = rustix::fs::openat2(
-        root,
-        if dir.is_empty() { "." } else { dir },
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-        RESOLVE,
-    )?;
-    Ok(rustix::fs::unlinkat(&dir, name, AtFlags::empty())?)
+    let mut at = rustix::io::dup(root)?;
+    let mut walked = String::new();
+    for part in dir.split('/').filter(|c| !c.is_empty()) {
+        if !walked.is_empty() {
+            walked.push('/');
+        }
+        walked.push_str(part);
+        match rustix::fs::statat(&at, part, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(Errno::NOENT) => return Ok(Now::Absent),
+            Err(e) => return Err(e.into()),
+            Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::Directory => {
+                return Ok(Now::Blocked(format!(
+                    "it is now beneath '{walked}', which is not a directory"
+                )));
+            }
+            Ok(_) => {}
+        }
+        at = rustix::fs::openat2(
+            &at,
+            part,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            RESOLVE,
+        )?;
+    }
+    let stat = match rustix::fs::statat(&at, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(Now::Absent),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => match state(root, path)? {
+            State::File { sha256, .. } => Now::File { sha256 },
+            State::Absent => Now::Absent,
+            State::Other(what) => Now::Other(what),
+        },
+        FileType::Symlink => {
+            let target = rustix::fs::readlinkat(&at, name, Vec::new())?;
+            Now::Link {
+                sha256: sha256_hex(target.as_bytes()),
+            }
+        }
+        FileType::Directory => Now::Dir,
+        _ => Now::Other("not a regular file"),
+    })
+}
+
+/// One step of an undo, and how to take it back.
+#[derive(Debug)]
+enum Step {
+    /// `name` in `dir` was replaced; what it held is kept as `backup`.
+    Replaced { dir: String, name: String, backup: String },
+    /// `name` in `dir` was made where nothing was.
+    Created { dir: String, name: String },
+    /// `name` in `dir` was moved aside to `backup`.
+    Moved { dir: String, name: String, backup: String },
+    /// A directory was made (`path`).
+    MadeDir(String),
+    /// A directory's bits were `old`.
+    Chmodded { path: String, old: u32 },
+    /// An empty directory was removed, with these bits.
+    RemovedDir { path: String, mode: u32 },
+}
+
+/// The steps of one undo, each atomic, taken back in reverse order if a
+/// later one fails ([`Journal::rollback`]); the backups are removed only
+/// when all have succeeded ([`Journal::commit`]).
+pub(crate) struct Journal<'r> {
+    root: &'r OwnedFd,
+    steps: Vec<Step>,
+}
+
+impl<'r> Journal<'r> {
+    pub(crate) fn new(root: &'r OwnedFd) -> Self {
+        Self {
+            root,
+            steps: Vec::new(),
+        }
+    }
+
+    /// The directory `dir` (a workspace path; empty for the root), opened
+    /// beneath the root through no link, each missing directory made (and
+    /// recorded, so a rollback removes it).
+    fn dir(&mut self, dir: &str) -> io::Result<OwnedFd> {
+        let mut current = rustix::io::dup(self.root)?;
+        let mut walked = String::new();
+        for name in dir.split('/').filter(|c| !c.is_empty()) {
+            if !walked.is_empty() {
+                walked.push('/');
+            }
+            walked.push_str(name);
+            let open = |at: &OwnedFd| {
+                rustix::fs::openat2(
+                    at,
+                    name,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                    RESOLVE,
+                )
+            };
+            current = match open(&current) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => {
+                    rustix::fs::mkdirat(&current, name, Mode::from_raw_mode(0o755))?;
+                    self.steps.push(Step::MadeDir(walked.clone()));
+                    open(&current)?
+                }
+                Err(e) => return Err(e.into()),
+            };
+        }
+        Ok(current)
+    }
+
+    fn reopen(&self, dir: &str) -> io::Result<OwnedFd> {
+        Ok(rustix::fs::openat2(
+            self.root,
+            if dir.is_empty() { "." } else { dir },
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            RESOLVE,
+        )?)
+    }
+
+    /// Puts a prepared temporary entry over `name`, keeping what was
+    /// there as a backup.
+    fn place(&mut self, dir_path: &str, dir: &OwnedFd, temporary: &str, name: &str) -> io::Result<()> {
+        let existing = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        let backup = if existing {
+            Some(with_fresh_name(|b| {
+                rustix::fs::linkat(dir, name, dir, b, AtFlags::empty())
+            })?)
+        } else {
+            None
+        };
+        if let Err(e) = rustix::fs::renameat(dir, temporary, dir, name) {
+            if let Some(b) = &backup {
+                let _ = rustix::fs::unlinkat(dir, b.as_str(), AtFlags::empty());
+            }
+            return Err(e.into());
+        }
+        self.steps.push(match backup {
+            Some(backup) => Step::Replaced {
+                dir: dir_path.to_owned(),
+                name: name.to_owned(),
+                backup,
+            },
+            None => Step::Created {
+                dir: dir_path.to_owned(),
+                name: name.to_owned(),
+            },
+        });
+        Ok(())
+    }
+
+    /// Writes `bytes` to `path` completely or not at all: into a new file
+    /// beside it, synced, then renamed over it, with `mode` when known
+    /// (else the mode of the file it replaces, else 0644). The name itself
+    /// is replaced, never written through.
+    pub(crate) fn write(&mut self, path: &str, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+        let (dir_path, name) = split(path);
+        let dir = self.dir(dir_path)?;
+        let mode = match (mode, rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)) {
+            (Some(mode), _) => Mode::from_raw_mode(mode & 0o7777),
+            (None, Ok(stat)) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
+                Mode::from_raw_mode(stat.st_mode & 0o7777)
+            }
+            _ => Mode::from_raw_mode(0o644),
+        };
+        let mut fd = None;
+        let temporary = with_fresh_name(|t| {
+            fd = Some(rustix::fs::openat(
+                &dir,
+                t,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                mode,
+            )?);
+            Ok(())
+        })?;
+        let written = (|| -> io::Result<()> {
+            let fd = fd.take().ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+            // The umask applied at creation; the bits are the file's own.
+            rustix::fs::fchmod(&fd, mode)?;
+            let mut file = File::from(fd);
+            file.write_all(bytes)?;
+            file.sync_all()
+        })()
+        .and_then(|()| self.place(dir_path, &dir, &temporary, name));
+        if written.is_err() {
+            let _ = rustix::fs::unlinkat(&dir, temporary.as_str(), AtFlags::empty());
+        }
+        written
+    }
+
+    /// Makes `path` a symbolic link to `target`, replacing what is there.
+    pub(crate) fn link(&mut self, path: &str, target: &[u8]) -> io::Result<()> {
+        let (dir_path, name) = split(path);
+        let dir = self.dir(dir_path)?;
+        let temporary = with_fresh_name(|t| rustix::fs::symlinkat(target, &dir, t))?;
+        let placed = self.place(dir_path, &dir, &temporary, name);
+        if placed.is_err() {
+            let _ = rustix::fs::unlinkat(&dir, temporary.as_str(), AtFlags::empty());
+        }
+        placed
+    }
+
+    /// Moves the file or link `path` aside (removed for good at commit).
+    pub(crate) fn remove(&mut self, path: &str) -> io::Result<()> {
+        let (dir_path, name) = split(path);
+        let dir = self.reopen(dir_path)?;
+        let backup = with_fresh_name(|b| {
+            rustix::fs::renameat_with(&dir, name, &dir, b, rustix::fs::RenameFlags::NOREPLACE)
+        })?;
+        self.steps.push(Step::Moved {
+            dir: dir_path.to_owned(),
+            name: name.to_owned(),
+            backup,
+        });
+        Ok(())
+    }
+
+    /// Makes `path` a directory (if it is not one) with `mode` (if known).
+    pub(crate) fn directory(&mut self, path: &str, mode: Option<u32>) -> io::Result<()> {
+        let dir = self.dir(path)?;
+        if let Some(mode) = mode {
+            let old = rustix::fs::fstat(&dir)?.st_mode & 0o7777;
+            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode & 0o7777))?;
+            self.steps.push(Step::Chmodded {
+                path: path.to_owned(),
+                old,
+            });
+        }
+        Ok(())
+    }
+
+    /// Removes the directory `path` if it is empty; `false` when it is not.
+    pub(crate) fn remove_empty_dir(&mut self, path: &str) -> io::Result<bool> {
+        let (dir_path, name) = split(path);
+        let dir = self.reopen(dir_path)?;
+        let mode = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?.st_mode & 0o7777;
+        match rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR) {
+            Ok(()) => {
+                self.steps.push(Step::RemovedDir {
+                    path: path.to_owned(),
+                    mode,
+                });
+                Ok(true)
+            }
+            Err(Errno::NOTEMPTY | Errno::EXIST) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Takes back every step, newest first; best effort (each is a rename
+    /// or a removal of what this undo made).
+    pub(crate) fn rollback(mut self) {
+        while let Some(step) = self.steps.pop() {
+            let _ = (|| -> io::Result<()> {
+                match &step {
+                    Step::Replaced { dir, name, backup } | Step::Moved { dir, name, backup } => {
+                        let dir = self.reopen(dir)?;
+                        rustix::fs::renameat(&dir, backup.as_str(), &dir, name.as_str())?;
+                    }
+                    Step::Created { dir, name } => {
+                        let dir = self.reopen(dir)?;
+                        rustix::fs::unlinkat(&dir, name.as_str(), AtFlags::empty())?;
+                    }
+                    Step::MadeDir(path) | Step::RemovedDir { path, .. } => {
+                        let (parent, name) = split(path);
+                        let parent = self.reopen(parent)?;
+                        if let Step::RemovedDir { mode, .. } = &step {
+                            rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(*mode))?;
+                        } else {
+                            rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR)?;
+                        }
+                    }
+                    Step::Chmodded { path, old } => {
+                        let dir = self.reopen(path)?;
+                        rustix::fs::fchmod(&dir, Mode::from_raw_mode(*old))?;
+                    }
+                }
+                Ok(())
+            })();
+        }
+    }
+
+    /// Removes the backups: the undo stands.
+    pub(crate) fn commit(self) {
+        for step in &self.steps {
+            if let Step::Replaced { dir, backup, .. } | Step::Moved { dir, backup, .. } = step
+                && let Ok(dir) = self.reopen(dir)
+            {
+                let _ = rustix::fs::unlinkat(&dir, backup.as_str(), AtFlags::empty());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -231,7 +470,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = open_root(dir.path()).unwrap();
         let name = "n".repeat(255);
-        write_atomic(&root, &name, b"kept", None).unwrap();
+        let mut journal = Journal::new(&root);
+        journal.write(&name, b"kept", None).unwrap();
+        journal.commit();
         assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"kept");
         // Nothing temporary is left beside it.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -257,9 +498,9 @@ mod tests {
             State::Other("a symbolic link")
         );
         assert_eq!(state(&root, "real/none").unwrap(), State::Absent);
-        assert!(write_atomic(&root, "out/f", b"x", None).is_err());
-        assert!(write_atomic(&root, "inside/g", b"x", None).is_err());
-        assert!(remove(&root, "out/f").is_err());
+        assert!(Journal::new(&root).write("out/f", b"x", None).is_err());
+        assert!(Journal::new(&root).write("inside/g", b"x", None).is_err());
+        assert!(Journal::new(&root).remove("out/f").is_err());
         assert_eq!(
             std::fs::read_to_string(outside.join("f")).unwrap(),
             "secret"
@@ -267,7 +508,9 @@ mod tests {
         assert!(!ws.join("real/g").exists());
 
         // Directories are made as needed; the bytes are exact.
-        write_atomic(&root, "a/b/c.bin", b"\x00\xff", None).unwrap();
+        let mut journal = Journal::new(&root);
+        journal.write("a/b/c.bin", b"\x00\xff", None).unwrap();
+        journal.commit();
         let State::File {
             bytes, len, sha256, ..
         } = state(&root, "a/b/c.bin").unwrap()
@@ -276,7 +519,9 @@ mod tests {
         };
         assert_eq!((bytes.as_deref(), len), (Some(&b"\x00\xff"[..]), 2));
         assert_eq!(sha256, sha256_hex(b"\x00\xff"));
-        remove(&root, "a/b/c.bin").unwrap();
+        let mut journal = Journal::new(&root);
+        journal.remove("a/b/c.bin").unwrap();
+        journal.commit();
         assert_eq!(state(&root, "a/b/c.bin").unwrap(), State::Absent);
     }
 }

@@ -25,6 +25,7 @@ use serde_json::Value;
 pub use restore::{Restored, UndoError, UndoPlan, plan_undo};
 
 use beneath::State;
+pub(crate) use beneath::sha256_hex;
 
 /// The largest file a checkpoint holds: a write, edit, move or delete of a
 /// larger file is refused before it runs, because GOAT could not give it
@@ -209,6 +210,7 @@ impl Checkpoint {
                     before_mode,
                     after_sha256,
                     after,
+                    ..FileChange::default()
                 });
             }
         }

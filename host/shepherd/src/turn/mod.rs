@@ -66,6 +66,8 @@ impl Shepherd {
         system_prompt: String,
         max_rounds: usize,
     ) -> Self {
+        let mut router = router;
+        router.set_journal(store.clone());
         Self {
             engine: Arc::new(engine),
             router: Arc::new(Mutex::new(router)),
@@ -399,10 +401,9 @@ impl Shepherd {
         let router = self.router.clone();
         let owned = call.clone();
         let routed = tokio::task::spawn_blocking(move || {
-            router
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .route(&owned)
+            let mut router = router.lock().unwrap_or_else(PoisonError::into_inner);
+            router.begin_call(row);
+            router.route(&owned)
         })
         .await
         .map_err(|e| TurnError::Internal(e.to_string()))??;

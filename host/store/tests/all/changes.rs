@@ -29,6 +29,7 @@ fn changes_are_stored_with_the_call_marked_undone_once_and_removed_with_the_sess
         before_mode: None,
         after_sha256: Some("ab".into()),
         after: Some(b"new".to_vec()),
+        ..FileChange::default()
     };
     // An empty file before is not an absent one.
     let emptied = FileChange {
@@ -37,6 +38,7 @@ fn changes_are_stored_with_the_call_marked_undone_once_and_removed_with_the_sess
         before_mode: Some(0o755),
         after_sha256: None,
         after: None,
+        ..FileChange::default()
     };
     let mut outcome = ok("written");
     outcome.changes = vec![made.clone(), emptied.clone()];

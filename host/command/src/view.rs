@@ -1,0 +1,594 @@
+//! The command's view of the machine (ADR-0077): a mount namespace,
+//! entered through a user namespace, in which everything but the
+//! command's own places is read-only or absent, and the workspace is an
+//! overlay whose changes land in an upper directory GOAT owns.
+//!
+//! Everything is prepared in GOAT before the fork ([`ViewPlan::prepare`]:
+//! every path as a `CString`, the mount list in order, the id maps); the
+//! child then makes system calls only ([`enter`]), as the Landlock part of
+//! the sandbox always has.
+//!
+//! The shape of the child:
+//!
+//! - the first child (the one `std::process::Command` forked) unshares the
+//!   user, mount, PID, IPC and (when the network is closed) network
+//!   namespaces, writes its id maps, and forks again; it then only waits
+//!   for that second child and exits as it did. The second child is PID 1
+//!   of the new PID namespace: when it exits, the kernel kills everything
+//!   still in the namespace.
+//! - the second child builds the new root on a `tmpfs`: system
+//!   directories and granted toolchains bound read-only, a scratch home,
+//!   the private `/tmp`, a `/dev` of a few nodes, a fresh `/proc`, and the
+//!   workspace as an overlay (lower: the real workspace; upper: GOAT's).
+//!   Existing version-control directories are bound read-only over the
+//!   overlay, and paths a rule hides are covered by empty read-only ones.
+//!   Then `pivot_root`, Landlock on top, every capability dropped, seccomp,
+//!   `exec`.
+//!
+//! # Security
+//!
+//! Bind mounts are remounted read-only with the flags their source mount
+//! already had (a user namespace may not clear `nosuid`, `nodev` or
+//! `noexec`); a read-only remount refuses `chmod`, `chown`, `utime` and
+//! `setxattr` along with writes. Nothing of the home directory is there but
+//! the toolchain directories granted by name, each read-only.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use rustix::mount::{
+    FsMountFlags, FsOpenFlags, MountAttrFlags, MountFlags, MountPropagationFlags, MoveMountFlags,
+    UnmountFlags,
+};
+
+/// A `tmpfs` mounted with these options holds the new root: only the
+/// directories and files made for mount points, so a few KiB suffice.
+const ROOT_TMPFS: &CStr = c"mode=0755,size=1m";
+
+/// The scratch home: the toolchains bound into it, and room for the
+/// caches and lock files tools write there (`~/.cargo/.package-cache`,
+/// `~/.cache`). Discarded when the command ends.
+const HOME_TMPFS: &CStr = c"mode=0700,size=256m";
+
+/// `/dev` itself: a handful of nodes bound from the host, and links.
+const DEV_TMPFS: &CStr = c"mode=0755,size=64k";
+
+/// `/dev/shm`, for programs that use POSIX shared memory (Python's
+/// `multiprocessing`).
+const SHM_TMPFS: &CStr = c"mode=1777,size=64m";
+
+/// Device nodes a build uses, bound from the host's `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// One step of building the view, in order.
+#[derive(Debug)]
+enum Step {
+    /// `mkdir`, an existing directory accepted.
+    Mkdir(CString),
+    /// An empty file to bind a file over.
+    Touch(CString),
+    /// A symbolic link.
+    Symlink { target: CString, link: CString },
+    /// `tmpfs` with options.
+    Tmpfs { at: CString, options: &'static CStr },
+    /// A bind mount; `read_only` remounts it with the source's locked flags
+    /// kept.
+    Bind {
+        from: CString,
+        at: CString,
+        read_only: Option<MountFlags>,
+    },
+    /// A fresh `/proc` for the new PID namespace.
+    Proc(CString),
+    /// The workspace overlay.
+    Overlay {
+        lower: CString,
+        upper: CString,
+        work: CString,
+        at: CString,
+        userxattr: bool,
+    },
+    /// The new root's own `tmpfs` made read-only, once every mount point
+    /// exists.
+    SealRoot(CString),
+}
+
+/// Whether the command gets a user namespace (always, but where GOAT runs
+/// as root on a kernel that refuses one, it may do without: it then has
+/// the rights to make the mounts itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UserNs {
+    /// A new user namespace, with these maps.
+    New,
+    /// None (root only).
+    None,
+}
+
+/// Everything the child needs, prepared before the fork.
+#[derive(Debug)]
+pub(crate) struct ViewPlan {
+    steps: Vec<Step>,
+    /// The new root (a directory of the scratch area).
+    root: CString,
+    /// Where the command starts, inside the view.
+    cwd: CString,
+    /// The workspace as the command sees it (the same path as outside).
+    workspace: CString,
+    /// Places given a Landlock rule after the mounts (their inodes are new):
+    /// read-write.
+    rw_after: Vec<CString>,
+    /// The new `/proc`, readable.
+    proc_dir: CString,
+    user_ns: UserNs,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    new_net: bool,
+}
+
+/// What the view is built from; every path canonical.
+pub(crate) struct ViewInput<'a> {
+    pub workspace: &'a Path,
+    pub cwd: &'a Path,
+    pub upper: &'a Path,
+    pub work: &'a Path,
+    pub root: &'a Path,
+    pub tmpdir: &'a Path,
+    pub home: Option<&'a Path>,
+    pub read_paths: &'a [PathBuf],
+    /// Directories inside the workspace bound read-only over the overlay
+    /// (existing version-control metadata), relative.
+    pub read_only: &'a [String],
+    /// Paths inside the workspace a rule hides: covered by an empty
+    /// read-only file or directory, relative, with whether each is a
+    /// directory.
+    pub hidden: &'a [(String, bool)],
+    pub empty_file: &'a Path,
+    pub empty_dir: &'a Path,
+    pub user_ns: UserNs,
+    pub network_closed: bool,
+}
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
+}
+
+/// System locations bound read-only into every view, where they exist (a
+/// link such as `/bin -> usr/bin` is made again as a link).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// Secrets in `/etc` that no build reads: covered in the view.
+const ETC_HIDDEN: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"];
+
+/// The locked flags of the mount `path` is on, which a read-only remount
+/// inside a user namespace must keep.
+fn locked_flags(path: &Path) -> MountFlags {
+    let Ok(st) = rustix::fs::statvfs(path) else {
+        return MountFlags::NOSUID | MountFlags::NODEV;
+    };
+    let mut flags = MountFlags::RDONLY;
+    for (st_flag, flag) in [
+        (rustix::fs::StatVfsMountFlags::NOSUID, MountFlags::NOSUID),
+        (rustix::fs::StatVfsMountFlags::NODEV, MountFlags::NODEV),
+        (rustix::fs::StatVfsMountFlags::NOEXEC, MountFlags::NOEXEC),
+        (rustix::fs::StatVfsMountFlags::NOATIME, MountFlags::NOATIME),
+        (
+            rustix::fs::StatVfsMountFlags::NODIRATIME,
+            MountFlags::NODIRATIME,
+        ),
+        (rustix::fs::StatVfsMountFlags::RELATIME, MountFlags::RELATIME),
+    ] {
+        if st.f_flag.contains(st_flag) {
+            flags |= flag;
+        }
+    }
+    flags
+}
+
+impl ViewPlan {
+    /// Lays out the view's steps.
+    pub(crate) fn prepare(input: &ViewInput<'_>) -> io::Result<Self> {
+        let mut plan = Planner {
+            root: input.root.to_path_buf(),
+            steps: Vec::new(),
+            made: std::collections::HashSet::new(),
+        };
+        for dir in SYSTEM_DIRS {
+            let path = Path::new(dir);
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let target = std::fs::read_link(path)?;
+                    plan.steps.push(Step::Symlink {
+                        target: cstring(&target)?,
+                        link: cstring(&plan.inside(path))?,
+                    });
+                }
+                Ok(meta) if meta.is_dir() => plan.bind_ro(path, path, true)?,
+                _ => {}
+            }
+        }
+        for secret in ETC_HIDDEN {
+            let path = Path::new(secret);
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+                plan.bind_ro(input.empty_file, path, false)?;
+            }
+        }
+        // /dev: a few nodes and the usual links.
+        let dev = Path::new("/dev");
+        plan.mkdirs(dev)?;
+        plan.steps.push(Step::Tmpfs {
+            at: cstring(&plan.inside(dev))?,
+            options: DEV_TMPFS,
+        });
+        for name in DEVICES {
+            let node = dev.join(name);
+            if std::fs::metadata(&node).is_ok() {
+                let at = plan.inside(&node);
+                plan.steps.push(Step::Touch(cstring(&at)?));
+                plan.steps.push(Step::Bind {
+                    from: cstring(&node)?,
+                    at: cstring(&at)?,
+                    read_only: None,
+                });
+            }
+        }
+        for (link, target) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            plan.steps.push(Step::Symlink {
+                target: CString::new(target)?,
+                link: cstring(&plan.inside(&dev.join(link)))?,
+            });
+        }
+        let shm = dev.join("shm");
+        plan.steps.push(Step::Mkdir(cstring(&plan.inside(&shm))?));
+        plan.steps.push(Step::Tmpfs {
+            at: cstring(&plan.inside(&shm))?,
+            options: SHM_TMPFS,
+        });
+        let proc_dir = Path::new("/proc");
+        plan.mkdirs(proc_dir)?;
+        plan.steps.push(Step::Proc(cstring(&plan.inside(proc_dir))?));
+        // The private /tmp, from GOAT's private temporary directory.
+        let tmp = Path::new("/tmp");
+        plan.mkdirs(tmp)?;
+        plan.steps.push(Step::Bind {
+            from: cstring(input.tmpdir)?,
+            at: cstring(&plan.inside(tmp))?,
+            read_only: None,
+        });
+        let mut rw_after = vec![CString::new("/dev/shm")?];
+        // The scratch home, with the toolchains bound in read-only.
+        if let Some(home) = input.home {
+            plan.mkdirs(home)?;
+            plan.steps.push(Step::Tmpfs {
+                at: cstring(&plan.inside(home))?,
+                options: HOME_TMPFS,
+            });
+            rw_after.push(cstring(home)?);
+        }
+        let mut read_paths: Vec<&PathBuf> = input.read_paths.iter().collect();
+        read_paths.sort_by_key(|p| p.components().count());
+        for path in read_paths {
+            // A granted path that is the workspace or holds it would hide
+            // the overlay below it: the workspace is never a read path.
+            if input.workspace.starts_with(path) {
+                continue;
+            }
+            if let Ok(meta) = std::fs::metadata(path) {
+                plan.bind_ro(path, path, meta.is_dir())?;
+            }
+        }
+        // The workspace overlay, then what is kept from it.
+        plan.mkdirs(input.workspace)?;
+        let at = plan.inside(input.workspace);
+        plan.steps.push(Step::Overlay {
+            lower: cstring(input.workspace)?,
+            upper: cstring(input.upper)?,
+            work: cstring(input.work)?,
+            at: cstring(&at)?,
+            userxattr: input.user_ns == UserNs::New,
+        });
+        for rel in input.read_only {
+            let path = input.workspace.join(rel);
+            plan.steps.push(Step::Bind {
+                from: cstring(&path)?,
+                at: cstring(&plan.inside(&path))?,
+                read_only: Some(locked_flags(&path)),
+            });
+        }
+        for (rel, is_dir) in input.hidden {
+            let path = input.workspace.join(rel);
+            let empty = if *is_dir {
+                input.empty_dir
+            } else {
+                input.empty_file
+            };
+            plan.steps.push(Step::Bind {
+                from: cstring(empty)?,
+                at: cstring(&plan.inside(&path))?,
+                read_only: Some(locked_flags(empty)),
+            });
+        }
+        plan.steps.push(Step::SealRoot(cstring(input.root)?));
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
+        // Each maps only its own ids (a process inside a new user namespace
+        // may write no wider map); others' files show as `nobody` and,
+        // with every capability dropped, are not writable, as for any
+        // process without privileges.
+        let uid_map = format!("{uid} {uid} 1\n").into_bytes();
+        let gid_map = format!("{gid} {gid} 1\n").into_bytes();
+        Ok(Self {
+            steps: plan.steps,
+            root: cstring(input.root)?,
+            cwd: cstring(input.cwd)?,
+            workspace: cstring(input.workspace)?,
+            rw_after,
+            proc_dir: CString::new("/proc")?,
+            user_ns: input.user_ns,
+            uid_map,
+            gid_map,
+            new_net: input.network_closed,
+        })
+    }
+
+    /// The workspace as the command sees it.
+    pub(crate) fn workspace(&self) -> &CStr {
+        &self.workspace
+    }
+
+    /// Places that need a read-write Landlock rule made inside the view.
+    pub(crate) fn rw_after(&self) -> &[CString] {
+        &self.rw_after
+    }
+
+    /// The view's `/proc`.
+    pub(crate) fn proc_dir(&self) -> &CStr {
+        &self.proc_dir
+    }
+}
+
+struct Planner {
+    root: PathBuf,
+    steps: Vec<Step>,
+    made: std::collections::HashSet<PathBuf>,
+}
+
+impl Planner {
+    /// `path` under the new root.
+    fn inside(&self, path: &Path) -> PathBuf {
+        let rel = path.strip_prefix("/").unwrap_or(path);
+        self.root.join(rel)
+    }
+
+    /// `mkdir -p` of `path` (a path as the command sees it) in the new root.
+    fn mkdirs(&mut self, path: &Path) -> io::Result<()> {
+        let mut at = PathBuf::from("/");
+        for part in path.strip_prefix("/").unwrap_or(path).components() {
+            at.push(part);
+            if self.made.insert(at.clone()) {
+                let inside = self.inside(&at);
+                self.steps.push(Step::Mkdir(cstring(&inside)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// A read-only bind of `from` at `at` (as the command sees it).
+    fn bind_ro(&mut self, from: &Path, at: &Path, is_dir: bool) -> io::Result<()> {
+        if is_dir {
+            self.mkdirs(at)?;
+        } else {
+            if let Some(parent) = at.parent() {
+                self.mkdirs(parent)?;
+            }
+            self.steps.push(Step::Touch(cstring(&self.inside(at))?));
+        }
+        self.steps.push(Step::Bind {
+            from: cstring(from)?,
+            at: cstring(&self.inside(at))?,
+            read_only: Some(locked_flags(from)),
+        });
+        Ok(())
+    }
+}
+
+/// In the first child: the new namespaces and the id maps. System calls
+/// only.
+pub(crate) fn unshare(plan: &ViewPlan) -> io::Result<()> {
+    use rustix::thread::UnshareFlags;
+    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWPID | UnshareFlags::NEWIPC;
+    if plan.user_ns == UserNs::New {
+        flags |= UnshareFlags::NEWUSER;
+    }
+    if plan.new_net {
+        flags |= UnshareFlags::NEWNET;
+    }
+    #[expect(
+        unsafe_code,
+        reason = "unshare in the forked child; no descriptor table is unshared"
+    )]
+    // SAFETY: `FILES` is not among the flags, so no thread can observe a
+    // descriptor table it does not share; the child has one thread.
+    unsafe {
+        rustix::thread::unshare_unsafe(flags)?;
+    }
+    if plan.user_ns == UserNs::New {
+        write_file(c"/proc/self/setgroups", b"deny\n")?;
+        write_file(c"/proc/self/uid_map", &plan.uid_map)?;
+        write_file(c"/proc/self/gid_map", &plan.gid_map)?;
+    }
+    Ok(())
+}
+
+fn write_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
+    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let n = rustix::io::write(&fd, bytes)?;
+    if n != bytes.len() {
+        return Err(io::Error::from(io::ErrorKind::WriteZero));
+    }
+    Ok(())
+}
+
+/// In the second child (PID 1 of the new namespace): the mounts, then
+/// `pivot_root` into the view and the working directory. System calls
+/// only.
+pub(crate) fn build(plan: &ViewPlan) -> io::Result<()> {
+    rustix::mount::mount_change(
+        c"/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )?;
+    rustix::mount::mount(
+        c"tmpfs",
+        plan.root.as_c_str(),
+        c"tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        ROOT_TMPFS,
+    )?;
+    for step in &plan.steps {
+        run_step(step)?;
+    }
+    rustix::process::chdir(plan.root.as_c_str())?;
+    rustix::process::pivot_root(c".", c".")?;
+    rustix::mount::unmount(c".", UnmountFlags::DETACH)?;
+    rustix::process::chdir(plan.cwd.as_c_str())?;
+    Ok(())
+}
+
+fn run_step(step: &Step) -> io::Result<()> {
+    match step {
+        Step::Mkdir(path) => match rustix::fs::mkdir(path.as_c_str(), Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+            Err(e) => Err(e.into()),
+        },
+        Step::Touch(path) => {
+            // Already there (a file inside a read-only bind): bound over.
+            if rustix::fs::open(path.as_c_str(), OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK, Mode::empty()).is_ok() {
+                return Ok(());
+            }
+            match rustix::fs::open(
+                path.as_c_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o644),
+            ) {
+                Ok(_) | Err(rustix::io::Errno::EXIST) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Step::Symlink { target, link } => {
+            match rustix::fs::symlink(target.as_c_str(), link.as_c_str()) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Step::Tmpfs { at, options } => Ok(rustix::mount::mount(
+            c"tmpfs",
+            at.as_c_str(),
+            c"tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            *options,
+        )?),
+        Step::Bind {
+            from,
+            at,
+            read_only,
+        } => {
+            rustix::mount::mount_bind(from.as_c_str(), at.as_c_str())?;
+            if let Some(flags) = read_only {
+                rustix::mount::mount_remount(at.as_c_str(), *flags | MountFlags::BIND, c"")?;
+            }
+            Ok(())
+        }
+        Step::Proc(at) => Ok(rustix::mount::mount(
+            c"proc",
+            at.as_c_str(),
+            c"proc",
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            None,
+        )?),
+        Step::Overlay {
+            lower,
+            upper,
+            work,
+            at,
+            userxattr,
+        } => {
+            let fs = rustix::mount::fsopen(c"overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
+            // Each path its own parameter (`lowerdir+`, Linux 6.8): no
+            // escaping of `:` or `,` in a workspace's name.
+            rustix::mount::fsconfig_set_string(&fs, c"lowerdir+", lower.as_c_str())?;
+            rustix::mount::fsconfig_set_string(&fs, c"upperdir", upper.as_c_str())?;
+            rustix::mount::fsconfig_set_string(&fs, c"workdir", work.as_c_str())?;
+            // A renamed directory is copied, never recorded as a redirect;
+            // no metadata-only copy-up: every change in the upper layer is
+            // a whole file, which is what GOAT inspects and lands.
+            rustix::mount::fsconfig_set_string(&fs, c"redirect_dir", c"nofollow")?;
+            rustix::mount::fsconfig_set_string(&fs, c"metacopy", c"off")?;
+            rustix::mount::fsconfig_set_string(&fs, c"index", c"off")?;
+            if *userxattr {
+                rustix::mount::fsconfig_set_flag(&fs, c"userxattr")?;
+            }
+            rustix::mount::fsconfig_create(&fs)?;
+            let mnt = rustix::mount::fsmount(
+                &fs,
+                FsMountFlags::FSMOUNT_CLOEXEC,
+                MountAttrFlags::MOUNT_ATTR_NODEV | MountAttrFlags::MOUNT_ATTR_NOSUID,
+            )?;
+            rustix::mount::move_mount(
+                &mnt,
+                c"",
+                rustix::fs::CWD,
+                at.as_c_str(),
+                MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+            )?;
+            Ok(())
+        }
+        Step::SealRoot(root) => Ok(rustix::mount::mount_remount(
+            root.as_c_str(),
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
+            ROOT_TMPFS,
+        )?),
+    }
+}
+
+/// Every capability gone, in every set, and root given none back at
+/// `exec` (the bounding set is empty and the secure bits are locked).
+pub(crate) fn drop_capabilities() -> io::Result<()> {
+    use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
+    // Capability numbers up to the highest any kernel knows; one the
+    // running kernel does not know answers EINVAL and is not there.
+    for cap in 0..=63u32 {
+        let one = CapabilitySet::from_bits_retain(1u64 << cap);
+        match rustix::thread::remove_capability_from_bounding_set(one) {
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    rustix::thread::clear_ambient_capability_set()?;
+    rustix::thread::set_capabilities_secure_bits(
+        CapabilitiesSecureBits::NO_ROOT
+            | CapabilitiesSecureBits::NO_ROOT_LOCKED
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
+            | CapabilitiesSecureBits::KEEP_CAPS_LOCKED,
+    )?;
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
+    Ok(())
+}
+
