@@ -342,12 +342,13 @@ pub(crate) fn command_tool(
     host_files: &[&Path],
     allow_commands: bool,
 ) -> anyhow::Result<Option<goat_shepherd::CommandTool>> {
-    if let Err(why) = goat_shepherd::command_support() {
+    let containment = settings.command_containment(workspace, host_files)?;
+    if let Err(why) = goat_shepherd::command_containment(containment.mode) {
         note(format_args!("run_command is not offered: {why}"));
         return Ok(None);
     }
     Ok(Some(goat_shepherd::CommandTool {
-        containment: settings.command_containment(workspace, host_files)?,
+        containment,
         policy: if allow_commands {
             goat_shepherd::gate::CommandPolicy::AllowAll
         } else {

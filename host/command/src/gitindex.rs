@@ -180,10 +180,17 @@ mod tests {
         }
         assert!(git(dir.path(), &["add", "a.txt", "src"]));
         for version in ["2", "3", "4"] {
-            assert!(git(dir.path(), &["update-index", "--index-version", version]));
+            assert!(git(
+                dir.path(),
+                &["update-index", "--index-version", version]
+            ));
             let mut got: Vec<String> = tracked(dir.path()).into_iter().collect();
             got.sort();
-            assert_eq!(got, ["a.txt", "src/deep/x.rs", "src/lib.rs"], "version {version}");
+            assert_eq!(
+                got,
+                ["a.txt", "src/deep/x.rs", "src/lib.rs"],
+                "version {version}"
+            );
             let mut sub: Vec<String> = tracked(&dir.path().join("src")).into_iter().collect();
             sub.sort();
             assert_eq!(sub, ["deep/x.rs", "lib.rs"]);

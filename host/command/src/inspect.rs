@@ -54,9 +54,10 @@ pub(crate) fn inspect(set: &mut ChangeSet, rules: &dyn WorkspaceRules, upper: &P
             Node::Special(what @ ("a FIFO" | "a socket")) if !change.before.exists() => {
                 found.left_out.push((change.path.clone(), what));
             }
-            Node::Special(what) => found
-                .refused
-                .push((change.path.clone(), format!("it is {what}, which a command may not make"))),
+            Node::Special(what) => found.refused.push((
+                change.path.clone(),
+                format!("it is {what}, which a command may not make"),
+            )),
             Node::File { mode, .. } if mode & 0o6000 != 0 => found.refused.push((
                 change.path.clone(),
                 "it has the setuid or setgid bit, which a command may not set".to_owned(),

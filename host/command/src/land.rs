@@ -90,8 +90,7 @@ pub(crate) fn land(
         source,
         undone,
     };
-    let roots = open_root(workspace)
-        .and_then(|ws| Ok((ws, open_root(upper)?, open_root(backup)?)));
+    let roots = open_root(workspace).and_then(|ws| Ok((ws, open_root(upper)?, open_root(backup)?)));
     let (ws, up, bk) = match roots {
         Ok(roots) => roots,
         Err(e) => return Err(fail(".", e, "nothing was changed".to_owned())),
@@ -114,13 +113,7 @@ pub(crate) fn land(
     Ok(done.len())
 }
 
-fn step(
-    ws: &OwnedFd,
-    up: &OwnedFd,
-    bk: &OwnedFd,
-    op: &Op,
-    n: usize,
-) -> io::Result<Option<Done>> {
+fn step(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, op: &Op, n: usize) -> io::Result<Option<Done>> {
     let backup_name = format!("{n}");
     match op {
         Op::Remove(path) => {
@@ -189,7 +182,12 @@ fn rollback(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, done: Vec<Done>) -> String
             Done::Replaced(path, n) | Done::Moved(path, n) => {
                 let (dir, name) = split(path);
                 let ws_dir = open_beneath(ws, dir)?;
-                Ok(rustix::fs::renameat(bk, format!("{n}").as_str(), &ws_dir, name)?)
+                Ok(rustix::fs::renameat(
+                    bk,
+                    format!("{n}").as_str(),
+                    &ws_dir,
+                    name,
+                )?)
             }
             Done::Chmodded(path, old) => {
                 let (dir, name) = split(path);
@@ -204,9 +202,10 @@ fn rollback(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, done: Vec<Done>) -> String
         })();
         if let Err(e) = result {
             let path = match &d {
-                Done::Placed(p) | Done::Replaced(p, _) | Done::Moved(p, _) | Done::Chmodded(p, _) => {
-                    p.clone()
-                }
+                Done::Placed(p)
+                | Done::Replaced(p, _)
+                | Done::Moved(p, _)
+                | Done::Chmodded(p, _) => p.clone(),
             };
             failed.push(format!("'{path}' ({e})"));
         }

@@ -280,9 +280,9 @@ impl Reader {
                 }
             }
             FileType::Directory => Node::Dir(mode),
-            FileType::Symlink => Node::Symlink(
-                rustix::fs::readlinkat(dir, name, Vec::new())?.into_bytes(),
-            ),
+            FileType::Symlink => {
+                Node::Symlink(rustix::fs::readlinkat(dir, name, Vec::new())?.into_bytes())
+            }
             FileType::Fifo => Node::Special("a FIFO"),
             FileType::Socket => Node::Special("a socket"),
             FileType::CharacterDevice => Node::Special("a character device"),
@@ -340,7 +340,12 @@ impl Reader {
 
     /// Walks the upper directory `upper` at `rel`, with the workspace's
     /// directory at the same place (`None` when there is none).
-    fn walk_upper(&mut self, upper: &OwnedFd, lower: Option<&OwnedFd>, rel: &str) -> io::Result<()> {
+    fn walk_upper(
+        &mut self,
+        upper: &OwnedFd,
+        lower: Option<&OwnedFd>,
+        rel: &str,
+    ) -> io::Result<()> {
         for name in names(upper)? {
             self.count()?;
             let Some(text) = std::str::from_utf8(&name).ok() else {

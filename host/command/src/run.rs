@@ -40,14 +40,14 @@ use rustix::io::FdFlags;
 use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, Signal};
 
 use crate::fs::{self, FsPlan, WorkspaceRules};
-use crate::limits::{
-    CPU_SECONDS, DATA_BYTES, DRAIN_AFTER_KILL, FILE_BYTES, NPROC, OPEN_FILES, OUTPUT_HEAD_BYTES,
-    OUTPUT_TAIL_BYTES,
-};
 use crate::inspect::Inspection;
 use crate::land::LandError;
 use crate::layer::{ChangeSet, Layer};
 use crate::limits::MAX_WALK_ENTRIES;
+use crate::limits::{
+    CPU_SECONDS, DATA_BYTES, DRAIN_AFTER_KILL, FILE_BYTES, NPROC, OPEN_FILES, OUTPUT_HEAD_BYTES,
+    OUTPUT_TAIL_BYTES,
+};
 use crate::output::{Capture, Captured};
 use crate::pids::PidsGroup;
 use crate::seccomp;
@@ -595,7 +595,11 @@ fn run_namespace(
     // The rules made before the fork hold for bound paths (a bind mount
     // keeps its inodes); the overlay, the scratch home and /proc are new
     // and get theirs inside.
-    let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), containment.network)?;
+    let ruleset = fs::view_ruleset(
+        &containment.read_paths,
+        &layer.dir.join("tmp"),
+        containment.network,
+    )?;
     let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
@@ -789,7 +793,10 @@ fn first_steps(join_fd: Option<RawFd>) -> io::Result<()> {
 
 /// Installs `setup` to run in the child before `exec`, after every
 /// inherited descriptor above stdio was marked close-on-exec.
-fn install_pre_exec(command: &mut Command, mut setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static) {
+fn install_pre_exec(
+    command: &mut Command,
+    mut setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static,
+) {
     #[expect(
         unsafe_code,
         reason = "pre_exec is how the sandbox is applied between fork and exec"

@@ -68,8 +68,10 @@ fn walk(root: &Path, rules: &dyn WorkspaceRules) -> io::Result<BTreeMap<String, 
                     is_link: kind.is_symlink(),
                     len: meta.len(),
                     mode: meta.mode() & 0o7777,
-                    mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-                    ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+                    mtime_ns: i128::from(meta.mtime()) * 1_000_000_000
+                        + i128::from(meta.mtime_nsec()),
+                    ctime_ns: i128::from(meta.ctime()) * 1_000_000_000
+                        + i128::from(meta.ctime_nsec()),
                     ino: meta.ino(),
                 },
             );
@@ -88,7 +90,9 @@ fn node_now(root: &Path, path: &str, seen: &Seen) -> io::Result<Node> {
     }
     if seen.is_link {
         use std::os::unix::ffi::OsStrExt;
-        return Ok(Node::Symlink(std::fs::read_link(&full)?.as_os_str().as_bytes().to_vec()));
+        return Ok(Node::Symlink(
+            std::fs::read_link(&full)?.as_os_str().as_bytes().to_vec(),
+        ));
     }
     let (sha256, _) = hash_file(File::open(&full)?, false)?;
     Ok(Node::File {
@@ -167,8 +171,12 @@ impl Snapshot {
                     let now = node_now(root, path, new)?;
                     let same = match (&before, &now) {
                         (
-                            Node::File { sha256: a, mode: m, .. },
-                            Node::File { sha256: b, mode: n, .. },
+                            Node::File {
+                                sha256: a, mode: m, ..
+                            },
+                            Node::File {
+                                sha256: b, mode: n, ..
+                            },
                         ) => a == b && m == n,
                         (a, b) => a == b,
                     };

@@ -163,7 +163,12 @@ const SYSTEM_DIRS: &[&str] = &[
 ];
 
 /// Secrets in `/etc` that no build reads: covered in the view.
-const ETC_HIDDEN: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"];
+const ETC_HIDDEN: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+];
 
 /// The locked flags of the mount `path` is on, which a read-only remount
 /// inside a user namespace must keep.
@@ -181,7 +186,10 @@ fn locked_flags(path: &Path) -> MountFlags {
             rustix::fs::StatVfsMountFlags::NODIRATIME,
             MountFlags::NODIRATIME,
         ),
-        (rustix::fs::StatVfsMountFlags::RELATIME, MountFlags::RELATIME),
+        (
+            rustix::fs::StatVfsMountFlags::RELATIME,
+            MountFlags::RELATIME,
+        ),
     ] {
         if st.f_flag.contains(st_flag) {
             flags |= flag;
@@ -256,7 +264,8 @@ impl ViewPlan {
         });
         let proc_dir = Path::new("/proc");
         plan.mkdirs(proc_dir)?;
-        plan.steps.push(Step::Proc(cstring(&plan.inside(proc_dir))?));
+        plan.steps
+            .push(Step::Proc(cstring(&plan.inside(proc_dir))?));
         // The private /tmp, from GOAT's private temporary directory.
         let tmp = Path::new("/tmp");
         plan.mkdirs(tmp)?;
@@ -472,7 +481,7 @@ fn run_step(step: &Step) -> io::Result<()> {
         },
         Step::Touch(path) => {
             // Already there (a file inside a read-only bind): bound over.
-            if rustix::fs::open(path.as_c_str(), OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK, Mode::empty()).is_ok() {
+            if rustix::fs::lstat(path.as_c_str()).is_ok() {
                 return Ok(());
             }
             match rustix::fs::open(
@@ -591,4 +600,3 @@ pub(crate) fn drop_capabilities() -> io::Result<()> {
     )?;
     Ok(())
 }
-

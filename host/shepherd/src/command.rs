@@ -217,7 +217,8 @@ impl AppToolRouter {
                 };
                 let mut result = outcome.render();
                 let mut changes = Vec::new();
-                let taken = std::mem::replace(&mut outcome.changes, Changes::Unreadable(String::new()));
+                let taken =
+                    std::mem::replace(&mut outcome.changes, Changes::Unreadable(String::new()));
                 match taken {
                     Changes::Pending(pending) => {
                         let landed = self.settle(pending, command, args, &rules);
@@ -356,7 +357,10 @@ impl AppToolRouter {
         let journaled = self.journal(&changes);
         match pending.land() {
             Ok(_) => {
-                note.push_str(&format!("\n[goat: landed in the workspace: {}", guard.summary()));
+                note.push_str(&format!(
+                    "\n[goat: landed in the workspace: {}",
+                    guard.summary()
+                ));
                 if unkept > 0 {
                     note.push_str(&format!(
                         "; {unkept} changed or removed files were too large to keep a copy of, \
@@ -517,6 +521,18 @@ pub fn command_support() -> Result<(), String> {
     goat_command::support().map_err(|e| e.0)
 }
 
+/// The containment commands get here under `mode`, and if none, why: the
+/// tool is then not offered (a forced `namespace` that cannot work is
+/// never run weaker).
+pub fn command_containment(mode: goat_command::ContainmentMode) -> Result<Used, String> {
+    goat_command::resolve_mode(mode).map_err(|e| e.0)
+}
+
+/// Why no namespace view can be made here, if it cannot.
+pub fn view_unavailable() -> Option<String> {
+    goat_command::namespace_support().err().map(|e| e.0)
+}
+
 /// [`Containment`] defaults a host starts from: the toolchain directories
 /// under `home`, the network closed, no extra environment, the strongest
 /// containment that works here.
@@ -538,8 +554,20 @@ pub fn default_containment(workspace: &Path, home: Option<&Path>) -> Containment
 /// Places under the home directory that hold keys and credentials: a
 /// command that fails to read them gets no hint to grant them.
 const SECRET_PLACES: &[&str] = &[
-    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc",
-    ".git-credentials", ".pypirc", ".npmrc", ".cargo", ".password-store", ".local/share/goat",
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".cargo",
+    ".password-store",
+    ".local/share/goat",
     ".config/goat",
 ];
 

@@ -26,9 +26,12 @@ mod router;
 pub mod schema;
 mod turn;
 
-pub use command::{CommandTool, RUN_COMMAND, command_schema, command_support, default_containment};
+pub use command::{
+    CommandTool, RUN_COMMAND, command_containment, command_schema, command_support,
+    default_containment, view_unavailable,
+};
 pub use context::{ContextStatus, DEFAULT_CONTEXT_TOKENS, WindowChoice};
-pub use goat_command::{Containment, ContainmentMode, Network};
+pub use goat_command::{Containment, ContainmentMode, Network, Used as ContainmentUsed};
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, Routed, RouterConfig,

@@ -94,13 +94,15 @@ pub struct ChangeRecord {
 impl FileChange {
     /// Whether the path existed before.
     pub fn existed_before(&self) -> bool {
-        self.before.is_some() || self.before_sha256.is_some() || self.before_kind == EntryKind::Dir
-            && self.before_mode.is_some()
+        self.before.is_some()
+            || self.before_sha256.is_some()
+            || self.before_kind == EntryKind::Dir && self.before_mode.is_some()
     }
 
     /// Whether the path exists after.
     pub fn exists_after(&self) -> bool {
-        self.after_sha256.is_some() || self.after_kind == EntryKind::Dir && self.after_mode.is_some()
+        self.after_sha256.is_some()
+            || self.after_kind == EntryKind::Dir && self.after_mode.is_some()
     }
 }
 

@@ -93,7 +93,13 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
 /// Lists the tools, creating and changing nothing: the compiled-code cache
 /// is used if it is there and never written, the plugin registry only read.
 fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let sandbox = session::read_only_sandbox(&crate::config::Settings::load()?.limits())?;
+    let settings = crate::config::Settings::load()?;
+    let sandbox = session::read_only_sandbox(&settings.limits())?;
+    let mode = settings
+        .command_containment(Path::new("."), &[])
+        .map(|c| c.mode)
+        .unwrap_or_default();
+    let contained = goat_shepherd::command_containment(mode);
     let tools = session::tools_in(
         &sandbox,
         session::Plugins::Approved {
@@ -117,14 +123,20 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             .collect::<serde_json::Result<_>>()?;
         let mut specs: Vec<serde_json::Value> = specs;
         let schema = goat_shepherd::command_schema();
-        specs.push(match goat_shepherd::command_support() {
-            Ok(()) => serde_json::json!({
+        specs.push(match &contained {
+            Ok(used) => serde_json::json!({
                 "name": schema.name,
                 "description": schema.description,
                 "parameters": schema.parameters,
                 "access": "command",
                 "path_fields": [],
                 "native": true,
+                "containment": match used {
+                    goat_shepherd::ContainmentUsed::Namespace => "namespace",
+                    goat_shepherd::ContainmentUsed::Landlock => "landlock",
+                },
+                "limits": used.limits(),
+                "no_view": goat_shepherd::view_unavailable(),
             }),
             Err(why) => serde_json::json!({
                 "name": schema.name,
@@ -161,12 +173,23 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
         }
         // The native command tool, offered only where it can be contained.
         let command = goat_shepherd::RUN_COMMAND;
-        match goat_shepherd::command_support() {
-            Ok(()) => writeln!(
+        match &contained {
+            Ok(goat_shepherd::ContainmentUsed::Namespace) => writeln!(
                 out,
                 "{command:width$}  {:10}  Run a shell command line in the workspace, contained \
-                 (Landlock, seccomp, limits)",
+                 (a namespace view: its changes land only after GOAT inspected them; Landlock, \
+                 seccomp, no capabilities, limits)",
                 "command"
+            )?,
+            Ok(used @ goat_shepherd::ContainmentUsed::Landlock) => writeln!(
+                out,
+                "{command:width$}  {:10}  Run a shell command line in the workspace, contained \
+                 (Landlock, seccomp, limits); {}{}",
+                "command",
+                used.limits(),
+                goat_shepherd::view_unavailable()
+                    .map(|why| format!(" ({})", text::escape_controls(&why)))
+                    .unwrap_or_default()
             )?,
             Err(why) => writeln!(
                 out,

@@ -80,7 +80,10 @@ impl Settings {
         if let Some(dir) = &self.commands_layers_dir.value {
             let dir = PathBuf::from(dir);
             if !dir.is_absolute() {
-                bail!("commands.layers_dir: '{}' is not an absolute path", dir.display());
+                bail!(
+                    "commands.layers_dir: '{}' is not an absolute path",
+                    dir.display()
+                );
             }
             containment.layers_dir = Some(dir);
         } else if let Some(first) = host_files.first().and_then(|f| f.parent()) {

@@ -31,6 +31,7 @@ mod sessions;
 mod snapshots;
 mod tools;
 mod undo;
+mod view;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -57,7 +57,9 @@ fn run_landed(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
         },
     )
     .unwrap();
-    if let Changes::Pending(pending) = std::mem::replace(&mut out.changes, Changes::Unreadable(String::new())) {
+    if let Changes::Pending(pending) =
+        std::mem::replace(&mut out.changes, Changes::Unreadable(String::new()))
+    {
         let mut pending = pending;
         let found = pending.inspect(&Protected);
         if found.refused.is_empty() {
@@ -70,7 +72,10 @@ fn run_landed(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
 #[test]
 fn a_fresh_repository_root_takes_new_files_in_a_view() {
     if goat_command::namespace_support().is_err() {
-        eprintln!("skipped: no namespace view here: {}", goat_command::namespace_support().unwrap_err());
+        eprintln!(
+            "skipped: no namespace view here: {}",
+            goat_command::namespace_support().unwrap_err()
+        );
         return;
     }
     let ws = tempfile::tempdir().unwrap();
@@ -83,11 +88,24 @@ fn a_fresh_repository_root_takes_new_files_in_a_view() {
          cat /proc/self/status | grep CapEff; echo x >> .git/config; echo $?",
     );
     assert_eq!(out.exit, Exit::Code(0), "{}", out.render());
-    assert!(out.output.text.contains("CapEff:\t0000000000000000"), "{}", out.render());
-    assert_eq!(std::fs::read_to_string(ws.path().join("root.txt")).unwrap(), "new\n");
-    assert_eq!(std::fs::read_to_string(ws.path().join("target/debug/app")).unwrap(), "built\n");
+    assert!(
+        out.output.text.contains("CapEff:\t0000000000000000"),
+        "{}",
+        out.render()
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("root.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("target/debug/app")).unwrap(),
+        "built\n"
+    );
     assert!(!ws.path().join("old.txt").exists());
-    assert_eq!(std::fs::read_to_string(ws.path().join(".git/config")).unwrap(), "[core]\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".git/config")).unwrap(),
+        "[core]\n"
+    );
 }
 
 fn run(workspace: &Path, command: &str) -> goat_command::CommandOutcome {

@@ -209,15 +209,35 @@ pub(crate) fn now(root: &OwnedFd, path: &str) -> io::Result<Now> {
     })
 }
 
+/// Removes the backup directory when a rollback is done.
+struct BackupsDropped<'a>(&'a Option<String>, &'a OwnedFd);
+
+impl Drop for BackupsDropped<'_> {
+    fn drop(&mut self) {
+        if let Some(backups) = self.0 {
+            let _ = rustix::fs::unlinkat(self.1, backups.as_str(), AtFlags::REMOVEDIR);
+        }
+    }
+}
+
 /// One step of an undo, and how to take it back.
 #[derive(Debug)]
 enum Step {
-    /// `name` in `dir` was replaced; what it held is kept as `backup`.
-    Replaced { dir: String, name: String, backup: String },
+    /// `name` in `dir` was replaced; what it held is kept at `backup` (a
+    /// workspace path).
+    Replaced {
+        dir: String,
+        name: String,
+        backup: String,
+    },
     /// `name` in `dir` was made where nothing was.
     Created { dir: String, name: String },
     /// `name` in `dir` was moved aside to `backup`.
-    Moved { dir: String, name: String, backup: String },
+    Moved {
+        dir: String,
+        name: String,
+        backup: String,
+    },
     /// A directory was made (`path`).
     MadeDir(String),
     /// A directory's bits were `old`.
@@ -232,6 +252,10 @@ enum Step {
 pub(crate) struct Journal<'r> {
     root: &'r OwnedFd,
     steps: Vec<Step>,
+    /// The directory at the root the backups go to (a random name, made
+    /// at the first need), so a directory emptied by undo is empty.
+    backups: Option<String>,
+    count: usize,
 }
 
 impl<'r> Journal<'r> {
@@ -239,7 +263,87 @@ impl<'r> Journal<'r> {
         Self {
             root,
             steps: Vec::new(),
+            backups: None,
+            count: 0,
         }
+    }
+
+    /// Keeps `name` in `dir` (`dir_path`) at a new backup path: in the
+    /// backup directory, or beside it where that is another filesystem (a
+    /// mount inside the workspace). `link`: a second name (the entry stays);
+    /// otherwise it is moved.
+    fn keep(
+        &mut self,
+        dir_path: &str,
+        dir: &OwnedFd,
+        name: &str,
+        link: bool,
+    ) -> io::Result<String> {
+        if self.backups.is_none() {
+            let made =
+                with_fresh_name(|n| rustix::fs::mkdirat(self.root, n, Mode::from_raw_mode(0o700)))?;
+            self.backups = Some(made);
+        }
+        let backups = self.backups.clone().unwrap_or_default();
+        self.count += 1;
+        let n = format!("{}", self.count);
+        let bk = self.reopen(&backups)?;
+        let moved = if link {
+            rustix::fs::linkat(dir, name, &bk, n.as_str(), AtFlags::empty())
+        } else {
+            rustix::fs::renameat_with(
+                dir,
+                name,
+                &bk,
+                n.as_str(),
+                rustix::fs::RenameFlags::NOREPLACE,
+            )
+        };
+        match moved {
+            Ok(()) => Ok(format!("{backups}/{n}")),
+            Err(Errno::XDEV) => {
+                let beside = with_fresh_name(|b| {
+                    if link {
+                        rustix::fs::linkat(dir, name, dir, b, AtFlags::empty())
+                    } else {
+                        rustix::fs::renameat_with(
+                            dir,
+                            name,
+                            dir,
+                            b,
+                            rustix::fs::RenameFlags::NOREPLACE,
+                        )
+                    }
+                })?;
+                Ok(if dir_path.is_empty() {
+                    beside
+                } else {
+                    format!("{dir_path}/{beside}")
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Renames the backup at `backup` back to `name` in `dir`.
+    fn bring_back(&self, backup: &str, dir: &str, name: &str) -> io::Result<()> {
+        let (bdir, bname) = split(backup);
+        let bdir = self.reopen(bdir)?;
+        let dir = self.reopen(dir)?;
+        Ok(rustix::fs::renameat(&bdir, bname, &dir, name)?)
+    }
+
+    /// Removes the backup directory (empty, or with what it still holds).
+    fn drop_backups(&self) {
+        let Some(backups) = &self.backups else {
+            return;
+        };
+        if let Ok(bk) = self.reopen(backups) {
+            for n in 1..=self.count {
+                let _ = rustix::fs::unlinkat(&bk, format!("{n}").as_str(), AtFlags::empty());
+            }
+        }
+        let _ = rustix::fs::unlinkat(self.root, backups.as_str(), AtFlags::REMOVEDIR);
     }
 
     /// The directory `dir` (a workspace path; empty for the root), opened
@@ -287,18 +391,25 @@ impl<'r> Journal<'r> {
 
     /// Puts a prepared temporary entry over `name`, keeping what was
     /// there as a backup.
-    fn place(&mut self, dir_path: &str, dir: &OwnedFd, temporary: &str, name: &str) -> io::Result<()> {
+    fn place(
+        &mut self,
+        dir_path: &str,
+        dir: &OwnedFd,
+        temporary: &str,
+        name: &str,
+    ) -> io::Result<()> {
         let existing = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok();
         let backup = if existing {
-            Some(with_fresh_name(|b| {
-                rustix::fs::linkat(dir, name, dir, b, AtFlags::empty())
-            })?)
+            Some(self.keep(dir_path, dir, name, true)?)
         } else {
             None
         };
         if let Err(e) = rustix::fs::renameat(dir, temporary, dir, name) {
             if let Some(b) = &backup {
-                let _ = rustix::fs::unlinkat(dir, b.as_str(), AtFlags::empty());
+                let (bdir, bname) = split(b);
+                if let Ok(bdir) = self.reopen(bdir) {
+                    let _ = rustix::fs::unlinkat(&bdir, bname, AtFlags::empty());
+                }
             }
             return Err(e.into());
         }
@@ -323,7 +434,10 @@ impl<'r> Journal<'r> {
     pub(crate) fn write(&mut self, path: &str, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
         let (dir_path, name) = split(path);
         let dir = self.dir(dir_path)?;
-        let mode = match (mode, rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)) {
+        let mode = match (
+            mode,
+            rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW),
+        ) {
             (Some(mode), _) => Mode::from_raw_mode(mode & 0o7777),
             (None, Ok(stat)) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
                 Mode::from_raw_mode(stat.st_mode & 0o7777)
@@ -341,7 +455,9 @@ impl<'r> Journal<'r> {
             Ok(())
         })?;
         let written = (|| -> io::Result<()> {
-            let fd = fd.take().ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+            let fd = fd
+                .take()
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
             // The umask applied at creation; the bits are the file's own.
             rustix::fs::fchmod(&fd, mode)?;
             let mut file = File::from(fd);
@@ -371,9 +487,7 @@ impl<'r> Journal<'r> {
     pub(crate) fn remove(&mut self, path: &str) -> io::Result<()> {
         let (dir_path, name) = split(path);
         let dir = self.reopen(dir_path)?;
-        let backup = with_fresh_name(|b| {
-            rustix::fs::renameat_with(&dir, name, &dir, b, rustix::fs::RenameFlags::NOREPLACE)
-        })?;
+        let backup = self.keep(dir_path, &dir, name, false)?;
         self.steps.push(Step::Moved {
             dir: dir_path.to_owned(),
             name: name.to_owned(),
@@ -417,12 +531,12 @@ impl<'r> Journal<'r> {
     /// Takes back every step, newest first; best effort (each is a rename
     /// or a removal of what this undo made).
     pub(crate) fn rollback(mut self) {
+        let _cleanup = BackupsDropped(&self.backups.clone(), self.root);
         while let Some(step) = self.steps.pop() {
             let _ = (|| -> io::Result<()> {
                 match &step {
                     Step::Replaced { dir, name, backup } | Step::Moved { dir, name, backup } => {
-                        let dir = self.reopen(dir)?;
-                        rustix::fs::renameat(&dir, backup.as_str(), &dir, name.as_str())?;
+                        self.bring_back(backup, dir, name)?;
                     }
                     Step::Created { dir, name } => {
                         let dir = self.reopen(dir)?;
@@ -450,12 +564,14 @@ impl<'r> Journal<'r> {
     /// Removes the backups: the undo stands.
     pub(crate) fn commit(self) {
         for step in &self.steps {
-            if let Step::Replaced { dir, backup, .. } | Step::Moved { dir, backup, .. } = step
-                && let Ok(dir) = self.reopen(dir)
-            {
-                let _ = rustix::fs::unlinkat(&dir, backup.as_str(), AtFlags::empty());
+            if let Step::Replaced { backup, .. } | Step::Moved { backup, .. } = step {
+                let (bdir, bname) = split(backup);
+                if let Ok(bdir) = self.reopen(bdir) {
+                    let _ = rustix::fs::unlinkat(&bdir, bname, AtFlags::empty());
+                }
             }
         }
+        self.drop_backups();
     }
 }
 

@@ -76,7 +76,10 @@ pub enum Restored {
 #[derive(Clone, Debug)]
 enum Target {
     Absent,
-    File { bytes: Vec<u8>, mode: Option<u32> },
+    File {
+        bytes: Vec<u8>,
+        mode: Option<u32>,
+    },
     Link(Vec<u8>),
     Dir(Option<u32>),
     /// Existed, bytes not kept.
@@ -223,13 +226,13 @@ impl UndoPlan {
         for planned in files.iter().chain(dirs.iter().rev()) {
             let path = planned.path.as_str();
             let step = match (&planned.target, planned.exists) {
-                (Target::File { bytes, mode }, _) => journal
-                    .write(path, bytes, *mode)
-                    .map(|()| Some(if planned.exists {
+                (Target::File { bytes, mode }, _) => journal.write(path, bytes, *mode).map(|()| {
+                    Some(if planned.exists {
                         Restored::Restored(path.to_owned())
                     } else {
                         Restored::Recreated(path.to_owned())
-                    })),
+                    })
+                }),
                 (Target::Link(target), _) => journal.link(path, target).map(|()| {
                     Some(if planned.exists {
                         Restored::Restored(path.to_owned())
@@ -395,7 +398,8 @@ mod tests {
         std::fs::write(dir.path().join("a.txt"), "new").unwrap();
         for n in 0..64 {
             std::fs::write(
-                dir.path().join(format!(".goat-undo.{}.{n}", std::process::id())),
+                dir.path()
+                    .join(format!(".goat-undo.{}.{n}", std::process::id())),
                 "planted",
             )
             .unwrap();
