@@ -240,11 +240,12 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
     } else {
         // Where a summary begins (ADR-0074): the turns it covers stay here
         // whole; later prompts carried the summary instead of them.
-        let summaries = match open_existing(db)? {
-            Some(store) => store.summaries(&session.id)?,
-            None => Vec::new(),
+        let (summaries, changes) = match open_existing(db)? {
+            Some(store) => (store.summaries(&session.id)?, store.file_changes(&session.id)?),
+            None => (Vec::new(), Vec::new()),
         };
         write_session(&mut out, &session, &turns, &summaries)?;
+        write_unlanded(&mut out, &session, &changes)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -286,6 +287,37 @@ fn write_session(
                 text::snippet(&summary.content, EXCERPT_CHARS)
             )?;
         }
+    }
+    Ok(())
+}
+
+/// A command's change set GOAT stopped while landing (ADR-0077): each path
+/// checked on disk, and which of its recorded states it holds.
+fn write_unlanded(
+    out: &mut impl Write,
+    session: &SessionInfo,
+    changes: &[goat_store::ChangeRecord],
+) -> io::Result<()> {
+    let unlanded: Vec<&goat_store::ChangeRecord> = changes.iter().filter(|c| !c.landed).collect();
+    if unlanded.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nGOAT stopped while landing a command's changes; each path holds one of its two \
+         states:"
+    )?;
+    for record in unlanded {
+        let state = goat_shepherd::checkpoint::landing_state(
+            Path::new(&session.workspace),
+            &record.change,
+        );
+        writeln!(
+            out,
+            "  {}: {}",
+            text::escape_controls(&record.change.path),
+            state.as_str()
+        )?;
     }
     Ok(())
 }

@@ -542,3 +542,59 @@ impl Drop for Cleanup {
 fn scopeguard(path: &Path) -> Cleanup {
     Cleanup(path.to_path_buf())
 }
+
+/// A command's change set written to the store but not marked landed (GOAT
+/// stopped in between): `goat sessions show` says, per path, which of its
+/// two states the disk holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_show_says_which_state_each_path_of_an_unlanded_set_holds() {
+    let run = GoatRun::builder()
+        .replies([
+            call_reply("c1", "run_command", r#"{"command": "true"}"#),
+            content_reply("Done."),
+        ])
+        .arg("--allow-commands")
+        .run("run something")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let ws = &run.env.ws;
+    let mut store = goat_store::Store::open(&run.env.db).unwrap();
+    let session = store.list_sessions().unwrap().remove(0).id;
+    let turns = store.turns(&session).unwrap();
+    let row = turns[0].rounds[0].calls[0].id;
+    let sha = |b: &[u8]| {
+        use sha2::Digest;
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+    };
+    let change = |path: &str, before: Option<&[u8]>, after: Option<&[u8]>| goat_store::FileChange {
+        path: path.to_owned(),
+        before: before.map(<[u8]>::to_vec),
+        before_mode: before.map(|_| 0o644),
+        after_sha256: after.map(sha),
+        after: after.map(<[u8]>::to_vec),
+        ..goat_store::FileChange::default()
+    };
+    store
+        .journal_changes(
+            row,
+            &[
+                change("landed.txt", None, Some(b"new\n")),
+                change("not-landed.txt", Some(b"old\n"), Some(b"new\n")),
+                change("someone.txt", Some(b"old\n"), None),
+            ],
+        )
+        .unwrap();
+    drop(store);
+    fs::write(ws.join("landed.txt"), "new\n").unwrap();
+    fs::write(ws.join("not-landed.txt"), "old\n").unwrap();
+    fs::write(ws.join("someone.txt"), "a person's edit\n").unwrap();
+    let out = run.env.run(&["sessions", "show", &session]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("GOAT stopped while landing a command's changes"), "{shown}");
+    assert!(shown.contains("landed.txt: as the command left it (landed)"), "{shown}");
+    assert!(shown.contains("not-landed.txt: as before the command (not landed)"), "{shown}");
+    assert!(shown.contains("someone.txt: neither"), "{shown}");
+}

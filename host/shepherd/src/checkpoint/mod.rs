@@ -24,6 +24,75 @@ use serde_json::Value;
 
 pub use restore::{Restored, UndoError, UndoPlan, plan_undo};
 
+/// Which of a change's recorded states a path holds now (for a change set
+/// GOAT stopped while landing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LandingState {
+    /// What it held before the command.
+    Before,
+    /// What the command left.
+    After,
+    /// Neither (someone changed it since, or it cannot be read).
+    Neither,
+}
+
+impl LandingState {
+    /// As `goat sessions show` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Before => "as before the command (not landed)",
+            Self::After => "as the command left it (landed)",
+            Self::Neither => "neither: changed since, or unreadable",
+        }
+    }
+}
+
+/// Which state `change`'s path in `workspace` holds.
+pub fn landing_state(workspace: &Path, change: &FileChange) -> LandingState {
+    use beneath::Now;
+    use goat_store::EntryKind;
+    let Ok(root) = beneath::open_root(workspace) else {
+        return LandingState::Neither;
+    };
+    let Ok(now) = beneath::now(&root, &change.path) else {
+        return LandingState::Neither;
+    };
+    let matches = |kind: EntryKind, bytes: Option<&[u8]>, sha: Option<&str>, exists: bool| match &now {
+        Now::Absent | Now::Blocked(_) => !exists,
+        Now::Dir => exists && kind == EntryKind::Dir,
+        Now::File { sha256 } => {
+            exists
+                && kind == EntryKind::File
+                && (sha == Some(sha256.as_str())
+                    || bytes.is_some_and(|b| beneath::sha256_hex(b) == *sha256))
+        }
+        Now::Link { sha256 } => {
+            exists
+                && kind == EntryKind::Link
+                && (sha == Some(sha256.as_str())
+                    || bytes.is_some_and(|b| beneath::sha256_hex(b) == *sha256))
+        }
+        Now::Other(_) => false,
+    };
+    if matches(
+        change.after_kind,
+        None,
+        change.after_sha256.as_deref(),
+        change.exists_after(),
+    ) {
+        LandingState::After
+    } else if matches(
+        change.before_kind,
+        change.before.as_deref(),
+        change.before_sha256.as_deref(),
+        change.existed_before(),
+    ) {
+        LandingState::Before
+    } else {
+        LandingState::Neither
+    }
+}
+
 use beneath::State;
 pub(crate) use beneath::sha256_hex;
 
