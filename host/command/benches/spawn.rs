@@ -6,7 +6,8 @@
 //! bare time of the same round, which holds up best on a loaded machine.
 //! "bare, own session" is the bare command with `setsid` alone: the share
 //! of the contained cost that is the command's own session, not the
-//! sandbox.
+//! sandbox. "namespace view" is a command in a view (ADR-0077): the
+//! namespaces, mounts and overlay, and its change set read after.
 //!
 //! Each run starts after a pause, as a tool call does: back-to-back runs
 //! would hide a cost the kernel defers (joining a cgroup through
@@ -146,6 +147,16 @@ fn main() {
         layers_dir: None,
     };
     // As root, each command also joins a pids cgroup: measured apart.
+    // A namespace view (ADR-0077) where one can be made: the mounts, the
+    // overlay, the change set read after (nothing to land for these).
+    let in_view = Containment {
+        mode: if goat_command::namespace_support().is_ok() {
+            ContainmentMode::Namespace
+        } else {
+            ContainmentMode::Landlock
+        },
+        ..containment.clone()
+    };
     let with_cgroup = Containment {
         pids_cgroup: PidsCgroup::WhereAvailable,
         ..containment.clone()
@@ -155,6 +166,8 @@ fn main() {
         bare(command, Session::Shared);
         contained(&containment, command);
         contained(&with_cgroup, command);
+        contained(&in_view, command);
+        let mut viewed = Vec::with_capacity(RUNS);
         let mut plain = Vec::with_capacity(RUNS);
         let mut session = Vec::with_capacity(RUNS);
         let mut boxed = Vec::with_capacity(RUNS);
@@ -168,12 +181,15 @@ fn main() {
             boxed.push(contained(&containment, command));
             std::thread::sleep(PAUSE);
             grouped.push(contained(&with_cgroup, command));
+            std::thread::sleep(PAUSE);
+            viewed.push(contained(&in_view, command));
         }
         let fastest = |t: &[Duration]| t.iter().min().copied().unwrap_or_default();
         for (what, times) in [
             ("bare, own session", session),
             ("contained", boxed),
             ("+ pids cgroup (root)", grouped),
+            ("namespace view", viewed),
         ] {
             for (stat, plain, boxed) in [
                 ("median", median(plain.clone()), median(times.clone())),

@@ -24,6 +24,9 @@ struct Net<'a> {
     after_sha256: Option<&'a str>,
     /// Its bytes after, when kept.
     after: Option<&'a [u8]>,
+    /// It existed before, but its bytes were too large to keep (a
+    /// command's change, ADR-0077).
+    before_unkept: bool,
 }
 
 /// The session's net file changes as unified diffs, one per file in the
@@ -32,7 +35,12 @@ struct Net<'a> {
 pub fn session_diff(store: &Store, session_id: &str) -> anyhow::Result<String> {
     let changes = store.file_changes(session_id)?;
     let mut nets: Vec<Net<'_>> = Vec::new();
-    for ChangeRecord { change, .. } in changes.iter().filter(|c| c.undone_at.is_none()) {
+    for ChangeRecord { change, .. } in changes.iter().filter(|c| {
+        // A directory has no content to show; its files are listed.
+        c.undone_at.is_none()
+            && c.change.before_kind != goat_store::EntryKind::Dir
+            && c.change.after_kind != goat_store::EntryKind::Dir
+    }) {
         let after_sha256 = change.after_sha256.as_deref();
         let after = change.after.as_deref();
         match nets.iter_mut().find(|n| n.path == change.path) {
@@ -45,6 +53,7 @@ pub fn session_diff(store: &Store, session_id: &str) -> anyhow::Result<String> {
                 before: change.before.as_deref(),
                 after_sha256,
                 after,
+                before_unkept: change.before.is_none() && change.before_sha256.is_some(),
             }),
         }
     }
@@ -63,6 +72,18 @@ pub fn session_diff(store: &Store, session_id: &str) -> anyhow::Result<String> {
 
 fn write_net(out: &mut String, net: &Net<'_>) {
     let path = text::escape_controls(net.path);
+    if net.before_unkept {
+        let _ = writeln!(
+            out,
+            "{path}: {}; its earlier bytes were too large to keep",
+            if net.after_sha256.is_some() {
+                "changed"
+            } else {
+                "removed"
+            }
+        );
+        return;
+    }
     let after = match (net.after_sha256, net.after) {
         (None, _) => Some(None),
         (Some(_), Some(bytes)) => Some(Some(bytes)),

@@ -210,6 +210,13 @@ fn attacks_from_a_command_change_nothing_outside_the_workspace() {
     fs::create_dir(&outside).unwrap();
     fs::write(outside.join("file"), "outside\n").unwrap();
     fs::set_permissions(outside.join("file"), fs::Permissions::from_mode(0o600)).unwrap();
+    // A toolchain directory the command may read: bound in read-only, so
+    // its files are there, and still unchangeable.
+    let toolchain = env.root.join("toolchain");
+    fs::create_dir(&toolchain).unwrap();
+    fs::write(toolchain.join("tool"), "#!/bin/sh\n").unwrap();
+    fs::set_permissions(toolchain.join("tool"), fs::Permissions::from_mode(0o755)).unwrap();
+    let before_toolchain = tree(&toolchain);
     // The store and the rules sit beside the workspace too: made by a
     // first, harmless call, then compared (less the layers directory,
     // where each command's scratch layer comes and goes).
@@ -225,8 +232,11 @@ fn attacks_from_a_command_change_nothing_outside_the_workspace() {
     let before_state = state(&env);
     let o = outside.display();
     let h = home.display();
+    let t = toolchain.display();
     let attack = format!(
-        "chmod 777 {h}/.ssh; chmod 666 {h}/.ssh/id_rsa; chmod 777 {o}/file; \
+        "cat {t}/tool; chmod 777 {t}/tool; echo chmod-t=$?; chown 1234 {t}/tool; touch -d 2001-01-01 {t}/tool; \
+         python3 -c \"import os; os.setxattr('{t}/tool', 'user.planted', b'1')\"; \
+         echo x >> {t}/tool; rm {t}/tool; chmod 777 {h}/.ssh; chmod 666 {h}/.ssh/id_rsa; chmod 777 {o}/file; \
          chown 1234:1234 {o}/file; touch -d 2001-01-01 {o}/file; \
          python3 -c \"import os; os.setxattr('{o}/file', 'user.planted', b'1')\"; \
          cat {h}/.ssh/id_rsa; cat $HOME/.cargo/credentials.toml; cat {h}/.cargo/credentials.toml; \
@@ -241,10 +251,17 @@ print('keyctl', l.syscall(250, 0, -3, 0), ctypes.get_errno())\"; \
         &env,
         &env.ws,
         &json!({"command": attack}),
-        &[("HOME", home.to_str().unwrap())],
+        &[
+            ("HOME", home.to_str().unwrap()),
+            ("GOAT_COMMANDS_READ_PATHS", toolchain.to_str().unwrap()),
+        ],
     );
     let result = shown(&out);
     assert!(result.contains("done"), "{result}");
+    // The toolchain was readable, and nothing about it changed.
+    assert!(result.contains("#!/bin/sh"), "{result}");
+    assert!(result.contains("chmod-t=1"), "{result}");
+    assert_eq!(tree(&toolchain), before_toolchain, "{result}");
     assert!(!result.contains("PLANTED-PRIVATE-KEY"), "{result}");
     assert!(!result.contains("PLANTED-CARGO-TOKEN"), "{result}");
     assert!(result.contains("CapEff:\t0000000000000000"), "{result}");
