@@ -129,22 +129,44 @@ pub const HOME_TOOLCHAINS: &[&str] = &[
     "go",
 ];
 
+/// Directories under the home directory that hold far more than a
+/// toolchain: a `PATH` entry in them is granted alone, never widened.
+const GENERAL_PLACES: &[&str] = &[".local", ".config", ".cache", "bin", "snap"];
+
 /// [`HOME_TOOLCHAINS`] under `home`, and the toolchains the command's
 /// `PATH` points into there: each `PATH` entry under the home directory,
 /// and for one ending in `bin` or `shims` (pyenv, asdf, mise, volta), the
 /// directory above it, where the tool keeps its versions.
 pub fn default_read_paths(home: &Path) -> Vec<PathBuf> {
+    read_paths_for(home, std::env::var_os("PATH").as_deref())
+}
+
+/// [`default_read_paths`] for a given `PATH`.
+fn read_paths_for(home: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = HOME_TOOLCHAINS.iter().map(|p| home.join(p)).collect();
-    if let Some(path) = std::env::var_os("PATH") {
-        for entry in std::env::split_paths(&path) {
+    if let Some(path) = path {
+        for entry in std::env::split_paths(path) {
             let Ok(rel) = entry.strip_prefix(home) else {
                 continue;
             };
             if rel.as_os_str().is_empty() || rel.starts_with(".cargo") {
                 continue;
             }
-            let dir = match entry.file_name().and_then(|n| n.to_str()) {
-                Some("bin" | "shims") => entry.parent().map_or(entry.clone(), Path::to_path_buf),
+            if paths.iter().any(|p| entry.starts_with(p)) {
+                continue;
+            }
+            // A version manager keeps its versions beside its `bin` or
+            // `shims`; never widened to the home directory itself or to a
+            // general place such as `~/.local` (which holds GOAT's own
+            // state and others' secrets).
+            let parent = entry.parent().map(Path::to_path_buf);
+            let dir = match (entry.file_name().and_then(|n| n.to_str()), parent) {
+                (Some("bin" | "shims"), Some(parent))
+                    if parent != home
+                        && !GENERAL_PLACES.iter().any(|g| parent == home.join(g)) =>
+                {
+                    parent
+                }
                 _ => entry.clone(),
             };
             if dir != home && !paths.iter().any(|p| dir.starts_with(p)) {
@@ -494,4 +516,30 @@ fn grant_dir(
         }
     }
     Ok(created)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_entries_grant_their_toolchain_never_a_general_place() {
+        let home = Path::new("/home/u");
+        let path = std::ffi::OsString::from(
+            "/home/u/.local/bin:/home/u/.asdf/shims:/home/u/bin:/home/u/.pyenv/shims:/usr/bin:\
+             /home/u/tools/zig/bin:/home/u",
+        );
+        let got = read_paths_for(home, Some(&path));
+        // ~/.local/bin is granted as it is (already), never ~/.local.
+        assert!(!got.contains(&PathBuf::from("/home/u/.local")), "{got:?}");
+        assert!(got.contains(&PathBuf::from("/home/u/.local/bin")), "{got:?}");
+        assert!(got.contains(&PathBuf::from("/home/u/.asdf")), "{got:?}");
+        // ~/bin alone, not the home directory; the home itself never.
+        assert!(got.contains(&PathBuf::from("/home/u/bin")), "{got:?}");
+        assert!(!got.contains(&PathBuf::from("/home/u")), "{got:?}");
+        // A toolchain of its own kept beside its bin.
+        assert!(got.contains(&PathBuf::from("/home/u/tools/zig")), "{got:?}");
+        // Cargo's credentials never: only its bin, registry and git.
+        assert!(!got.contains(&PathBuf::from("/home/u/.cargo")), "{got:?}");
+    }
 }

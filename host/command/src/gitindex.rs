@@ -25,14 +25,7 @@ pub fn tracked(workspace: &Path) -> HashSet<String> {
         Ok(rel) => rel.to_string_lossy().into_owned(),
         Err(_) => return HashSet::new(),
     };
-    let index = git_dir.join("index");
-    let Ok(meta) = std::fs::metadata(&index) else {
-        return HashSet::new();
-    };
-    if meta.len() > MAX_INDEX_BYTES {
-        return HashSet::new();
-    }
-    let Ok(bytes) = std::fs::read(&index) else {
+    let Some(bytes) = read_index(&git_dir.join("index")) else {
         return HashSet::new();
     };
     let Some(paths) = parse(&bytes) else {
@@ -49,6 +42,35 @@ pub fn tracked(workspace: &Path) -> HashSet<String> {
         })
         .collect()
 }
+
+/// The index file's bytes: a regular file (never through a link, never a
+/// FIFO or device), at most [`MAX_INDEX_BYTES`].
+fn read_index(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let fd = rustix::fs::open(
+        path,
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::NONBLOCK
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_INDEX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_INDEX_BYTES).then_some(bytes)
+}
+
+/// The longest path an index entry may hold here (git's own limit is
+/// PATH_MAX-like); a longer one means the file is not a real index.
+const MAX_ENTRY_PATH_BYTES: usize = 4096;
 
 /// The repository root and its git directory, looking from `start` up.
 fn find_repository(start: &Path) -> Option<(PathBuf, PathBuf)> {
@@ -97,6 +119,15 @@ pub(crate) fn parse(bytes: &[u8]) -> Option<Vec<String>> {
 }
 
 fn entries(bytes: &[u8], version: u32, count: usize, hash_len: usize) -> Option<Vec<String>> {
+    // Each entry takes at least 62 bytes in the file: a count larger than
+    // the file could hold is not an index.
+    if count > bytes.len() / 62 + 1 {
+        return None;
+    }
+    // Version 4 compresses paths against the previous one, so the paths
+    // can be far longer in total than the file; bound them.
+    let mut total_path_bytes = 0usize;
+    let max_total = bytes.len().saturating_mul(4).max(1 << 20);
     let mut at = 12usize;
     let mut paths: Vec<String> = Vec::with_capacity(count.min(1 << 20));
     let mut previous: Vec<u8> = Vec::new();
@@ -128,6 +159,13 @@ fn entries(bytes: &[u8], version: u32, count: usize, hash_len: usize) -> Option<
             at = start + len.div_ceil(8) * 8;
             path
         };
+        if path.len() > MAX_ENTRY_PATH_BYTES {
+            return None;
+        }
+        total_path_bytes += path.len();
+        if total_path_bytes > max_total {
+            return None;
+        }
         paths.push(String::from_utf8(path.clone()).ok()?);
         previous = path;
     }
@@ -195,6 +233,36 @@ mod tests {
             sub.sort();
             assert_eq!(sub, ["deep/x.rs", "lib.rs"]);
         }
+    }
+
+    #[test]
+    fn a_hostile_index_is_read_within_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        // A link to an endless device: never followed.
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(".git/index")).unwrap();
+        assert!(tracked(dir.path()).is_empty());
+        // A FIFO: never opened for a blocking read.
+        std::fs::remove_file(dir.path().join(".git/index")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &dir.path().join(".git/index"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        assert!(tracked(dir.path()).is_empty());
+        // Version 4 with each path one byte longer than the last, and a
+        // count the file could not hold: refused, not quadratic.
+        let mut bytes = b"DIRC\0\0\0\x04\0\x10\0\0".to_vec();
+        for _ in 0..2000 {
+            bytes.extend_from_slice(&[0u8; 60]);
+            bytes.extend_from_slice(&[0, 0]);
+            bytes.push(0);
+            bytes.extend_from_slice(b"a\0");
+        }
+        assert_eq!(parse(&bytes), None);
     }
 
     #[test]

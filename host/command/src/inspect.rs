@@ -41,10 +41,93 @@ pub struct Inspection {
     pub left_out: Vec<(String, &'static str)>,
 }
 
+/// Whether a directory holding these names is one git would take for a
+/// repository's metadata (its `is_git_directory`: `HEAD`, `objects` and
+/// `refs`, or a `commondir` file), whatever the directory is called. A
+/// bare repository planted under any name runs its `core.pager` or hooks
+/// when the person next runs git there.
+pub fn looks_like_git_dir<I, N>(names: I) -> bool
+where
+    I: IntoIterator<Item = N>,
+    N: AsRef<std::ffi::OsStr>,
+{
+    let (mut head, mut objects, mut refs) = (false, false, false);
+    for name in names {
+        match name.as_ref().as_encoded_bytes() {
+            b"HEAD" => head = true,
+            b"objects" => objects = true,
+            b"refs" => refs = true,
+            b"commondir" => return true,
+            _ => {}
+        }
+    }
+    head && objects && refs
+}
+
+/// The names in directory `rel` as the command left it: the upper layer's
+/// entries over the workspace's.
+fn merged_names(upper: &Path, workspace: &Path, rel: &str) -> Vec<std::ffi::OsString> {
+    let mut names: Vec<std::ffi::OsString> = Vec::new();
+    for base in [upper, workspace] {
+        if let Ok(entries) = std::fs::read_dir(base.join(rel)) {
+            names.extend(entries.flatten().map(|e| e.file_name()));
+        }
+    }
+    names
+}
+
 /// Checks `set` against `rules`; removes what is left out from the set
 /// (and from `upper`, so it does not land inside a new directory).
-pub(crate) fn inspect(set: &mut ChangeSet, rules: &dyn WorkspaceRules, upper: &Path) -> Inspection {
+pub(crate) fn inspect(
+    set: &mut ChangeSet,
+    rules: &dyn WorkspaceRules,
+    upper: &Path,
+    workspace: &Path,
+) -> Inspection {
     let mut found = Inspection::default();
+    // Every path a landing step touches is asked about, an unchanged
+    // copy-up included (a `touch` or an xattr on a protected file).
+    for op in &set.ops {
+        let path = op.path();
+        if !set.changes.iter().any(|c| c.path == path)
+            && let Err(why) = rules.writable_why(path)
+        {
+            found.refused.push((path.to_owned(), why));
+        }
+    }
+    // A directory the command made or changed that git would take for a
+    // repository, under any name.
+    let mut dirs: Vec<String> = vec![String::new()];
+    for change in &set.changes {
+        let mut at = change.path.as_str();
+        while let Some((parent, _)) = at.rsplit_once('/') {
+            dirs.push(parent.to_owned());
+            at = parent;
+        }
+        if matches!(change.after, Node::Dir(_)) {
+            dirs.push(change.path.clone());
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    for dir in dirs {
+        let touched = set.changes.iter().any(|c| {
+            c.after.exists()
+                && c.path.rsplit_once('/').map_or("", |(p, _)| p) == dir
+                && matches!(
+                    c.path.rsplit('/').next(),
+                    Some("HEAD" | "objects" | "refs" | "commondir" | "config" | "hooks")
+                )
+        }) || set.changes.iter().any(|c| c.path == dir && c.after.exists());
+        if touched && looks_like_git_dir(merged_names(upper, workspace, &dir)) {
+            found.refused.push((
+                if dir.is_empty() { ".".to_owned() } else { dir },
+                "it is a git repository's metadata (HEAD, objects, refs), which no command may \
+                 create or change under any name"
+                    .to_owned(),
+            ));
+        }
+    }
     for change in &set.changes {
         if let Err(why) = rules.writable_why(&change.path) {
             found.refused.push((change.path.clone(), why));
@@ -66,12 +149,30 @@ pub(crate) fn inspect(set: &mut ChangeSet, rules: &dyn WorkspaceRules, upper: &P
         }
     }
     if !found.left_out.is_empty() {
-        let left: Vec<&str> = found.left_out.iter().map(|(p, _)| p.as_str()).collect();
-        set.changes.retain(|c| !left.contains(&c.path.as_str()));
+        let left: Vec<String> = found.left_out.iter().map(|(p, _)| p.clone()).collect();
+        set.changes.retain(|c| !left.contains(&c.path));
         set.ops
-            .retain(|op| !matches!(op, Op::Place(p) if left.contains(&p.as_str())));
-        for path in left {
-            let _ = std::fs::remove_file(upper.join(path));
+            .retain(|op| !matches!(op, Op::Place(p, _) if left.contains(p)));
+        for path in &left {
+            // Inside a new directory it would land with it: if it cannot
+            // be removed from the layer, the set is refused instead.
+            let full = upper.join(path);
+            let removed = std::fs::remove_file(&full).or_else(|_| {
+                let parent = full.parent().ok_or(std::io::ErrorKind::NotFound)?;
+                std::fs::set_permissions(
+                    parent,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o700),
+                )?;
+                std::fs::remove_file(&full)
+            });
+            if let Err(e) = removed
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                found.refused.push((
+                    path.clone(),
+                    format!("it is a special file GOAT could not leave out ({e})"),
+                ));
+            }
         }
     }
     found

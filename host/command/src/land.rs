@@ -23,11 +23,14 @@ use std::path::Path;
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, ResolveFlags};
 use rustix::io::Errno;
 
-use crate::layer::Op;
+use crate::layer::{Ident, Op};
 
+/// Beneath the root, through no link, and never onto another mount (a
+/// mount inside the workspace is not what the command's overlay saw).
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
     .union(ResolveFlags::NO_SYMLINKS)
-    .union(ResolveFlags::NO_MAGICLINKS);
+    .union(ResolveFlags::NO_MAGICLINKS)
+    .union(ResolveFlags::NO_XDEV);
 
 /// One step done, and how to take it back.
 #[derive(Debug)]
@@ -42,7 +45,7 @@ enum Done {
     Chmodded(String, u32),
 }
 
-/// Why a change set did not land; nothing of it is in the workspace.
+/// Why a change set did not land.
 #[derive(Debug, thiserror::Error)]
 #[error("landing '{path}' failed ({source}); {undone}")]
 pub struct LandError {
@@ -52,6 +55,9 @@ pub struct LandError {
     pub source: io::Error,
     /// What happened to the steps already done, said plainly.
     pub undone: String,
+    /// Whether every step done was taken back (the workspace is as it was).
+    /// When not, the layer and its backups are kept (see `undone`).
+    pub taken_back: bool,
 }
 
 fn split(path: &str) -> (&str, &str) {
@@ -85,28 +91,28 @@ pub(crate) fn land(
     backup: &Path,
     ops: &[Op],
 ) -> Result<usize, LandError> {
-    let fail = |path: &str, source: io::Error, undone: String| LandError {
+    let fail = |path: &str, source: io::Error, (undone, taken_back): (String, bool)| LandError {
         path: path.to_owned(),
         source,
         undone,
+        taken_back,
     };
     let roots = open_root(workspace).and_then(|ws| Ok((ws, open_root(upper)?, open_root(backup)?)));
     let (ws, up, bk) = match roots {
         Ok(roots) => roots,
-        Err(e) => return Err(fail(".", e, "nothing was changed".to_owned())),
+        Err(e) => return Err(fail(".", e, ("nothing was changed".to_owned(), true))),
     };
     let mut done: Vec<Done> = Vec::new();
+    let backup_dir = backup;
+    let backup = backup_dir;
     for op in ops {
         let step = step(&ws, &up, &bk, op, done.len());
         match step {
             Ok(Some(d)) => done.push(d),
             Ok(None) => {}
             Err(e) => {
-                let path = match op {
-                    Op::Remove(p) | Op::Place(p) | Op::Chmod(p, _) => p.clone(),
-                };
-                let undone = rollback(&ws, &up, &bk, done);
-                return Err(fail(&path, e, undone));
+                let undone = rollback(&ws, &up, &bk, done, backup);
+                return Err(fail(op.path(), e, undone));
             }
         }
     }
@@ -115,10 +121,22 @@ pub(crate) fn land(
 
 fn step(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, op: &Op, n: usize) -> io::Result<Option<Done>> {
     let backup_name = format!("{n}");
+    // What is there must be what was there when the set was read: someone
+    // may have changed it while the person was being asked.
+    let unchanged = |dir: &OwnedFd, name: &str, was: &Ident| -> io::Result<()> {
+        if crate::layer::ident(dir, name.as_bytes())? == *was {
+            Ok(())
+        } else {
+            Err(io::Error::other(
+                "it changed in the workspace after the command ended",
+            ))
+        }
+    };
     match op {
-        Op::Remove(path) => {
+        Op::Remove(path, was) => {
             let (dir, name) = split(path);
             let dir = open_beneath(ws, dir)?;
+            unchanged(&dir, name, was)?;
             match rustix::fs::renameat(&dir, name, bk, backup_name.as_str()) {
                 Ok(()) => Ok(Some(Done::Moved(path.clone(), n))),
                 // Already gone: nothing to take back.
@@ -126,10 +144,11 @@ fn step(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, op: &Op, n: usize) -> io::Resu
                 Err(e) => Err(e.into()),
             }
         }
-        Op::Place(path) => {
+        Op::Place(path, was) => {
             let (dir, name) = split(path);
             let ws_dir = open_beneath(ws, dir)?;
-            let up_dir = open_beneath(up, dir)?;
+            let up_dir = open_beneath_upper(up, dir)?;
+            unchanged(&ws_dir, name, was)?;
             // Something there (the file the command changed): keep it by a
             // second name first, then replace it in one rename.
             match rustix::fs::linkat(&ws_dir, name, bk, backup_name.as_str(), AtFlags::empty()) {
@@ -167,8 +186,20 @@ fn step(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, op: &Op, n: usize) -> io::Resu
     }
 }
 
-/// Takes back `done`, newest first; says what could not be.
-fn rollback(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, done: Vec<Done>) -> String {
+/// A directory of the upper layer (no mount lies inside it).
+fn open_beneath_upper(root: &OwnedFd, dir: &str) -> io::Result<OwnedFd> {
+    open_beneath(root, dir)
+}
+
+/// Takes back `done`, newest first, never over something made since;
+/// says what could not be, and whether all was.
+fn rollback(
+    ws: &OwnedFd,
+    up: &OwnedFd,
+    bk: &OwnedFd,
+    done: Vec<Done>,
+    backup: &Path,
+) -> (String, bool) {
     let total = done.len();
     let mut failed = Vec::new();
     for d in done.into_iter().rev() {
@@ -177,7 +208,13 @@ fn rollback(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, done: Vec<Done>) -> String
                 let (dir, name) = split(path);
                 let ws_dir = open_beneath(ws, dir)?;
                 let up_dir = open_beneath(up, dir)?;
-                Ok(rustix::fs::renameat(&ws_dir, name, &up_dir, name)?)
+                Ok(rustix::fs::renameat_with(
+                    &ws_dir,
+                    name,
+                    &up_dir,
+                    name,
+                    RenameFlags::NOREPLACE,
+                )?)
             }
             Done::Replaced(path, n) | Done::Moved(path, n) => {
                 let (dir, name) = split(path);
@@ -211,12 +248,19 @@ fn rollback(ws: &OwnedFd, up: &OwnedFd, bk: &OwnedFd, done: Vec<Done>) -> String
         }
     }
     if failed.is_empty() {
-        format!("the {total} steps already done were taken back; the workspace is as it was")
+        (
+            format!("the {total} steps already done were taken back; the workspace is as it was"),
+            true,
+        )
     } else {
-        format!(
-            "taking back the steps already done failed for {}; those paths may hold the \
-             command's version",
-            failed.join(", ")
+        (
+            format!(
+                "taking back the steps already done failed for {}; those paths may hold the \
+                 command's version, and what they held before is kept in {}",
+                failed.join(", "),
+                backup.display()
+            ),
+            false,
         )
     }
 }

@@ -67,18 +67,41 @@ pub struct PathChange {
     pub after: Node,
 }
 
+/// What the workspace held at a path when the change set was read: its
+/// inode and change time (`None`: nothing). Landing checks it again, so
+/// what someone put there since is never replaced or removed unrecorded.
+pub(crate) type Ident = Option<(u64, i64, u64)>;
+
 /// How to land one top-level change: the order matters (removals first,
 /// then what is placed, parents before children).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
     /// Remove what the workspace holds at this path (a file, a link or a
     /// whole directory).
-    Remove(String),
+    Remove(String, Ident),
     /// Move the upper layer's entry at this path (a file, a link or a whole
     /// new directory) into the workspace.
-    Place(String),
+    Place(String, Ident),
     /// Give an existing directory these permission bits.
     Chmod(String, u32),
+}
+
+impl Op {
+    /// The path it lands.
+    pub(crate) fn path(&self) -> &str {
+        match self {
+            Self::Remove(p, _) | Self::Place(p, _) | Self::Chmod(p, _) => p,
+        }
+    }
+}
+
+/// What `name` in `dir` is now, by inode and change time.
+pub(crate) fn ident(dir: &impl AsFd, name: &[u8]) -> io::Result<Ident> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some((st.st_ino, st.st_ctime, st.st_ctime_nsec))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Everything a command changed in the workspace, read from its upper
@@ -106,6 +129,9 @@ impl ChangeSet {
 #[derive(Debug)]
 pub(crate) struct Layer {
     pub dir: PathBuf,
+    /// Kept when dropped: a landing that could not be taken back leaves
+    /// what the workspace held in its backups.
+    pub keep: bool,
 }
 
 /// The overlay's `user.` (in a user namespace) and `trusted.` spellings of
@@ -120,7 +146,7 @@ impl Layer {
         let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
         let dir = base.join(format!("goat-layer-{name}"));
         rustix::fs::mkdir(&dir, Mode::from_raw_mode(0o700))?;
-        let layer = Self { dir };
+        let layer = Self { dir, keep: false };
         for part in ["upper", "work", "root", "tmp", "emptydir", "backup"] {
             std::fs::create_dir(layer.dir.join(part))?;
         }
@@ -153,6 +179,9 @@ impl Layer {
 
 impl Drop for Layer {
     fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
         // The emptied directories are read-only; give them back their
         // write bit so they can be removed.
         let _ = rustix::fs::chmod(self.dir.join("emptydir"), Mode::from_raw_mode(0o700));
@@ -387,11 +416,15 @@ impl Reader {
                     self.walk_upper(&sub_upper, sub_lower.as_ref(), &path)?;
                 }
                 _ => {
+                    let was = match lower {
+                        Some(lower) => ident(lower, &name)?,
+                        None => None,
+                    };
                     if same_content(&before, &after) {
                         // Copied up but left as it was (opened for
                         // writing, touched): still placed, so times land,
                         // but nothing to record.
-                        self.set.ops.push(Op::Place(path));
+                        self.set.ops.push(Op::Place(path, was));
                         continue;
                     }
                     if before.exists() {
@@ -407,7 +440,7 @@ impl Reader {
                                 before: before.clone(),
                                 after: after.clone(),
                             });
-                            self.set.ops.push(Op::Place(path));
+                            self.set.ops.push(Op::Place(path, was));
                             continue;
                         }
                     }
@@ -420,7 +453,8 @@ impl Reader {
                         before: Node::Absent,
                         after,
                     });
-                    self.set.ops.push(Op::Place(path));
+                    // What was there is removed first (when anything was).
+                    self.set.ops.push(Op::Place(path, None));
                 }
             }
         }
@@ -434,6 +468,10 @@ impl Reader {
         path: &str,
         before: Node,
     ) -> io::Result<()> {
+        let was = match lower {
+            Some(lower) => ident(lower, name)?,
+            None => None,
+        };
         if let (Node::Dir(_), Some(lower)) = (&before, lower) {
             let sub = open_dir_at(lower, name)?;
             self.removed_tree(&sub, path)?;
@@ -446,7 +484,7 @@ impl Reader {
             before,
             after: Node::Absent,
         });
-        self.set.ops.push(Op::Remove(path.to_owned()));
+        self.set.ops.push(Op::Remove(path.to_owned(), was));
         Ok(())
     }
 }

@@ -95,11 +95,11 @@ impl Used {
             Self::Namespace => "",
             Self::Landlock => {
                 "Landlock-only containment (no user namespace here): the command writes the \
-                 workspace directly, so nothing is inspected before it lands; it can change \
-                 permission bits, owners, times and extended attributes of files outside the \
-                 workspace that it cannot read or write; nothing can be created or removed \
-                 directly in a directory that holds .git; undo covers what a snapshot of at \
-                 most 64 MiB of the workspace kept"
+                 workspace directly, so nothing is inspected before it lands (a new .git in a \
+                 subdirectory is only reported after); it can change permission bits, times \
+                 and extended attributes of files outside the workspace that it cannot read or \
+                 write; nothing can be created or removed directly in a directory that holds \
+                 .git; undo covers what a snapshot of at most 64 MiB of the workspace kept"
             }
         }
     }
@@ -195,18 +195,24 @@ impl Pending {
     /// Checks the set against `rules`: what refuses it, and what is left
     /// out of it (and so from the landing).
     pub fn inspect(&mut self, rules: &dyn WorkspaceRules) -> Inspection {
-        crate::inspect::inspect(&mut self.set, rules, &self.layer.upper())
+        crate::inspect::inspect(&mut self.set, rules, &self.layer.upper(), &self.workspace)
     }
 
     /// Lands the set in the workspace, all of it or none. Returns how many
     /// steps it took.
-    pub fn land(self) -> Result<usize, LandError> {
-        crate::land::land(
+    pub fn land(mut self) -> Result<usize, LandError> {
+        let landed = crate::land::land(
             &self.workspace,
             &self.layer.upper(),
             &self.layer.dir.join("backup"),
             &self.set.ops,
-        )
+        );
+        if let Err(e) = &landed
+            && !e.taken_back
+        {
+            self.layer.keep = true;
+        }
+        landed
     }
 
     /// Drops the set: nothing lands.
@@ -450,6 +456,8 @@ fn run_landlock(
         ruleset
             .restrict_self()
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+        // Root too: no device nodes, no setuid files, no chown.
+        view::drop_capabilities()?;
         seccomp::install(&program)
     };
     install_pre_exec(&mut command, child_setup);
@@ -504,28 +512,43 @@ fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
 }
 
 /// Directories inside the workspace a view treats apart: existing
-/// version-control metadata (bound read-only) and what a rule hides
-/// (covered by an empty one).
+/// version-control metadata, and any directory git would take for a
+/// repository (`HEAD`, `objects`, `refs`), bound read-only; what a rule
+/// hides, and (when a rule could hide anything) every name no rule can be
+/// asked about, covered by an empty one.
 fn special_paths(
     workspace: &Path,
     rules: &dyn WorkspaceRules,
-) -> Result<(Vec<String>, Vec<(String, bool)>), CommandError> {
+) -> Result<(Vec<String>, Vec<(PathBuf, bool)>), CommandError> {
     let mut read_only = Vec::new();
     let mut hidden = Vec::new();
     let mut budget = MAX_WALK_ENTRIES;
     let mut stack = vec![(workspace.to_path_buf(), String::new())];
     let mut complete = true;
+    let hides = rules.hides_anything();
     while let Some((dir, rel)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for entry in entries.flatten() {
+        let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
+        if !rel.is_empty() && crate::inspect::looks_like_git_dir(entries.iter().map(|e| e.file_name())) {
+            read_only.push(rel.clone());
+            continue;
+        }
+        for entry in entries {
             if budget == 0 {
                 complete = false;
                 break;
             }
             budget -= 1;
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                if hides {
+                    let rel_path = Path::new(&rel).join(entry.file_name());
+                    hidden.push((rel_path, kind.is_dir()));
+                }
                 continue;
             };
             let path = if rel.is_empty() {
@@ -533,11 +556,8 @@ fn special_paths(
             } else {
                 format!("{rel}/{name}")
             };
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
             if !rules.visible(&path) {
-                hidden.push((path, kind.is_dir()));
+                hidden.push((PathBuf::from(&path), kind.is_dir()));
                 continue;
             }
             if kind.is_dir() {
@@ -549,7 +569,7 @@ fn special_paths(
             }
         }
     }
-    if !complete && rules.hides_anything() {
+    if !complete && hides {
         return Err(CommandError::Containment(format!(
             "the workspace has more than {MAX_WALK_ENTRIES} entries; the paths a rule hides \
              cannot all be found, so the command does not run"
@@ -641,7 +661,11 @@ fn run_namespace(
         seccomp::install(&program)
     };
     install_pre_exec(&mut command, child_setup);
-    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))?;
+    let (exit, duration, output, group) =
+        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0))?;
+    // The first child is reaped; every process of the view must be gone too
+    // (one in uninterruptible sleep dies late) before its upper layer is read.
+    wait_group_gone(group);
     let changes = match layer.changes(&containment.workspace) {
         Ok(set) => Changes::Pending(Pending {
             layer,
@@ -837,12 +861,49 @@ fn install_pre_exec(
     }
 }
 
+/// Waits (at most [`GROUP_GONE_WAIT`]) until no process of the group
+/// `pgid` is left.
+fn wait_group_gone(pgid: Pid) {
+    let until = Instant::now() + GROUP_GONE_WAIT;
+    while Instant::now() < until {
+        match rustix::process::test_kill_process_group(pgid) {
+            Err(rustix::io::Errno::SRCH) => return,
+            _ => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+}
+
+/// How long GOAT waits for the last process of a view to be gone after
+/// its first one was reaped (they were all killed already).
+const GROUP_GONE_WAIT: Duration = Duration::from_secs(10);
+
+/// [`spawn_and_watch`], also giving the group the command ran in.
+fn spawn_and_watch_group(
+    command: Command,
+    request: &CommandRequest<'_>,
+    pids: Option<&PidsGroup>,
+) -> Result<(Exit, Duration, Captured, Pid), CommandError> {
+    let mut pgid = None;
+    let (exit, duration, output) = spawn_and_watch_inner(command, request, pids, &mut pgid)?;
+    let pgid = pgid.ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::NotFound)))?;
+    Ok((exit, duration, output, pgid))
+}
+
 /// Spawns `command` with its output in a pipe, watches it to its end (or
 /// the timeout), and reaps it.
 fn spawn_and_watch(
+    command: Command,
+    request: &CommandRequest<'_>,
+    pids: Option<&PidsGroup>,
+) -> Result<(Exit, Duration, Captured), CommandError> {
+    spawn_and_watch_inner(command, request, pids, &mut None)
+}
+
+fn spawn_and_watch_inner(
     mut command: Command,
     request: &CommandRequest<'_>,
     pids: Option<&PidsGroup>,
+    pgid: &mut Option<Pid>,
 ) -> Result<(Exit, Duration, Captured), CommandError> {
     let (reader, writer) = io::pipe().map_err(CommandError::Spawn)?;
     command
@@ -855,6 +916,7 @@ fn spawn_and_watch(
     drop(command);
     let pid = Pid::from_raw(child.id().cast_signed())
         .ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::InvalidData)))?;
+    *pgid = Some(pid);
     let watched = watch(pid, reader, request.timeout, pids);
     // Reap the shell whatever happened above: it was killed with its group.
     if watched.is_err() {

@@ -8,7 +8,7 @@
 //! record, not a gate: nothing is inspected before it lands.
 
 use std::collections::BTreeMap;
-use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -22,6 +22,8 @@ use crate::limits::{MAX_WALK_ENTRIES, SNAPSHOT_BYTES};
 struct Seen {
     is_dir: bool,
     is_link: bool,
+    /// A regular file (not a FIFO, socket or device, which are never read).
+    is_file: bool,
     len: u64,
     mode: u32,
     mtime_ns: i128,
@@ -59,6 +61,20 @@ fn walk(root: &Path, rules: &dyn WorkspaceRules) -> io::Result<BTreeMap<String, 
             let meta = entry.metadata()?;
             let kind = meta.file_type();
             if kind.is_dir() && rules.is_protected_name(&name) {
+                // Recorded, not walked: a new one shows as created.
+                seen.insert(
+                    path,
+                    Seen {
+                        is_dir: true,
+                        is_link: false,
+                        is_file: false,
+                        len: 0,
+                        mode: meta.mode() & 0o7777,
+                        mtime_ns: 0,
+                        ctime_ns: 0,
+                        ino: meta.ino(),
+                    },
+                );
                 continue;
             }
             seen.insert(
@@ -66,6 +82,7 @@ fn walk(root: &Path, rules: &dyn WorkspaceRules) -> io::Result<BTreeMap<String, 
                 Seen {
                     is_dir: kind.is_dir(),
                     is_link: kind.is_symlink(),
+                    is_file: kind.is_file(),
                     len: meta.len(),
                     mode: meta.mode() & 0o7777,
                     mtime_ns: i128::from(meta.mtime()) * 1_000_000_000
@@ -94,7 +111,14 @@ fn node_now(root: &Path, path: &str, seen: &Seen) -> io::Result<Node> {
             std::fs::read_link(&full)?.as_os_str().as_bytes().to_vec(),
         ));
     }
-    let (sha256, _) = hash_file(File::open(&full)?, false)?;
+    if !seen.is_file {
+        return Ok(Node::Special("not a regular file"));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(&full)?;
+    let (sha256, _) = hash_file(file, false)?;
     Ok(Node::File {
         len: seen.len,
         mode: seen.mode,
@@ -109,7 +133,7 @@ impl Snapshot {
         let seen = walk(root, rules)?;
         let mut files: Vec<(&String, &Seen)> = seen
             .iter()
-            .filter(|(_, s)| !s.is_dir && !s.is_link)
+            .filter(|(_, s)| s.is_file)
             .collect();
         files.sort_by_key(|(_, s)| s.len);
         let mut kept = BTreeMap::new();
@@ -118,7 +142,14 @@ impl Snapshot {
             if s.len > budget {
                 break;
             }
-            if let Ok(bytes) = std::fs::read(root.join(path)) {
+            let opened = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+                .open(root.join(path));
+            let mut bytes = Vec::new();
+            if let Ok(mut file) = opened
+                && std::io::Read::read_to_end(&mut file, &mut bytes).is_ok()
+            {
                 budget = budget.saturating_sub(bytes.len() as u64);
                 kept.insert(path.clone(), bytes);
             }

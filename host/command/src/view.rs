@@ -141,10 +141,10 @@ pub(crate) struct ViewInput<'a> {
     /// Directories inside the workspace bound read-only over the overlay
     /// (existing version-control metadata), relative.
     pub read_only: &'a [String],
-    /// Paths inside the workspace a rule hides: covered by an empty
-    /// read-only file or directory, relative, with whether each is a
-    /// directory.
-    pub hidden: &'a [(String, bool)],
+    /// Paths inside the workspace a rule hides (or that no rule can be
+    /// asked about, not being UTF-8): covered by an empty read-only file or
+    /// directory, relative, with whether each is a directory.
+    pub hidden: &'a [(PathBuf, bool)],
     pub empty_file: &'a Path,
     pub empty_dir: &'a Path,
     pub user_ns: UserNs,
@@ -162,13 +162,38 @@ const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 ];
 
-/// Secrets in `/etc` that no build reads: covered in the view.
+/// Secrets in `/etc` that no build reads: covered in the view (a file by
+/// an empty file, a directory by an empty directory).
 const ETC_HIDDEN: &[&str] = &[
     "/etc/shadow",
     "/etc/gshadow",
     "/etc/shadow-",
     "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/krb5.keytab",
+    "/etc/ssl/private",
+    "/etc/wireguard",
+    "/etc/NetworkManager/system-connections",
+    "/etc/ipsec.secrets",
 ];
+
+/// The host's SSH keys: every `ssh_host_*_key` in `/etc/ssh`.
+fn ssh_host_keys() -> Vec<PathBuf> {
+    std::fs::read_dir("/etc/ssh")
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// The locked flags of the mount `path` is on, which a read-only remount
 /// inside a user namespace must keep.
@@ -220,10 +245,16 @@ impl ViewPlan {
                 _ => {}
             }
         }
-        for secret in ETC_HIDDEN {
-            let path = Path::new(secret);
-            if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
-                plan.bind_ro(input.empty_file, path, false)?;
+        let secrets: Vec<PathBuf> = ETC_HIDDEN
+            .iter()
+            .map(PathBuf::from)
+            .chain(ssh_host_keys())
+            .collect();
+        for path in &secrets {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_file() => plan.bind_ro(input.empty_file, path, false)?,
+                Ok(m) if m.is_dir() => plan.cover_dir(input.empty_dir, path)?,
+                _ => {}
             }
         }
         // /dev: a few nodes and the usual links.
@@ -238,10 +269,12 @@ impl ViewPlan {
             if std::fs::metadata(&node).is_ok() {
                 let at = plan.inside(&node);
                 plan.steps.push(Step::Touch(cstring(&at)?));
+                // Read-only: the node still reads and writes, but its mode,
+                // owner and times (the host's own node) cannot change.
                 plan.steps.push(Step::Bind {
                     from: cstring(&node)?,
                     at: cstring(&at)?,
-                    read_only: None,
+                    read_only: Some(locked_flags(&node)),
                 });
             }
         }
@@ -389,6 +422,17 @@ impl Planner {
                 self.steps.push(Step::Mkdir(cstring(&inside)?));
             }
         }
+        Ok(())
+    }
+
+    /// An empty read-only directory bound over the existing directory
+    /// `at` (inside a read-only bind: its mount point is already there).
+    fn cover_dir(&mut self, empty: &Path, at: &Path) -> io::Result<()> {
+        self.steps.push(Step::Bind {
+            from: cstring(empty)?,
+            at: cstring(&self.inside(at))?,
+            read_only: Some(locked_flags(empty)),
+        });
         Ok(())
     }
 

@@ -230,6 +230,28 @@ impl AppToolRouter {
                         }
                     }
                     Changes::Applied(set) => {
+                        // Landlock only: already in the workspace; what a
+                        // view would have refused is said loudly.
+                        let against: Vec<String> = set
+                            .changes
+                            .iter()
+                            .filter(|c| c.after.exists())
+                            .filter_map(|c| {
+                                rules
+                                    .writable_why(&c.path)
+                                    .err()
+                                    .map(|why| format!("{}: {why}", goat_gate::quoted(&c.path)))
+                            })
+                            .take(MAX_LISTED)
+                            .collect();
+                        if !against.is_empty() {
+                            result.push_str(&format!(
+                                "\n[goat: WARNING: Landlock-only containment could not stop \
+                                 this command from making these, which a rule or protection \
+                                 forbids; look at them before running git there:\n  {}]\n",
+                                against.join("\n  ")
+                            ));
+                        }
                         changes = set.changes.iter().filter_map(file_change).collect();
                         if set.unkept > 0 {
                             result.push_str(&format!(
@@ -354,9 +376,29 @@ impl AppToolRouter {
         }
         let changes: Vec<FileChange> = pending.set.changes.iter().filter_map(file_change).collect();
         let unkept = pending.set.unkept;
-        let journaled = self.journal(&changes);
+        // Written first, so a crash while landing is on record; a set that
+        // cannot be recorded does not land.
+        let journaled = match self.journal(&changes) {
+            Journal::Written => true,
+            Journal::None => false,
+            Journal::Failed(e) => {
+                pending.discard();
+                return Settled {
+                    note: format!(
+                        "\n[goat: none of this command's changes to the workspace were kept: \
+                         GOAT could not record them before landing ({e}), and lands nothing it \
+                         cannot undo. The workspace is as it was before the command.]\n"
+                    ),
+                    refused: true,
+                    changes: Vec::new(),
+                };
+            }
+        };
         match pending.land() {
             Ok(_) => {
+                if journaled {
+                    self.mark_landed();
+                }
                 note.push_str(&format!(
                     "\n[goat: landed in the workspace: {}",
                     guard.summary()
@@ -376,7 +418,9 @@ impl AppToolRouter {
                 }
             }
             Err(e) => {
-                if journaled {
+                // Taken back: the record goes. Not taken back: it stays,
+                // so `goat sessions show` says which paths hold what.
+                if journaled && e.taken_back {
                     self.unjournal();
                 }
                 Settled {
@@ -570,6 +614,18 @@ const SECRET_PLACES: &[&str] = &[
     ".local/share/goat",
     ".config/goat",
 ];
+
+/// Whether a change set was written to the store before landing.
+#[derive(Debug)]
+pub(crate) enum Journal {
+    /// Written.
+    Written,
+    /// No store to write to (a router used alone): the changes go with the
+    /// call's outcome.
+    None,
+    /// Writing failed: the set must not land.
+    Failed(String),
+}
 
 /// Most refused or left-out paths a result lists; the rest are counted.
 const MAX_LISTED: usize = 20;

@@ -220,18 +220,31 @@ impl AppToolRouter {
         }
     }
 
-    /// Writes `changes` for the current call before they land; `false`
-    /// when there is no journal (they go with the outcome instead) or it
-    /// failed.
-    pub(crate) fn journal(&self, changes: &[goat_store::FileChange]) -> bool {
+    /// Writes `changes` for the current call before they land.
+    pub(crate) fn journal(&self, changes: &[goat_store::FileChange]) -> crate::command::Journal {
         let Some((store, Some(row))) = &self.journal else {
-            return false;
+            return crate::command::Journal::None;
         };
-        store
+        match store
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .journal_changes(*row, changes)
-            .is_ok()
+        {
+            Ok(()) => crate::command::Journal::Written,
+            Err(e) => crate::command::Journal::Failed(e.to_string()),
+        }
+    }
+
+    /// Marks what [`journal`](Self::journal) wrote as landed.
+    pub(crate) fn mark_landed(&self) {
+        if let Some((store, Some(row))) = &self.journal {
+            // Not marked (the store failing now): `sessions show` finds the
+            // paths in their new state and says so.
+            let _ = store
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .mark_landed(*row);
+        }
     }
 
     /// Removes what [`journal`](Self::journal) wrote for the current call.

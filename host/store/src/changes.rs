@@ -181,6 +181,15 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a call's changes written before landing as landed.
+    pub fn mark_landed(&mut self, call_row: i64) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.prepare_cached("UPDATE file_changes SET landed = 1 WHERE call_row = ?1")?
+            .execute([call_row])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Removes a call's changes that have not landed.
     pub fn drop_journal(&mut self, call_row: i64) -> Result<(), StoreError> {
         let tx = self.write()?;

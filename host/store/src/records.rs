@@ -439,10 +439,6 @@ impl Store {
             outcome.exit_code
         ])?;
         crate::changes::insert(&tx, call_row, &outcome.changes, true)?;
-        // A command's set written before it landed has landed with this
-        // outcome.
-        tx.prepare_cached("UPDATE file_changes SET landed = 1 WHERE call_row = ?1 AND landed = 0")?
-            .execute([call_row])?;
         tx.commit()?;
         Ok(())
     }

@@ -229,12 +229,13 @@ fn attacks_from_a_command_change_nothing_outside_the_workspace() {
     };
     let before_home = tree(&home);
     let before_outside = tree(&outside);
+    let before_null = meta(Path::new("/dev/null"));
     let before_state = state(&env);
     let o = outside.display();
     let h = home.display();
     let t = toolchain.display();
     let attack = format!(
-        "cat {t}/tool; chmod 777 {t}/tool; echo chmod-t=$?; chown 1234 {t}/tool; touch -d 2001-01-01 {t}/tool; \
+        "chmod 600 /dev/null; echo devnull=$?; touch -d 2001-01-01 /dev/null; cat {t}/tool; chmod 777 {t}/tool; echo chmod-t=$?; chown 1234 {t}/tool; touch -d 2001-01-01 {t}/tool; \
          python3 -c \"import os; os.setxattr('{t}/tool', 'user.planted', b'1')\"; \
          echo x >> {t}/tool; rm {t}/tool; chmod 777 {h}/.ssh; chmod 666 {h}/.ssh/id_rsa; chmod 777 {o}/file; \
          chown 1234:1234 {o}/file; touch -d 2001-01-01 {o}/file; \
@@ -262,6 +263,9 @@ print('keyctl', l.syscall(250, 0, -3, 0), ctypes.get_errno())\"; \
     assert!(result.contains("#!/bin/sh"), "{result}");
     assert!(result.contains("chmod-t=1"), "{result}");
     assert_eq!(tree(&toolchain), before_toolchain, "{result}");
+    // The host's device nodes are bound in, never changed.
+    assert!(!result.contains("devnull=0"), "{result}");
+    assert_eq!(meta(Path::new("/dev/null")), before_null, "{result}");
     assert!(!result.contains("PLANTED-PRIVATE-KEY"), "{result}");
     assert!(!result.contains("PLANTED-CARGO-TOKEN"), "{result}");
     assert!(result.contains("CapEff:\t0000000000000000"), "{result}");
@@ -294,6 +298,10 @@ fn a_new_git_directory_at_any_depth_refuses_the_whole_change_set() {
         "git init -q .",
         "mkdir -p a && printf 'gitdir: /tmp/elsewhere\\n' > a/.git",
         "mkdir -p x/.hg && echo '[hooks]' > x/.hg/hgrc",
+        // A bare repository under another name: git runs its core.pager
+        // when the person next runs `git log` in it.
+        "mkdir -p sub/objects sub/refs && echo 'ref: refs/heads/main' > sub/HEAD && \
+         printf '[core]\\n\\tpager = touch /tmp/pwned\\n' > sub/config",
     ]
     .into_iter()
     .enumerate()
@@ -309,7 +317,10 @@ fn a_new_git_directory_at_any_depth_refuses_the_whole_change_set() {
             result.contains("none of this command's changes to the workspace were kept"),
             "{attack}: {result}"
         );
-        assert!(result.contains("version-control metadata"), "{attack}: {result}");
+        assert!(
+            result.contains("version-control metadata") || result.contains("git repository's metadata"),
+            "{attack}: {result}"
+        );
         assert!(!env.ws.join(format!("innocent{i}.txt")).exists(), "{attack}");
         assert_eq!(fs::read_to_string(env.ws.join("kept.txt")).unwrap(), "as it was\n");
         for planted in ["sub", "a", "x", ".git"] {
@@ -461,7 +472,7 @@ fn landlock_only_containment_says_what_it_cannot_enforce_and_that_is_what_happen
     let listing = text(&list.output().unwrap().stdout);
     assert!(listing.contains("Landlock-only containment"), "{listing}");
     assert!(
-        listing.contains("permission bits, owners, times"),
+        listing.contains("permission bits, times"),
         "{listing}"
     );
     let outside = env.root.join("outside-file");
@@ -480,6 +491,20 @@ fn landlock_only_containment_says_what_it_cannot_enforce_and_that_is_what_happen
     // made at the repository's root.
     assert_eq!(fs::metadata(&outside).unwrap().mode() & 0o777, 0o644);
     assert!(!env.ws.join("at-root.txt").exists());
+    // A FIFO left in the workspace hangs neither this command's snapshot
+    // nor the next one's; a new .git is reported, loudly.
+    fs::create_dir(env.ws.join("sub")).unwrap();
+    let out = command_in(
+        &env,
+        &env.ws,
+        &json!({"command": "mkfifo sub/p && cd sub && git init -q . 2>/dev/null; mkdir -p .git; echo made"}),
+        &vars,
+    );
+    let result = shown(&out);
+    assert!(result.contains("made"), "{result}");
+    assert!(result.contains("WARNING: Landlock-only containment could not stop"), "{result}");
+    let again = command_in(&env, &env.ws, &json!({"command": "echo again"}), &vars);
+    assert!(shown(&again).contains("again"), "{}", shown(&again));
 }
 
 /// As an unprivileged user (made by the test; CI runs as root), a view is

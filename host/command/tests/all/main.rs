@@ -158,3 +158,38 @@ fn git_metadata_stays_read_only_but_readable() {
     );
     assert!(out.output.text.starts_with("[core]\n"), "{}", out.render());
 }
+
+/// Someone edits a file while the change set waits (the person being
+/// asked): landing refuses, every step is taken back, their edit stands.
+#[test]
+fn a_file_changed_after_the_command_is_never_replaced_by_its_landing() {
+    if goat_command::namespace_support().is_err() {
+        eprintln!("skipped: no namespace view here");
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "old").unwrap();
+    std::fs::write(ws.path().join("b.txt"), "old").unwrap();
+    let out = goat_command::run(
+        &containment(ws.path(), ContainmentMode::Namespace),
+        &Protected,
+        &CommandRequest {
+            command: "echo cmd > a.txt; echo cmd > b.txt; echo new > c.txt",
+            cwd: None,
+            timeout: Duration::from_secs(20),
+        },
+    )
+    .unwrap();
+    let Changes::Pending(mut pending) = out.changes else {
+        panic!("no change set");
+    };
+    assert!(pending.inspect(&Protected).refused.is_empty());
+    // The person's editor saves b.txt meanwhile (a new inode, as editors do).
+    std::fs::write(ws.path().join("b.tmp"), "the person's").unwrap();
+    std::fs::rename(ws.path().join("b.tmp"), ws.path().join("b.txt")).unwrap();
+    let err = pending.land().unwrap_err();
+    assert!(err.taken_back, "{err}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "the person's");
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "old");
+    assert!(!ws.path().join("c.txt").exists());
+}
