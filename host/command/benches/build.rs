@@ -60,7 +60,10 @@ fn bare(dir: &Path, home: &Path, command: &str) -> Duration {
     let started = Instant::now();
     let mut cmd = Command::new("/bin/sh");
     // SAFETY: one system call in the child.
-    #[expect(unsafe_code, reason = "setsid in the child, as the contained command gets")]
+    #[expect(
+        unsafe_code,
+        reason = "setsid in the child, as the contained command gets"
+    )]
     unsafe {
         cmd.pre_exec(|| {
             rustix::process::setsid()?;
@@ -76,7 +79,11 @@ fn bare(dir: &Path, home: &Path, command: &str) -> Duration {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     started.elapsed()
 }
 
@@ -231,11 +238,16 @@ fn main() {
          ({changed} paths in its change set); {rounds} rounds"
     );
     report("fresh cargo build", fresh_bare, fresh_boxed);
-    println!("{:28} landing alone {:9.1} ms (median)", "", ms(median(fresh_land)));
+    println!(
+        "{:28} landing alone {:9.1} ms (median)",
+        "",
+        ms(median(fresh_land))
+    );
     report("no-op cargo build", noop_bare, noop_boxed);
 
     // Landing a change set of 10,000 new files, against making them bare.
-    let many = "mkdir many && cd many && i=0; while [ $i -lt 10000 ]; do echo $i > f$i; i=$((i+1)); done";
+    let many =
+        "mkdir many && cd many && i=0; while [ $i -lt 10000 ]; do echo $i > f$i; i=$((i+1)); done";
     let (mut make_bare, mut make_boxed, mut land) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let _ = std::fs::remove_dir_all(bare_dir.join("many"));
@@ -247,5 +259,9 @@ fn main() {
         land.push(l);
     }
     report("10,000 new files", make_bare, make_boxed);
-    println!("{:28} landing alone {:9.1} ms (median)", "", ms(median(land)));
+    println!(
+        "{:28} landing alone {:9.1} ms (median)",
+        "",
+        ms(median(land))
+    );
 }

@@ -162,8 +162,7 @@ fn read_paths_for(home: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
             let parent = entry.parent().map(Path::to_path_buf);
             let dir = match (entry.file_name().and_then(|n| n.to_str()), parent) {
                 (Some("bin" | "shims"), Some(parent))
-                    if parent != home
-                        && !GENERAL_PLACES.iter().any(|g| parent == home.join(g)) =>
+                    if parent != home && !GENERAL_PLACES.iter().any(|g| parent == home.join(g)) =>
                 {
                     parent
                 }
@@ -532,7 +531,10 @@ mod tests {
         let got = read_paths_for(home, Some(&path));
         // ~/.local/bin is granted as it is (already), never ~/.local.
         assert!(!got.contains(&PathBuf::from("/home/u/.local")), "{got:?}");
-        assert!(got.contains(&PathBuf::from("/home/u/.local/bin")), "{got:?}");
+        assert!(
+            got.contains(&PathBuf::from("/home/u/.local/bin")),
+            "{got:?}"
+        );
         assert!(got.contains(&PathBuf::from("/home/u/.asdf")), "{got:?}");
         // ~/bin alone, not the home directory; the home itself never.
         assert!(got.contains(&PathBuf::from("/home/u/bin")), "{got:?}");

@@ -246,7 +246,7 @@ mod tests {
         std::fs::remove_file(dir.path().join(".git/index")).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &dir.path().join(".git/index"),
+            dir.path().join(".git/index"),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o644),
             0,

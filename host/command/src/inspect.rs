@@ -118,7 +118,10 @@ pub(crate) fn inspect(
                     c.path.rsplit('/').next(),
                     Some("HEAD" | "objects" | "refs" | "commondir" | "config" | "hooks")
                 )
-        }) || set.changes.iter().any(|c| c.path == dir && c.after.exists());
+        }) || set
+            .changes
+            .iter()
+            .any(|c| c.path == dir && c.after.exists());
         if touched && looks_like_git_dir(merged_names(upper, workspace, &dir)) {
             found.refused.push((
                 if dir.is_empty() { ".".to_owned() } else { dir },

@@ -103,8 +103,6 @@ pub(crate) fn land(
         Err(e) => return Err(fail(".", e, ("nothing was changed".to_owned(), true))),
     };
     let mut done: Vec<Done> = Vec::new();
-    let backup_dir = backup;
-    let backup = backup_dir;
     for op in ops {
         let step = step(&ws, &up, &bk, op, done.len());
         match step {

@@ -519,7 +519,7 @@ fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
 fn special_paths(
     workspace: &Path,
     rules: &dyn WorkspaceRules,
-) -> Result<(Vec<String>, Vec<(PathBuf, bool)>), CommandError> {
+) -> Result<SpecialPaths, CommandError> {
     let mut read_only = Vec::new();
     let mut hidden = Vec::new();
     let mut budget = MAX_WALK_ENTRIES;
@@ -531,7 +531,9 @@ fn special_paths(
             continue;
         };
         let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
-        if !rel.is_empty() && crate::inspect::looks_like_git_dir(entries.iter().map(|e| e.file_name())) {
+        if !rel.is_empty()
+            && crate::inspect::looks_like_git_dir(entries.iter().map(|e| e.file_name()))
+        {
             read_only.push(rel.clone());
             continue;
         }
@@ -577,6 +579,10 @@ fn special_paths(
     }
     Ok((read_only, hidden))
 }
+
+/// What [`special_paths`] finds: directories to bind read-only (relative)
+/// and paths to cover, with whether each is a directory.
+type SpecialPaths = (Vec<String>, Vec<(PathBuf, bool)>);
 
 /// In a view (ADR-0077): the namespaces, the overlay, Landlock and seccomp
 /// on top, every capability dropped; the changes left pending.

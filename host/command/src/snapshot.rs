@@ -8,9 +8,9 @@
 //! record, not a gate: nothing is inspected before it lands.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::OpenOptionsExt;
 use std::io;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::fs::WorkspaceRules;
@@ -131,10 +131,7 @@ impl Snapshot {
     /// Walks the workspace and keeps the bytes of its smallest files.
     pub(crate) fn take(root: &Path, rules: &dyn WorkspaceRules) -> io::Result<Self> {
         let seen = walk(root, rules)?;
-        let mut files: Vec<(&String, &Seen)> = seen
-            .iter()
-            .filter(|(_, s)| s.is_file)
-            .collect();
+        let mut files: Vec<(&String, &Seen)> = seen.iter().filter(|(_, s)| s.is_file).collect();
         files.sort_by_key(|(_, s)| s.len);
         let mut kept = BTreeMap::new();
         let mut budget = SNAPSHOT_BYTES;

@@ -241,7 +241,10 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
         // Where a summary begins (ADR-0074): the turns it covers stay here
         // whole; later prompts carried the summary instead of them.
         let (summaries, changes) = match open_existing(db)? {
-            Some(store) => (store.summaries(&session.id)?, store.file_changes(&session.id)?),
+            Some(store) => (
+                store.summaries(&session.id)?,
+                store.file_changes(&session.id)?,
+            ),
             None => (Vec::new(), Vec::new()),
         };
         write_session(&mut out, &session, &turns, &summaries)?;
@@ -308,10 +311,8 @@ fn write_unlanded(
          states:"
     )?;
     for record in unlanded {
-        let state = goat_shepherd::checkpoint::landing_state(
-            Path::new(&session.workspace),
-            &record.change,
-        );
+        let state =
+            goat_shepherd::checkpoint::landing_state(Path::new(&session.workspace), &record.change);
         writeln!(
             out,
             "  {}: {}",

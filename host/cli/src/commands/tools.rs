@@ -195,7 +195,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 out,
                 "{command:width$}  {:10}  not offered: {}",
                 "command",
-                text::escape_controls(&why)
+                text::escape_controls(why)
             )?,
         }
     }

@@ -471,10 +471,7 @@ fn landlock_only_containment_says_what_it_cannot_enforce_and_that_is_what_happen
     list.envs(vars).args(["tools", "list"]);
     let listing = text(&list.output().unwrap().stdout);
     assert!(listing.contains("Landlock-only containment"), "{listing}");
-    assert!(
-        listing.contains("permission bits, times"),
-        "{listing}"
-    );
+    assert!(listing.contains("permission bits, times"), "{listing}");
     let outside = env.root.join("outside-file");
     fs::write(&outside, "x").unwrap();
     fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
@@ -502,7 +499,10 @@ fn landlock_only_containment_says_what_it_cannot_enforce_and_that_is_what_happen
     );
     let result = shown(&out);
     assert!(result.contains("made"), "{result}");
-    assert!(result.contains("WARNING: Landlock-only containment could not stop"), "{result}");
+    assert!(
+        result.contains("WARNING: Landlock-only containment could not stop"),
+        "{result}"
+    );
     let again = command_in(&env, &env.ws, &json!({"command": "echo again"}), &vars);
     assert!(shown(&again).contains("again"), "{}", shown(&again));
 }
@@ -635,8 +635,17 @@ async fn sessions_show_says_which_state_each_path_of_an_unlanded_set_holds() {
     fs::write(ws.join("someone.txt"), "a person's edit\n").unwrap();
     let out = run.env.run(&["sessions", "show", &session]);
     let shown = text(&out.stdout);
-    assert!(shown.contains("GOAT stopped while landing a command's changes"), "{shown}");
-    assert!(shown.contains("landed.txt: as the command left it (landed)"), "{shown}");
-    assert!(shown.contains("not-landed.txt: as before the command (not landed)"), "{shown}");
+    assert!(
+        shown.contains("GOAT stopped while landing a command's changes"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("landed.txt: as the command left it (landed)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("not-landed.txt: as before the command (not landed)"),
+        "{shown}"
+    );
     assert!(shown.contains("someone.txt: neither"), "{shown}");
 }

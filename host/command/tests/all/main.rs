@@ -189,7 +189,13 @@ fn a_file_changed_after_the_command_is_never_replaced_by_its_landing() {
     std::fs::rename(ws.path().join("b.tmp"), ws.path().join("b.txt")).unwrap();
     let err = pending.land().unwrap_err();
     assert!(err.taken_back, "{err}");
-    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "the person's");
-    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "old");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
+        "the person's"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "old"
+    );
     assert!(!ws.path().join("c.txt").exists());
 }

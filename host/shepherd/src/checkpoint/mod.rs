@@ -57,23 +57,24 @@ pub fn landing_state(workspace: &Path, change: &FileChange) -> LandingState {
     let Ok(now) = beneath::now(&root, &change.path) else {
         return LandingState::Neither;
     };
-    let matches = |kind: EntryKind, bytes: Option<&[u8]>, sha: Option<&str>, exists: bool| match &now {
-        Now::Absent | Now::Blocked(_) => !exists,
-        Now::Dir => exists && kind == EntryKind::Dir,
-        Now::File { sha256 } => {
-            exists
-                && kind == EntryKind::File
-                && (sha == Some(sha256.as_str())
-                    || bytes.is_some_and(|b| beneath::sha256_hex(b) == *sha256))
-        }
-        Now::Link { sha256 } => {
-            exists
-                && kind == EntryKind::Link
-                && (sha == Some(sha256.as_str())
-                    || bytes.is_some_and(|b| beneath::sha256_hex(b) == *sha256))
-        }
-        Now::Other(_) => false,
-    };
+    let matches =
+        |kind: EntryKind, bytes: Option<&[u8]>, sha: Option<&str>, exists: bool| match &now {
+            Now::Absent | Now::Blocked(_) => !exists,
+            Now::Dir => exists && kind == EntryKind::Dir,
+            Now::File { sha256 } => {
+                exists
+                    && kind == EntryKind::File
+                    && (sha == Some(sha256.as_str())
+                        || bytes.is_some_and(|b| beneath::sha256_hex(b) == *sha256))
+            }
+            Now::Link { sha256 } => {
+                exists
+                    && kind == EntryKind::Link
+                    && (sha == Some(sha256.as_str())
+                        || bytes.is_some_and(|b| beneath::sha256_hex(b) == *sha256))
+            }
+            Now::Other(_) => false,
+        };
     if matches(
         change.after_kind,
         None,
