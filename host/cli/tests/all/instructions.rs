@@ -43,8 +43,8 @@ async fn agents_md_up_to_the_repository_root_reaches_the_engine_outermost_first(
     let ws = run.env.ws_str();
     assert!(
         run.stderr().contains(&format!(
-            "goat: project instructions from {root}/AGENTS.md (10 bytes) are in the system \
-             prompt\ngoat: project instructions from {ws}/AGENTS.md (54 bytes) are in the \
+            "▌ goat: project instructions from {root}/AGENTS.md (10 bytes) are in the system \
+             prompt\n▌ goat: project instructions from {ws}/AGENTS.md (54 bytes) are in the \
              system prompt\n"
         )),
         "{}",
@@ -123,7 +123,7 @@ async fn an_agents_md_symlinked_out_of_the_workspace_is_not_read() {
     assert!(!run.request_text(0).contains("SECRET-TOKEN"));
     assert!(
         run.stderr().contains(&format!(
-            "goat: project instructions {}/AGENTS.md were not read: it is a symlink",
+            "▌ goat: project instructions {}/AGENTS.md were not read: it is a symlink",
             run.env.ws_str()
         )),
         "{}",

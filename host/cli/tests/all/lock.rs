@@ -114,7 +114,7 @@ async fn a_second_run_on_a_session_being_driven_is_refused_before_it_touches_it(
     assert_eq!(
         stderr,
         format!(
-            "goat: error: session {id} is in use: another GOAT process (pid {}) is running \
+            "▌ goat: error: session {id} is in use: another GOAT process (pid {}) is running \
              turns in it. Wait for that process to finish (or stop it), or start a new session \
              by leaving out --session\n",
             first.id()
