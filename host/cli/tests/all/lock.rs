@@ -262,3 +262,72 @@ async fn sessions_rm_removes_what_it_names_and_never_a_session_being_driven() {
         owned(&[("completed", &["ok"]), ("completed", &["ok"])])
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hard_link_to_the_store_in_another_directory_meets_the_same_lock() {
+    // Issue 22: the lock is the store file's, by device and inode, not its
+    // path's. A symlink resolves to the same path; a hard link does not.
+    let env = Env::new();
+    let hold = Hold::new();
+    let server = ScriptedServer::start(vec![
+        Reply::text("Started."),
+        Reply::text("Carried on.").held(&hold),
+        // Only a run that got past the lock would ask for this.
+        Reply::text("Meddled."),
+    ])
+    .await;
+    let url = server.base_url();
+    let id = session(&env, &url).await;
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let hard = elsewhere.join("hard.db");
+    std::fs::hard_link(&env.db, &hard).unwrap();
+
+    let first = drive(&env, &url, &id, "Carry on");
+    assert!(
+        server.wait_for_requests(2, REACH_ENGINE).await,
+        "the first run never reached the engine"
+    );
+    let second = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--db",
+            hard.to_str().unwrap(),
+            "--session",
+            &id,
+            "Meddle",
+        ])
+        .await;
+    let stderr = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "session {id} is in use: another GOAT process (pid {}) is running turns in it",
+            first.id()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the run through the hard link asked the engine"
+    );
+    // The first run's turn was left alone: still streaming, not
+    // interrupted.
+    assert_eq!(
+        statuses(&env, &id),
+        owned(&[("completed", &["ok"]), ("running", &["streaming"])])
+    );
+
+    hold.release();
+    let first = finish(first).await;
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    assert_eq!(
+        statuses(&env, &id),
+        owned(&[("completed", &["ok"]), ("completed", &["ok"])])
+    );
+}
