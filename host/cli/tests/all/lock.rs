@@ -331,3 +331,36 @@ async fn a_hard_link_to_the_store_in_another_directory_meets_the_same_lock() {
         owned(&[("completed", &["ok"]), ("completed", &["ok"])])
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_directory_others_may_write_is_refused_before_the_engine_is_asked() {
+    // Another user could swap the lock files in a directory it may write;
+    // GOAT says which directory and what to do, and runs nothing.
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![Reply::text("Never sent.")]).await;
+    let locks = env.root.join("xdg-run").join("goat-session-locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &server.base_url(),
+            "--model",
+            "qwen",
+            "Hello",
+        ])
+        .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot lock the session with {}", locks.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("set XDG_RUNTIME_DIR to a private directory to use another"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "the engine was asked");
+}
