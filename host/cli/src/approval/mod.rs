@@ -138,7 +138,7 @@ fn extras(request: &ApprovalRequest<'_>) -> String {
         "[v]iew the whole change, "
     };
     if view.is_empty() {
-        return "       also: d: <why> to deny and tell the model why\n".to_owned();
+        return format!("{GOAT_MORE}also: d: <why> to deny and tell the model why\n");
     }
     format!(
         "{GOAT_MORE}also: [v]iew the whole change{directory}, or d: <why> to deny and tell the \
