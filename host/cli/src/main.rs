@@ -46,6 +46,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
+use text::GOAT_LINE;
 
 #[derive(Parser)]
 #[command(
@@ -88,7 +89,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// One line from GOAT itself on stderr, `goat: ...`.
+/// One line from GOAT itself on stderr, `▌ goat: ...` ([`GOAT_LINE`]).
 ///
 /// A closed stderr is ignored rather than a panic (as `eprintln!` would
 /// be): losing a status line must not abort a turn that is changing files.
@@ -97,10 +98,10 @@ fn note(line: impl Display) {
     screen::end_open_line();
     let mut err = io::stderr().lock();
     style::clear_spinner_line(&mut err);
-    let _ = writeln!(err, "goat: {line}");
+    let _ = writeln!(err, "{GOAT_LINE}{line}");
 }
 
-/// `goat: error: ...` on stderr, the `error:` in red where colour is
+/// `▌ goat: error: ...` on stderr, the `error:` in red where colour is
 /// allowed (stderr a terminal, no `NO_COLOR`).
 fn error(message: impl Display) {
     note(format_args!(

@@ -158,6 +158,14 @@ impl Printer {
                     crate::text::count(turns, "older turn")
                 ));
             }
+            // Issue 22: the repository's instructions take at most a
+            // share of the window; the person hears when they were cut.
+            TurnEvent::ProjectInstructionsCut { kept, whole } => {
+                self.status(&format!(
+                    "project instructions cut to {kept} of {whole} bytes to fit the context \
+                     window (they take at most a quarter of it); the rest is not sent"
+                ));
+            }
             TurnEvent::Recovery { in_reasoning, .. } => {
                 self.stop_spinner();
                 // On a terminal it was shown as it came; the recovery line

@@ -7,7 +7,7 @@
 
 use goat_store::{RoundStatus, TurnRecord, TurnStatus};
 
-use crate::text;
+use crate::text::{self, GOAT_LINE};
 
 /// Turns shown when a chat resumes: enough to pick up the thread, short
 /// of scrolling the prompt off the screen.
@@ -31,12 +31,12 @@ pub fn recap(turns: &[TurnRecord]) -> String {
     let shown = &turns[turns.len().saturating_sub(RECAP_TURNS)..];
     let mut out = if shown.len() == turns.len() {
         format!(
-            "goat: this session so far ({}):\n",
+            "{GOAT_LINE}this session so far ({}):\n",
             text::count(turns.len(), "turn")
         )
     } else {
         format!(
-            "goat: the last {} of this session's {} turns:\n",
+            "{GOAT_LINE}the last {} of this session's {} turns:\n",
             shown.len(),
             turns.len()
         )

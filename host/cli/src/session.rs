@@ -212,13 +212,10 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         router,
         store.clone(),
         session_id.clone(),
-        format!(
-            "{}{}",
-            system_prompt(&workspace),
-            instructions.prompt_section()
-        ),
+        system_prompt(&workspace),
         max_rounds,
     )
+    .with_project_prompt(Arc::new(instructions.clone()))
     .with_unwrapped_calls(unwrapped_calls)
     .with_context_window(context);
     Ok(Opened {

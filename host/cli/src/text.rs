@@ -4,9 +4,33 @@
 //! Everything shown here comes from the model, a tool or a workspace file,
 //! so control characters are escaped before they reach a terminal: an
 //! escape sequence in a file the model read must not be able to rewrite
-//! what the person sees.
+//! what the person sees. So is [`MARK`], the character that starts GOAT's
+//! own lines, and what could pass for it: text from outside can print
+//! `goat: edit_file wants to write 'notes.txt'; allow it?`, but never at
+//! the start of a line that begins with the mark.
 
 use serde_json::Value;
+
+/// What every line GOAT itself writes for a person starts with: a left
+/// half block, drawn with or without colour (`NO_COLOR` included). Text
+/// from outside never shows it: [`escape_controls`] and
+/// [`escape_for_terminal`] write it, and every character that could pass
+/// for it ([`is_reserved`]), as an escape.
+///
+/// # Security
+///
+/// Colour and the order of lines are not enough to tell GOAT's lines from
+/// the model's: the answer can print GOAT's exact words just above a real
+/// question. The mark is what model text cannot produce.
+pub const MARK: char = '\u{258C}';
+
+/// The start of a line from GOAT: [`MARK`], then `goat: `.
+pub const GOAT_LINE: &str = "\u{258C} goat: ";
+
+/// The start of a further line of something GOAT says in more than one
+/// (the approval question's workspace, preview and answers): [`MARK`],
+/// aligned under the text after [`GOAT_LINE`].
+pub const GOAT_MORE: &str = "\u{258C}       ";
 
 /// Longest argument value shown in a call summary, in characters.
 const ARG_VALUE_CHARS: usize = 40;
@@ -16,9 +40,23 @@ const ARGS_CHARS: usize = 160;
 
 /// Whether `c` can change how the terminal shows what follows: control
 /// characters, and the Unicode bidirectional overrides and isolates, which
-/// can make a line read differently from what it is.
+/// can make a line read differently from what it is; and the reserved
+/// [`MARK`] with its lookalikes, which would make a line read as GOAT's.
 fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        || is_reserved(c)
+}
+
+/// [`MARK`] and what a person could take for it: the block elements
+/// (U+2580 to U+259F: half, quarter and eighth blocks, shades), the black
+/// vertical rectangle and the heavy vertical bars.
+pub fn is_reserved(c: char) -> bool {
+    c == MARK
+        || matches!(
+            c,
+            '\u{2580}'..='\u{259F}' | '\u{25AE}' | '\u{2759}' | '\u{275A}'
+        )
 }
 
 /// Every control character escaped (`\n`, `\u{1b}`), so the text stays on

@@ -30,7 +30,10 @@ pub use command::{
     CommandTool, RUN_COMMAND, command_containment, command_schema, command_support,
     default_containment, view_unavailable,
 };
-pub use context::{ContextStatus, DEFAULT_CONTEXT_TOKENS, WindowChoice};
+pub use context::{
+    ContextStatus, DEFAULT_CONTEXT_TOKENS, PROJECT_PROMPT_SHARE, ProjectPrompt, ProjectSection,
+    WindowChoice,
+};
 pub use goat_command::{Containment, ContainmentMode, Network, Used as ContainmentUsed};
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{

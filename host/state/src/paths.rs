@@ -99,6 +99,22 @@ pub fn default_store_path() -> Option<PathBuf> {
     Some(base.join("goat").join(STORE_FILE))
 }
 
+/// Where session locks named by a store's identity live, one directory
+/// for every store the user has: `$XDG_RUNTIME_DIR/goat-session-locks`
+/// (the per-user directory for what lives only while processes do), else
+/// `goat-session-locks-UID` in the temporary directory. Callers make it
+/// private and refuse it when another user owns it or may write it.
+#[cfg(unix)]
+pub fn session_lock_root() -> PathBuf {
+    match var("XDG_RUNTIME_DIR") {
+        Some(dir) => PathBuf::from(dir).join("goat-session-locks"),
+        None => std::env::temp_dir().join(format!(
+            "goat-session-locks-{}",
+            rustix::process::geteuid().as_raw()
+        )),
+    }
+}
+
 /// A host-state path: as GOAT named it (from a flag, a variable or the
 /// default) and where it really is, every symlink followed.
 ///

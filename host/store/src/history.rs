@@ -1,6 +1,6 @@
 //! Rebuilding the history the next prompt is built from.
 
-use crate::{CallStatus, NewCall, Store, StoreError};
+use crate::{CallErrorKind, CallStatus, NewCall, Store, StoreError};
 
 /// What a resumed session's interrupted calls say to the model.
 pub const INTERRUPTED_RESULT: &str = "This tool call was interrupted: GOAT stopped while it was \
@@ -11,6 +11,16 @@ pub const INTERRUPTED_RESULT: &str = "This tool call was interrupted: GOAT stopp
 /// followed by the paths, so the model does not assume they still stand.
 pub const UNDONE_NOTE: &str =
     "[GOAT: the person has since undone this call's changes; back as they were before it:";
+
+/// Added to the result of the last call of a response that made more
+/// calls than run, saying how many were left out of the history unrun.
+pub fn dropped_unrun_note(dropped: usize) -> String {
+    let calls = if dropped == 1 { "call" } else { "calls" };
+    format!(
+        "[GOAT: this response made {dropped} further tool {calls} that did not run (too many \
+         calls in one response); they are left out here. Make fewer calls at a time.]"
+    )
+}
 
 /// One entry of the history the next prompt is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +61,18 @@ impl Store {
     /// then its usable rounds and their calls' results, in order. Failed
     /// and cancelled rounds are left out; a call still pending is given the
     /// interrupted result, so every call in the history has an answer.
+    ///
+    /// Calls a response made past what runs (stored with
+    /// [`CallErrorKind::TooManyCalls`]) are left out of its answer and of
+    /// the results alike, so every call carried still has its result; the
+    /// last result carried says how many were left out
+    /// ([`dropped_unrun_note`]). The record keeps them all.
+    ///
+    /// # Security
+    ///
+    /// A model that answers with thousands of calls would otherwise make
+    /// every later request carry them and their results, too large for
+    /// any window: one response could end the turn.
     pub fn history(&self, session_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
         Ok(self
             .history_turns(session_id, None)?
@@ -77,7 +99,8 @@ impl Store {
         let mut calls = self.conn.prepare_cached(
             "SELECT call_id, tool, arguments, status, result,
                     (SELECT group_concat(f.path, ', ') FROM file_changes f
-                     WHERE f.call_row = tool_calls.id AND f.undone_at IS NOT NULL)
+                     WHERE f.call_row = tool_calls.id AND f.undone_at IS NOT NULL),
+                    error_kind
              FROM tool_calls WHERE round_id = ?1 ORDER BY id",
         )?;
         let turn_rows = turns
@@ -113,14 +136,28 @@ impl Store {
                             CallStatus::parse(&r.get::<_, String>(3)?)?,
                             r.get::<_, Option<String>>(4)?,
                             r.get::<_, Option<String>>(5)?,
+                            r.get::<_, Option<String>>(6)?
+                                .map(|k| CallErrorKind::parse(&k))
+                                .transpose()?,
                         ))
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
+                let total = call_rows.len();
+                let mut call_rows: Vec<_> = call_rows
+                    .into_iter()
+                    .enumerate()
+                    // The first call always stays: an answer that made
+                    // calls is carried as one that made calls.
+                    .filter(|(i, row)| *i == 0 || row.4 != Some(CallErrorKind::TooManyCalls))
+                    .map(|(_, (call, status, result, undone, _))| (call, status, result, undone))
+                    .collect();
+                let dropped = total - call_rows.len();
                 entries.push(HistoryEntry::Assistant {
                     content,
                     calls: call_rows.iter().map(|(c, ..)| c.clone()).collect(),
                 });
-                for (call, status, result, undone) in call_rows {
+                let last = call_rows.len().saturating_sub(1);
+                for (i, (call, status, result, undone)) in call_rows.drain(..).enumerate() {
                     let (status, mut content) = match (status, result) {
                         (CallStatus::Pending, _) | (_, None) => {
                             (CallStatus::Interrupted, INTERRUPTED_RESULT.to_owned())
@@ -131,6 +168,9 @@ impl Store {
                     // that the person put the files back.
                     if let Some(paths) = undone {
                         content.push_str(&format!("\n\n{UNDONE_NOTE} {paths}.]"));
+                    }
+                    if i == last && dropped > 0 {
+                        content.push_str(&format!("\n\n{}", dropped_unrun_note(dropped)));
                     }
                     entries.push(HistoryEntry::ToolResult {
                         call_id: call.call_id,

@@ -42,7 +42,7 @@ pub use changes::{ChangeRecord, EntryKind, FileChange};
 pub use error::StoreError;
 /// Re-exported from `goat_state`, where every host-state directory is made.
 pub use goat_state::fs::create_private_dir;
-pub use history::{HistoryEntry, HistoryTurn, INTERRUPTED_RESULT, UNDONE_NOTE};
+pub use history::{HistoryEntry, HistoryTurn, INTERRUPTED_RESULT, UNDONE_NOTE, dropped_unrun_note};
 pub use lock::SessionLock;
 pub use records::{
     CallOutcome, CallRecord, NewCall, Recovery, RoundOk, RoundRecord, SessionInfo, TurnRecord,

@@ -1,9 +1,19 @@
 //! Who drives a session: one process at a time.
 //!
 //! A process that runs turns in a session (`goat run`, `goat chat`) holds
-//! an exclusive OS advisory lock (`flock`) on one file per session, in a
-//! private directory beside the database (`goat.db-locks/` for
-//! `goat.db`, named like SQLite's own `-wal` and `-shm` files). The kernel
+//! an exclusive OS advisory lock (`flock`) on two files per session:
+//!
+//! - one named by the store's identity, its device and inode, in one
+//!   private directory for all the user's stores
+//!   ([`goat_state::paths::session_lock_root`]), so every name of the
+//!   file (a symlink, a hard link in another directory) meets the same
+//!   lock;
+//! - one in a private directory beside the database (`goat.db-locks/`
+//!   for `goat.db`, named like SQLite's own `-wal` and `-shm` files),
+//!   which two processes that disagree on that root (another
+//!   `XDG_RUNTIME_DIR` or `TMPDIR`) still share for one name.
+//!
+//! Either one held by another process refuses the session. The kernel
 //! drops the lock when the process exits, however it exits (`kill -9`
 //! included), so a lock can never go stale the way a row in the database
 //! could. The lock files themselves are left in place: removing one while
@@ -35,16 +45,23 @@ const MAX_PID_TEXT: u64 = 32;
 /// It is advisory: it binds GOAT processes, not other programs.
 #[derive(Debug)]
 pub struct SessionLock {
-    /// Closing it (dropping the guard, or the process ending) releases the
-    /// lock.
-    _file: File,
+    /// Closing them (dropping the guard, or the process ending) releases
+    /// the lock: the one beside the store, then the one named by its
+    /// identity.
+    _files: [File; 2],
     path: PathBuf,
+    identity_path: PathBuf,
 }
 
 impl SessionLock {
-    /// The lock file.
+    /// The lock file beside the store.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The lock file named by the store's device and inode.
+    pub fn identity_path(&self) -> &Path {
+        &self.identity_path
     }
 }
 
@@ -73,17 +90,64 @@ fn file_name(id: &str) -> String {
     }
 }
 
-/// Takes the lock on session `id` for the store at `db`, or says which
-/// process holds it.
+/// Takes the lock on session `id` for the store at `db` (resolved), or
+/// says which process holds it.
 pub(crate) fn lock_session(db: &Path, id: &str) -> Result<SessionLock, StoreError> {
-    let dir = lock_dir(db);
-    let path = dir.join(file_name(id));
+    let path = lock_dir(db).join(file_name(id));
+    let beside = lock_file(&path, id)?;
+    let identity_path = identity_lock(db, id)?;
+    let identity = lock_file(&identity_path, id)?;
+    Ok(SessionLock {
+        _files: [beside, identity],
+        path,
+        identity_path,
+    })
+}
+
+/// The lock file for session `id` named by the identity of the store at
+/// `db`: `DEV-INO-ID.lock` in the private root, which is made if missing
+/// and refused if another user owns it or may write it.
+#[cfg(unix)]
+fn identity_lock(db: &Path, id: &str) -> Result<PathBuf, StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(db).map_err(|e| StoreError::Lock {
+        path: db.to_owned(),
+        reason: format!("cannot read the store's device and inode: {e}"),
+    })?;
+    let root = goat_state::paths::session_lock_root();
+    goat_state::fs::open_private_dir(&root).map_err(|e| StoreError::Lock {
+        path: root.clone(),
+        reason: format!(
+            "{e}; session locks for every store live there (set XDG_RUNTIME_DIR to a private \
+             directory to use another)"
+        ),
+    })?;
+    Ok(root.join(format!(
+        "{:x}-{:x}-{}",
+        meta.dev(),
+        meta.ino(),
+        file_name(id)
+    )))
+}
+
+/// See the unix version: without device and inode, the lock beside the
+/// store twice.
+#[cfg(not(unix))]
+fn identity_lock(db: &Path, id: &str) -> Result<PathBuf, StoreError> {
+    Ok(lock_dir(db).join(format!("identity-{}", file_name(id))))
+}
+
+/// Takes the exclusive lock on the file at `path` for session `id`, its
+/// directory made private if missing; writes this process's id in it.
+fn lock_file(path: &Path, id: &str) -> Result<File, StoreError> {
     let io_err = |path: &Path, e: std::io::Error| StoreError::Lock {
         path: path.to_owned(),
         reason: e.to_string(),
     };
-    create_private_dir(&dir).map_err(|e| io_err(&dir, e))?;
-    let mut file = open(&path).map_err(|e| io_err(&path, e))?;
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir).map_err(|e| io_err(dir, e))?;
+    }
+    let mut file = open(path).map_err(|e| io_err(path, e))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
@@ -92,7 +156,7 @@ pub(crate) fn lock_session(db: &Path, id: &str) -> Result<SessionLock, StoreErro
                 pid: holder(&mut file),
             });
         }
-        Err(TryLockError::Error(e)) => return Err(io_err(&path, e)),
+        Err(TryLockError::Error(e)) => return Err(io_err(path, e)),
     }
     // Ours now: say who holds it, for the next process that asks. A failure
     // here costs only that report, never the lock.
@@ -100,7 +164,7 @@ pub(crate) fn lock_session(db: &Path, id: &str) -> Result<SessionLock, StoreErro
         .set_len(0)
         .and_then(|()| file.seek(SeekFrom::Start(0)))
         .and_then(|_| writeln!(file, "{}", std::process::id()));
-    Ok(SessionLock { _file: file, path })
+    Ok(file)
 }
 
 /// Opens (creating, mode 0600) the lock file, never through a symlink.

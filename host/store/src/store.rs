@@ -104,9 +104,12 @@ impl Store {
     /// # Security
     ///
     /// Take it before touching a resumed session: a second driver would
-    /// otherwise mark the first one's live calls interrupted. The lock
-    /// file is in a private directory beside the database, opened without
-    /// following symlinks.
+    /// otherwise mark the first one's live calls interrupted. The lock is
+    /// named by the store file's device and inode, so a second name for
+    /// it (a symlink, a hard link elsewhere) meets the same lock; a second
+    /// lock file beside the database covers processes that disagree on
+    /// where those live. Lock files are in private directories, opened
+    /// without following symlinks.
     pub fn lock_session(&self, id: &str) -> Result<SessionLock, StoreError> {
         lock::lock_session(&self.path, id)
     }

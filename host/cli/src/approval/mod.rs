@@ -24,7 +24,7 @@ use preview::preview;
 
 use crate::style::{Style, clear_spinner_line};
 use crate::terminal::Input;
-use crate::text::escape_controls;
+use crate::text::{GOAT_LINE, GOAT_MORE, escape_controls};
 
 /// Wrong answers to one approval question before it counts as "deny".
 const ANSWER_ATTEMPTS: usize = 3;
@@ -65,7 +65,7 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
         };
         clear_spinner_line(&mut self.output);
         crate::screen::end_open_line();
-        if write!(self.output, "{question}goat: {menu}")
+        if write!(self.output, "{question}{GOAT_LINE}{menu}")
             .and_then(|()| self.output.flush())
             .is_err()
         {
@@ -87,7 +87,7 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
                     views += 1;
                     let whole = preview(request, Extent::Full);
                     self.pager.show(&whole, &mut self.output);
-                    if write!(self.output, "goat: {menu}")
+                    if write!(self.output, "{GOAT_LINE}{menu}")
                         .and_then(|()| self.output.flush())
                         .is_err()
                     {
@@ -101,7 +101,7 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
                     } else {
                         "please answer o or d: "
                     };
-                    if write!(self.output, "goat: {hint}")
+                    if write!(self.output, "{GOAT_LINE}{hint}")
                         .and_then(|()| self.output.flush())
                         .is_err()
                     {
@@ -112,7 +112,7 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
             }
             attempt += 1;
         }
-        let _ = writeln!(self.output, "goat: no clear answer; denied");
+        let _ = writeln!(self.output, "{GOAT_LINE}no clear answer; denied");
         Approval::Deny
     }
 }
@@ -138,10 +138,10 @@ fn extras(request: &ApprovalRequest<'_>) -> String {
         "[v]iew the whole change, "
     };
     if view.is_empty() {
-        return "       also: d: <why> to deny and tell the model why\n".to_owned();
+        return format!("{GOAT_MORE}also: d: <why> to deny and tell the model why\n");
     }
     format!(
-        "       also: [v]iew the whole change{directory}, or d: <why> to deny and tell the \
+        "{GOAT_MORE}also: [v]iew the whole change{directory}, or d: <why> to deny and tell the \
          model why\n"
     )
 }
@@ -188,7 +188,7 @@ fn parse_answer(line: &str, request: &ApprovalRequest<'_>) -> Option<Parsed> {
 /// workspace, then what would change.
 pub fn question(request: &ApprovalRequest<'_>, style: Style) -> String {
     let mut out = format!(
-        "goat: {}\n       workspace: {}\n",
+        "{GOAT_LINE}{}\n{GOAT_MORE}workspace: {}\n",
         escape_controls(request.prompt),
         escape_controls(&request.workspace.display().to_string())
     );
@@ -198,7 +198,7 @@ pub fn question(request: &ApprovalRequest<'_>, style: Style) -> String {
             Some(b'-') => style.red(&line),
             _ => line,
         };
-        out.push_str("       ");
+        out.push_str(GOAT_MORE);
         out.push_str(&painted);
         out.push('\n');
     }
@@ -279,7 +279,7 @@ mod tests {
         let (answer, shown) = ask(&["x", "y?", "z"], true);
         assert_eq!(answer, Approval::Deny);
         assert!(
-            shown.ends_with("goat: no clear answer; denied\n"),
+            shown.ends_with("▌ goat: no clear answer; denied\n"),
             "{shown}"
         );
         // End of input is a no.
@@ -307,14 +307,14 @@ mod tests {
         let lines: Vec<&str> = shown.lines().collect();
         assert_eq!(
             lines[0],
-            "goat: write_file wants to write 'notes/a.txt'; allow it?"
+            "▌ goat: write_file wants to write 'notes/a.txt'; allow it?"
         );
-        assert!(lines[1].starts_with("       workspace: "), "{shown}");
-        assert_eq!(lines[2], "       creates 'notes/a.txt': 1 line, 3 bytes");
-        assert_eq!(lines[3], "       + hi");
+        assert!(lines[1].starts_with("▌       workspace: "), "{shown}");
+        assert_eq!(lines[2], "▌       creates 'notes/a.txt': 1 line, 3 bytes");
+        assert_eq!(lines[3], "▌       + hi");
         assert_eq!(
             lines[4],
-            "       also: [v]iew the whole change, [dir] for all of 'notes/**' this session, or \
+            "▌       also: [v]iew the whole change, [dir] for all of 'notes/**' this session, or \
              d: <why> to deny and tell the model why"
         );
         assert!(!shown.contains('\x1b'), "no escape codes without colour");

@@ -57,7 +57,7 @@ impl Pager {
             }
         }
         for line in lines {
-            let _ = writeln!(output, "       {line}");
+            let _ = writeln!(output, "{}{line}", crate::text::GOAT_MORE);
         }
         let _ = output.flush();
     }

@@ -53,10 +53,66 @@ async fn calls_past_the_cap_are_stored_as_not_run() {
     // there; the rest never reached the gate.
     let decided = calls.iter().filter(|c| !c["decision"].is_null()).count();
     assert_eq!(decided, 32);
+    // The eight that did not run are one line in the next request.
     let sent = run.request_text(1);
+    assert_eq!(sent.matches("\"role\":\"tool\"").count(), 32, "{sent}");
+    assert!(
+        sent.contains("this response made 8 further tool calls that did not run"),
+        "{sent}"
+    );
+}
+
+#[tokio::test]
+async fn a_flood_of_calls_leaves_the_next_request_valid_and_within_the_default_window() {
+    // Issue 22: 1,000 calls in one response, at the default 8192-token
+    // window. The next request carries the 32 that ran, each with its
+    // result, and one line for the rest; the store keeps all 1,000.
+    let mut many = Reply::builder();
+    for _ in 0..1000 {
+        many = many.tool_call("read_file", json!({"path": "a.txt"}));
+    }
+    let builder = GoatRun::builder()
+        .replies([many.build(), Reply::text("Done.")])
+        .json();
+    std::fs::write(builder.env().ws.join("a.txt"), "alpha\n").unwrap();
+    let run = builder.run("Read it a lot").await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.summary()["answer"], "Done.");
+    assert_eq!(run.summary()["tool_calls"].as_array().unwrap().len(), 1000);
+
+    let requests = run.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    let assistant: Vec<&serde_json::Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .collect();
+    assert_eq!(assistant.len(), 1);
+    let ids: Vec<String> = assistant[0]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 32, "only the calls that ran are carried");
+    let results: Vec<&serde_json::Value> =
+        messages.iter().filter(|m| m["role"] == "tool").collect();
+    let answered: Vec<String> = results
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(answered, ids, "every call carried has its result, in order");
+    let last = results[31]["content"].as_str().unwrap();
+    assert!(
+        last.ends_with(
+            "[GOAT: this response made 968 further tool calls that did not run (too many calls \
+             in one response); they are left out here. Make fewer calls at a time.]"
+        ),
+        "{last}"
+    );
     assert_eq!(
-        sent.matches("not run: too many calls in one response (limit 32)")
-            .count(),
-        8
+        run.request_text(1).matches("did not run").count(),
+        1,
+        "one line for them all"
     );
 }

@@ -50,7 +50,7 @@ async fn the_window_is_asked_of_the_engine_and_the_turns_figures_are_shown() {
         .to_owned();
     assert!(
         line.starts_with(
-            "goat: 1.2k prompt + 56 completion tokens · context 1.2k of 32.8k · first token "
+            "▌ goat: 1.2k prompt + 56 completion tokens · context 1.2k of 32.8k · first token "
         ) && line.ends_with(" s · 56.0 tokens/s"),
         "{}",
         run.stderr()
@@ -135,7 +135,7 @@ async fn a_context_error_compacts_once_and_the_turn_is_sent_again() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(crate::text(&out.stdout), "Again, hi.\n");
     assert!(
-        err.contains("goat: 1 older turn summarised because the engine refused the request as too long; the store keeps them whole"),
+        err.contains("▌ goat: 1 older turn summarised because the engine refused the request as too long; the store keeps them whole"),
         "{err}"
     );
     let requests = server.requests();

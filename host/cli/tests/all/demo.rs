@@ -30,7 +30,7 @@ fn demo_exits_zero_and_leaves_a_session_showing_the_failed_round_and_the_recover
     // The real edit happened in the demo's workspace.
     let ws = err
         .lines()
-        .find_map(|l| l.strip_prefix("goat: demo: workspace "))
+        .find_map(|l| l.strip_prefix("▌ goat: demo: workspace "))
         .unwrap_or_else(|| panic!("the demo names its workspace: {err}"));
     let fixed = std::fs::read_to_string(std::path::Path::new(ws).join("src/greet.py")).unwrap();
     assert!(fixed.contains("\"Hello, \" + name + \"!\""), "{fixed}");

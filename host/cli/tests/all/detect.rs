@@ -100,7 +100,7 @@ fn an_error_quoting_a_hostile_name_cannot_drive_the_terminal() {
     let out = env.run(&["detect", "--tools", "read_file", name.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = crate::text(&out.stderr);
-    assert!(err.starts_with("goat: error: "), "{err:?}");
+    assert!(err.starts_with("▌ goat: error: "), "{err:?}");
     assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
     assert!(err.contains("a\\u{1b}[2Jb\\u{7}.txt"), "{err:?}");
 }

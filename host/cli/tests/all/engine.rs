@@ -12,7 +12,7 @@ use crate::{Env, GoatRun, text};
 /// The session line `goat run` prints first, then `rest`.
 fn after_session_line(stderr: &str) -> &str {
     let (first, rest) = stderr.split_once('\n').unwrap_or((stderr, ""));
-    assert!(first.starts_with("goat: session "), "{stderr}");
+    assert!(first.starts_with("▌ goat: session "), "{stderr}");
     rest
 }
 
@@ -29,7 +29,7 @@ async fn a_redirect_is_refused_naming_the_location_and_its_target_gets_nothing()
     assert_eq!(
         after_session_line(&run.stderr()),
         format!(
-            "goat: error: the turn failed: the engine at {url} answered HTTP 307, a redirect to \
+            "▌ goat: error: the turn failed: the engine at {url} answered HTTP 307, a redirect to \
              {location}; GOAT never follows redirects (the conversation would go to another \
              server): if that is the engine, point the engine URL at it\n"
         )
@@ -50,7 +50,7 @@ async fn an_engine_error_is_escaped_and_printed_once() {
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
-        "goat: error: the turn failed: the engine reported an error mid-stream: \
+        "▌ goat: error: the turn failed: the engine reported an error mid-stream: \
          boom\\u{1b}[2J\\ngoat: all good\n"
     );
 }
@@ -70,9 +70,9 @@ async fn connection_refused_asks_whether_the_engine_runs() {
     assert_eq!(
         after_session_line(&text(&out.stderr)),
         format!(
-            "goat: error: the turn failed: cannot connect to the engine at \
+            "▌ goat: error: the turn failed: cannot connect to the engine at \
              {base}/chat/completions: Connection refused (os error 111); is the engine running, \
-             and is the URL right?\ngoat: the engine was never reached, so session {id} was not \
+             and is the URL right?\n▌ goat: the engine was never reached, so session {id} was not \
              kept\n",
             id = session_id(&text(&out.stderr))
         )
@@ -85,7 +85,7 @@ async fn connection_refused_asks_whether_the_engine_runs() {
 /// The id in `goat: session ID (...)`.
 fn session_id(stderr: &str) -> String {
     stderr
-        .strip_prefix("goat: session ")
+        .strip_prefix("▌ goat: session ")
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no session line: {stderr}"))
         .to_owned()
@@ -108,7 +108,7 @@ async fn a_404_without_v1_suggests_it() {
     assert_eq!(
         after_session_line(&text(&out.stderr)),
         format!(
-            "goat: error: the turn failed: the engine answered HTTP 404 (not found) at \
+            "▌ goat: error: the turn failed: the engine answered HTTP 404 (not found) at \
              {base}/chat/completions: Not Found; OpenAI-compatible engines serve under /v1: try \
              the engine URL {base}/v1\n"
         )
@@ -137,7 +137,7 @@ async fn a_404_for_the_model_lists_the_engines_models() {
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
-        "goat: error: the turn failed: the engine has no model 'qwn' (HTTP 404: The model `qwn` \
+        "▌ goat: error: the turn failed: the engine has no model 'qwn' (HTTP 404: The model `qwn` \
          does not exist.); it serves Qwen/Qwen3-Coder-30B, x\\u{1b}[2Jy: use one of those as the \
          model\n"
     );
@@ -157,7 +157,7 @@ async fn a_silent_stream_names_the_idle_timeout_setting() {
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
-        "goat: error: the turn failed: the engine's stream went silent for 1s; that limit is \
+        "▌ goat: error: the turn failed: the engine's stream went silent for 1s; that limit is \
          timeouts.idle_secs in the config file or GOAT_IDLE_TIMEOUT_SECS (seconds): raise it if \
          the engine is only slow\n"
     );
@@ -176,7 +176,7 @@ async fn the_first_byte_timeout_comes_from_the_config_file() {
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
-        "goat: error: the turn failed: the engine sent nothing for 1s after the request (model \
+        "▌ goat: error: the turn failed: the engine sent nothing for 1s after the request (model \
          load and prompt processing count; the first-byte timeout allows for them); that limit \
          is timeouts.first_byte_secs in the config file or GOAT_FIRST_BYTE_TIMEOUT_SECS \
          (seconds): raise it if the engine is only slow\n"
@@ -209,7 +209,7 @@ async fn without_model_the_engines_only_model_is_used_and_named() {
     assert_eq!(text(&out.stdout), "Hi\n");
     assert!(
         err.starts_with(
-            "goat: no model named; the engine serves one, qwen3-coder-30b, so using it\n"
+            "▌ goat: no model named; the engine serves one, qwen3-coder-30b, so using it\n"
         ),
         "{err}"
     );
@@ -228,7 +228,7 @@ async fn without_model_and_several_served_the_choice_is_asked_for() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
-        "goat: error: no model name: pass --model NAME, set GOAT_MODEL, or put model = \"...\" \
+        "▌ goat: error: no model name: pass --model NAME, set GOAT_MODEL, or put model = \"...\" \
          in the config file; the engine serves a, b\n"
     );
     assert_eq!(server.probes().len(), 1);
@@ -277,10 +277,10 @@ async fn an_untrusted_https_engine_fails_once_saying_how_to_trust_it() {
     assert_eq!(
         after_session_line(&run.stderr()),
         format!(
-            "goat: error: the turn failed: the engine's TLS certificate at {url} was not \
+            "▌ goat: error: the turn failed: the engine's TLS certificate at {url} was not \
              accepted: invalid peer certificate: UnknownIssuer; if the engine uses a private or \
              self-signed CA, trust it with --ca-cert FILE, the ca_cert setting or GOAT_CA_CERT \
-             (a PEM file), or SSL_CERT_FILE\ngoat: the engine was never reached, so session \
+             (a PEM file), or SSL_CERT_FILE\n▌ goat: the engine was never reached, so session \
              {id} was not kept\n",
             id = session_id(&run.stderr())
         )
@@ -306,7 +306,7 @@ async fn a_loading_engine_is_waited_for_and_the_wait_is_said_once() {
     assert_eq!(run.stdout(), "Loaded.\n");
     assert_eq!(
         after_session_line(&run.stderr()),
-        "goat: the engine is loading the model; waiting for it (timeouts.first_byte_secs \
+        "▌ goat: the engine is loading the model; waiting for it (timeouts.first_byte_secs \
          bounds the wait)\n"
     );
     assert_eq!(run.requests().len(), 3);

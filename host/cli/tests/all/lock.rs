@@ -114,7 +114,7 @@ async fn a_second_run_on_a_session_being_driven_is_refused_before_it_touches_it(
     assert_eq!(
         stderr,
         format!(
-            "goat: error: session {id} is in use: another GOAT process (pid {}) is running \
+            "▌ goat: error: session {id} is in use: another GOAT process (pid {}) is running \
              turns in it. Wait for that process to finish (or stop it), or start a new session \
              by leaving out --session\n",
             first.id()
@@ -261,4 +261,106 @@ async fn sessions_rm_removes_what_it_names_and_never_a_session_being_driven() {
         statuses(&env, &busy),
         owned(&[("completed", &["ok"]), ("completed", &["ok"])])
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hard_link_to_the_store_in_another_directory_meets_the_same_lock() {
+    // Issue 22: the lock is the store file's, by device and inode, not its
+    // path's. A symlink resolves to the same path; a hard link does not.
+    let env = Env::new();
+    let hold = Hold::new();
+    let server = ScriptedServer::start(vec![
+        Reply::text("Started."),
+        Reply::text("Carried on.").held(&hold),
+        // Only a run that got past the lock would ask for this.
+        Reply::text("Meddled."),
+    ])
+    .await;
+    let url = server.base_url();
+    let id = session(&env, &url).await;
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let hard = elsewhere.join("hard.db");
+    std::fs::hard_link(&env.db, &hard).unwrap();
+
+    let first = drive(&env, &url, &id, "Carry on");
+    assert!(
+        server.wait_for_requests(2, REACH_ENGINE).await,
+        "the first run never reached the engine"
+    );
+    let second = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &url,
+            "--model",
+            "qwen",
+            "--db",
+            hard.to_str().unwrap(),
+            "--session",
+            &id,
+            "Meddle",
+        ])
+        .await;
+    let stderr = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "session {id} is in use: another GOAT process (pid {}) is running turns in it",
+            first.id()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the run through the hard link asked the engine"
+    );
+    // The first run's turn was left alone: still streaming, not
+    // interrupted.
+    assert_eq!(
+        statuses(&env, &id),
+        owned(&[("completed", &["ok"]), ("running", &["streaming"])])
+    );
+
+    hold.release();
+    let first = finish(first).await;
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    assert_eq!(
+        statuses(&env, &id),
+        owned(&[("completed", &["ok"]), ("completed", &["ok"])])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_directory_others_may_write_is_refused_before_the_engine_is_asked() {
+    // Another user could swap the lock files in a directory it may write;
+    // GOAT says which directory and what to do, and runs nothing.
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![Reply::text("Never sent.")]).await;
+    let locks = env.root.join("xdg-run").join("goat-session-locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = env
+        .run_async(&[
+            "run",
+            "--engine",
+            &server.base_url(),
+            "--model",
+            "qwen",
+            "Hello",
+        ])
+        .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot lock the session with {}", locks.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("set XDG_RUNTIME_DIR to a private directory to use another"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "the engine was asked");
 }

@@ -92,6 +92,8 @@ impl Env {
         )
         .env("GOAT_DB", &self.db)
         .env("XDG_DATA_HOME", self.root.join("xdg-data"))
+        // Session locks named by the store's identity live here.
+        .env("XDG_RUNTIME_DIR", self.root.join("xdg-run"))
         .env("XDG_CONFIG_HOME", self.config_home())
         .env_remove("NO_COLOR")
         // The person's own trust settings stay out of the https tests.

@@ -375,7 +375,7 @@ fn a_changed_plugin_file_is_not_loaded_and_the_person_is_told_why() {
     assert!(listing.contains("read_file"), "{listing}");
     let err = text(&out.stderr);
     assert!(
-        err.contains("goat: plugin 'wc' (wc__count) was not loaded: its file"),
+        err.contains("▌ goat: plugin 'wc' (wc__count) was not loaded: its file"),
         "{err}"
     );
     assert!(

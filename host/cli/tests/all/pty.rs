@@ -186,7 +186,7 @@ async fn an_approval_question_shows_the_change_and_always_is_saved_as_a_rule() {
     pty.expect("chatting with qwen");
     pty.expect("> ");
     pty.type_keys("make notes/a.txt\r");
-    pty.expect("goat: write_file wants to write 'notes/a.txt'; allow it?");
+    pty.expect("▌ goat: write_file wants to write 'notes/a.txt'; allow it?");
     pty.expect(&format!("workspace: {}", env.ws_str()));
     pty.expect("creates 'notes/a.txt': 1 line, 6 bytes");
     // Colour on a terminal without NO_COLOR: the new line is green.
@@ -267,7 +267,7 @@ async fn ctrl_c_cancels_the_turn_and_returns_to_the_prompt_and_ctrl_c_there_leav
     // The last word waits for the whitespace after it (it may go on).
     pty.expect("Let me think");
     pty.type_keys("\x03");
-    pty.expect("goat: cancelling");
+    pty.expect("▌ goat: cancelling");
     pty.expect("the turn was cancelled and is recorded as cancelled");
     pty.expect("> ");
 
@@ -408,7 +408,7 @@ async fn ctrl_c_at_an_approval_question_denies_the_write_and_cancels_the_turn() 
     pty.type_keys("make notes/a.txt\r");
     pty.expect("(default deny): ");
     pty.type_keys("\x03");
-    pty.expect("goat: cancelling");
+    pty.expect("▌ goat: cancelling");
     pty.expect("the turn was cancelled and is recorded as cancelled");
     pty.expect("> ");
     assert!(!env.ws.join("notes").exists());
@@ -616,7 +616,7 @@ async fn a_command_question_shows_command_directory_and_network_and_always_saves
     pty.expect("> ");
     pty.type_keys("run it\r");
     pty.expect(
-        "goat: run_command wants to run 'echo hi > made.txt' in '.' (network closed); allow it?",
+        "▌ goat: run_command wants to run 'echo hi > made.txt' in '.' (network closed); allow it?",
     );
     pty.expect(&format!("workspace: {}", env.ws_str()));
     pty.expect("$ echo hi > made.txt");

@@ -32,7 +32,7 @@ async fn run_writes_the_file_streams_the_answer_and_reports_the_call() {
     assert_eq!(run.stdout(), "Wrote notes/hello.txt.\n");
     assert!(
         err.contains(
-            "goat: write_file(path=\"notes/hello.txt\", content=\"hello\\n\") -> ok: Created"
+            "▌ goat: write_file(path=\"notes/hello.txt\", content=\"hello\\n\") -> ok: Created"
         ),
         "{err}"
     );
@@ -163,7 +163,7 @@ async fn a_second_malformed_answer_fails_the_turn_with_exit_one() {
         .await;
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
     let err = run.stderr();
-    assert!(err.contains("goat: error: the turn failed: "), "{err}");
+    assert!(err.contains("▌ goat: error: the turn failed: "), "{err}");
     assert!(err.contains("again after being asked"), "{err}");
     let summary = run.summary();
     assert_eq!(summary["status"], "failed");

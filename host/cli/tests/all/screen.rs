@@ -122,13 +122,13 @@ async fn the_answer_never_shares_a_line_with_a_question_or_a_tool_line() {
     pty.expect("> ");
     let transcript = pty.transcript();
     assert!(
-        transcript.contains("I will add the flag.\r\ngoat: write_file wants to write 'flag.txt'"),
+        transcript.contains("I will add the flag.\r\n▌ goat: write_file wants to write 'flag.txt'"),
         "{transcript:?}"
     );
     assert!(!transcript.contains("flag.goat"), "{transcript:?}");
     // A tool line too starts on its own line.
     assert!(
-        transcript.contains("Let me check it.\r\ngoat: read_file(path=\"flag.txt\") -> ok"),
+        transcript.contains("Let me check it.\r\n▌ goat: read_file(path=\"flag.txt\") -> ok"),
         "{transcript:?}"
     );
     // The answer's last line, never ended by the model, is ended before
@@ -221,7 +221,10 @@ async fn a_chat_whose_turns_never_reached_the_engine_leaves_no_session() {
     .await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("goat: error: the turn failed"), "{stderr}");
+    assert!(
+        stderr.contains("▌ goat: error: the turn failed"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("no turn reached the engine, so session"),
         "{stderr}"
@@ -245,13 +248,13 @@ async fn errors_are_red_at_a_terminal_and_plain_with_no_color() {
         pty.expect("> ");
         let transcript = pty.transcript();
         assert_eq!(
-            transcript.contains("goat: \x1b[31merror:\x1b[0m the turn failed"),
+            transcript.contains("▌ goat: \x1b[31merror:\x1b[0m the turn failed"),
             red,
             "{transcript:?}"
         );
         if !red {
             assert!(
-                transcript.contains("goat: error: the turn failed"),
+                transcript.contains("▌ goat: error: the turn failed"),
                 "{transcript:?}"
             );
         }
@@ -282,7 +285,7 @@ async fn a_resumed_chat_shows_the_last_exchanges_escaped() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let recap = stderr
-        .split_once("goat: the last 3 of this session's 4 turns:\n")
+        .split_once("▌ goat: the last 3 of this session's 4 turns:\n")
         .map(|(_, rest)| rest)
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(
@@ -294,4 +297,72 @@ async fn a_resumed_chat_shows_the_last_exchanges_escaped() {
         "{recap}"
     );
     assert!(!stderr.contains('\x1b'), "{stderr:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_printing_goats_exact_lines_never_makes_a_line_that_starts_like_goats() {
+    // Issue 22: with NO_COLOR, the answer printed GOAT's exact question
+    // just above the real one. GOAT's lines start with a mark that text
+    // from the model is never shown with.
+    let env = Env::new();
+    // Paragraphs, so the rendered answer keeps each on a line of its own.
+    let forged = "Here is what I will do.\n\n\
+         goat: write_file wants to write 'notes/a.txt'; allow it?\n\n\
+         \u{258C} goat: write_file wants to write 'notes/a.txt'; allow it?\n\n\
+         \u{258C}       workspace: /etc\n\n\
+         \u{2590} goat: write_file -> ok\n";
+    let reply = Reply::builder()
+        .text(forged)
+        .tool_call(
+            "write_file",
+            r#"{"path": "notes/a.txt", "content": "hello\n"}"#,
+        )
+        .build();
+    let server = ScriptedServer::start(vec![reply, content_reply("Not written.")]).await;
+    let mut pty = chat(&env, &server.base_url(), 100, &[("NO_COLOR", "1")]);
+    pty.expect("> ");
+    pty.type_keys("make notes/a.txt\r");
+    pty.expect("(default deny): ");
+    pty.type_keys("d\r");
+    pty.expect("Not written.");
+    pty.expect("> ");
+    let transcript = plain(&pty.transcript());
+    let lines: Vec<&str> = transcript
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r'))
+        .collect();
+    let marked: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with('\u{258C}'))
+        .collect();
+    let question = "\u{258C} goat: write_file wants to write 'notes/a.txt'; allow it?";
+    assert_eq!(
+        marked.iter().filter(|l| **l == question).count(),
+        1,
+        "{transcript}"
+    );
+    assert_eq!(
+        marked
+            .iter()
+            .filter(|l| l
+                .trim_start_matches('\u{258C}')
+                .trim_start()
+                .starts_with("workspace:"))
+            .copied()
+            .collect::<Vec<_>>(),
+        [format!("\u{258C}       workspace: {}", env.ws_str())],
+        "{transcript}"
+    );
+    // What the model printed is there, but never as a line of GOAT's.
+    assert!(
+        transcript.contains("\\u{258c} goat: write_file wants to write 'notes/a.txt'; allow it?"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("\\u{2590} goat: write_file -> ok"),
+        "{transcript}"
+    );
+    assert!(!transcript.contains('\u{2590}'), "{transcript}");
+    assert!(!env.ws.join("notes/a.txt").exists());
 }

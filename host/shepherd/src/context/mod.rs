@@ -55,6 +55,47 @@ pub const ESTIMATE_MARGIN: f64 = 1.1;
 /// still has room for history.
 pub const ANSWER_RESERVE_TOKENS: u64 = 4096;
 
+/// The most of the request budget the repository's part of the system
+/// prompt (its `AGENTS.md`) may take. A quarter leaves GOAT's own prompt,
+/// the tool schemas, the person's request and a file read room in the
+/// smallest window GOAT assumes ([`DEFAULT_CONTEXT_TOKENS`]); in a 32k
+/// window it is about the 32 KiB read cap, so a large window loses
+/// nothing.
+pub const PROJECT_PROMPT_SHARE: f64 = 0.25;
+
+/// The repository's part of the system prompt (its project
+/// instructions), rendered to fit a share of the window each round.
+///
+/// # Security
+///
+/// The repository may be hostile: a text as long as it likes must never
+/// leave the person's request without room, so the Shepherd asks for it
+/// in at most [`PROJECT_PROMPT_SHARE`] of the budget, and the part says
+/// itself what it left out.
+pub trait ProjectPrompt: Send + Sync {
+    /// The part in at most `max_bytes` bytes (saying in its text what it
+    /// cut); empty when there is none.
+    fn within(&self, max_bytes: usize) -> ProjectSection;
+}
+
+/// The repository's part of the system prompt, as rendered to fit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProjectSection {
+    /// What follows GOAT's own system prompt.
+    pub text: String,
+    /// Bytes of the instructions in it.
+    pub kept: usize,
+    /// Bytes of the instructions there are: more than `kept` when the
+    /// share cut them.
+    pub whole: usize,
+}
+
+/// The bytes the repository's part may take of `budget` tokens at
+/// `bytes_per_token`.
+pub(crate) fn project_bytes(budget: u64, bytes_per_token: f64) -> usize {
+    (budget as f64 * PROJECT_PROMPT_SHARE * bytes_per_token / ESTIMATE_MARGIN) as usize
+}
+
 /// How the window is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowChoice {

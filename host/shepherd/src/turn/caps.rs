@@ -2,7 +2,10 @@
 //! may carry, each with a result the model can act on.
 //!
 //! - At most [`MAX_CALLS_PER_RESPONSE`] calls of one response run; the rest
-//!   are stored and answered "not run" without reaching the router.
+//!   are stored and answered "not run" without reaching the router, and
+//!   the history later requests are built from leaves them out, with one
+//!   line saying how many (`goat_store::dropped_unrun_note`), so a flood
+//!   of calls cannot outgrow the window.
 //! - A request's body is kept under [`MAX_REQUEST_BYTES`] by eliding the
 //!   oldest tool results and call arguments in the request only (the store
 //!   keeps them whole); the system prompt and every request of the person

@@ -48,6 +48,14 @@ pub enum TurnEvent {
         /// Why.
         reason: CompactReason,
     },
+    /// The repository's project instructions were cut to their share of
+    /// the window (said once per Shepherd, the first time it happens).
+    ProjectInstructionsCut {
+        /// Bytes of them sent.
+        kept: usize,
+        /// Bytes of them read.
+        whole: usize,
+    },
     /// The model wrote a tool call as text; it is asked once to use the
     /// structured format.
     Recovery {

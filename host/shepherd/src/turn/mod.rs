@@ -47,6 +47,10 @@ pub struct Shepherd {
     store: Arc<Mutex<Store>>,
     session_id: String,
     system_prompt: String,
+    /// The repository's part of the system prompt, sized to the window.
+    project: Option<Arc<dyn crate::context::ProjectPrompt>>,
+    /// Whether [`TurnEvent::ProjectInstructionsCut`] was sent.
+    told_project_cut: std::sync::atomic::AtomicBool,
     max_rounds: usize,
     /// ADR-0067: complete unwrapped Qwen3-Coder blocks count as unexecuted
     /// markup.
@@ -74,6 +78,8 @@ impl Shepherd {
             store,
             session_id,
             system_prompt,
+            project: None,
+            told_project_cut: std::sync::atomic::AtomicBool::new(false),
             max_rounds: max_rounds.max(1),
             unwrapped_calls: false,
             context: Mutex::new(ContextState::new(WindowChoice::default())),
@@ -88,6 +94,54 @@ impl Shepherd {
     pub fn with_unwrapped_calls(mut self, on: bool) -> Self {
         self.unwrapped_calls = on;
         self
+    }
+
+    /// The repository's part of the system prompt (its project
+    /// instructions): after GOAT's own, in at most
+    /// [`PROJECT_PROMPT_SHARE`](crate::context::PROJECT_PROMPT_SHARE) of
+    /// the window's budget, asked again each round as the window is
+    /// learned.
+    #[must_use]
+    pub fn with_project_prompt(mut self, project: Arc<dyn crate::context::ProjectPrompt>) -> Self {
+        self.project = Some(project);
+        self
+    }
+
+    /// The system prompt for a budget of `budget` tokens at
+    /// `bytes_per_token`: GOAT's own, then the repository's part sized to
+    /// its share.
+    pub(super) fn system_prompt(&self, budget: u64, bytes_per_token: f64) -> String {
+        format!(
+            "{}{}",
+            self.system_prompt,
+            self.project_section(budget, bytes_per_token).text
+        )
+    }
+
+    /// The repository's part for that budget; empty without one.
+    fn project_section(&self, budget: u64, bytes_per_token: f64) -> crate::context::ProjectSection {
+        self.project
+            .as_ref()
+            .map(|p| p.within(crate::context::project_bytes(budget, bytes_per_token)))
+            .unwrap_or_default()
+    }
+
+    /// Says, once, that the project instructions were cut to their share
+    /// of the window.
+    pub(super) fn tell_project_cut(
+        &self,
+        budget: u64,
+        bytes_per_token: f64,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) {
+        use std::sync::atomic::Ordering;
+        let section = self.project_section(budget, bytes_per_token);
+        if section.kept < section.whole && !self.told_project_cut.swap(true, Ordering::Relaxed) {
+            on_event(TurnEvent::ProjectInstructionsCut {
+                kept: section.kept,
+                whole: section.whole,
+            });
+        }
     }
 
     /// Runs a blocking store step off the async threads.

@@ -90,7 +90,10 @@ impl Shepherd {
     ) -> Fitted {
         let (bpt, budget) = self.state(|s| (s.bytes_per_token, s.budget()));
         fit(
-            system_with_summary(&self.system_prompt, summary.map(|s| s.content.as_str())),
+            system_with_summary(
+                &self.system_prompt(budget, bpt),
+                summary.map(|s| s.content.as_str()),
+            ),
             turns.into_iter().flat_map(|t| t.entries).collect(),
             instruction,
             schemas,
@@ -131,12 +134,13 @@ impl Shepherd {
         let (bpt, budget) = self.state(|s| (s.bytes_per_token, s.budget()));
         if !fitted.fits && !cut_newest(&mut fitted, &self.engine.config().model, bpt, budget) {
             return Err(TurnError::ContextTooSmall {
-                system_tokens: crate::context::estimate(self.system_prompt.len(), bpt),
+                system_tokens: crate::context::estimate(self.system_prompt(budget, bpt).len(), bpt),
                 tokens: fitted.tokens,
                 budget,
             });
         }
         self.state(|s| s.last_estimate = fitted.tokens);
+        self.tell_project_cut(budget, bpt, on_event);
         Ok(fitted)
     }
 
@@ -241,7 +245,7 @@ impl Shepherd {
                     .sum()
             })
             .collect();
-        let fixed = self.system_prompt.len() + cap + 4096;
+        let fixed = self.system_prompt(budget, bpt).len() + cap + 4096;
         let target = (budget as f64 * COMPACT_TARGET_SHARE) as u64;
         let mut rest: usize = sizes.iter().sum::<usize>() + fixed;
         for (k, size) in sizes.iter().take(older).enumerate() {

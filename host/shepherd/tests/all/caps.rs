@@ -44,22 +44,21 @@ async fn a_thousand_calls_in_one_response_run_at_most_the_cap() {
         assert_eq!(c.decision, None, "never reached the router or the gate");
         assert_eq!(c.result.as_deref(), Some(too_many_calls_result().as_str()));
     }
-    // The model is told, call by call.
+    // The next request carries the calls that ran, each with its result,
+    // and one line for the rest (issue 22): the record keeps them all.
     let results: Vec<Value> = messages(&f, 1)
         .into_iter()
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].clone())
         .collect();
-    assert_eq!(results.len(), 1000);
+    assert_eq!(results.len(), MAX_CALLS_PER_RESPONSE);
+    let last = results[MAX_CALLS_PER_RESPONSE - 1].as_str().unwrap();
+    assert!(last.contains("alpha"), "{last}");
     assert!(
-        results[MAX_CALLS_PER_RESPONSE - 1]
-            .as_str()
-            .unwrap()
-            .contains("alpha")
-    );
-    assert_eq!(
-        results[MAX_CALLS_PER_RESPONSE],
-        "not run: too many calls in one response (limit 32); make fewer calls at a time"
+        last.ends_with(&goat_store::dropped_unrun_note(
+            1000 - MAX_CALLS_PER_RESPONSE
+        )),
+        "{last}"
     );
 }
 

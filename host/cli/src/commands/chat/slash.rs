@@ -21,7 +21,7 @@ use goat_shepherd::ApprovalMode;
 use goat_shepherd::gate::{self, PermissionDb, Scope};
 
 use crate::session::Opened;
-use crate::text::escape_controls;
+use crate::text::{GOAT_LINE, escape_controls};
 
 /// What the chat does after a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +153,7 @@ pub fn dispatch(state: &mut ChatState<'_>, name: &str, rest: &str) -> Flow {
         None => {
             let _ = writeln!(
                 state.out,
-                "goat: unknown command /{}; nothing was sent to the model (to send a line \
+                "{GOAT_LINE}unknown command /{}; nothing was sent to the model (to send a line \
                  beginning with '/', begin it with '//')",
                 escape_controls(name)
             );
@@ -213,7 +213,7 @@ fn mode(state: &mut ChatState<'_>, rest: &str) -> Flow {
         let now = switch.get();
         let _ = writeln!(
             state.out,
-            "goat: mode {} ({}); switch with /mode ask, /mode accept-edits or /mode read-only",
+            "{GOAT_LINE}mode {} ({}); switch with /mode ask, /mode accept-edits or /mode read-only",
             now.name(),
             mode_meaning(now)
         );
@@ -224,7 +224,7 @@ fn mode(state: &mut ChatState<'_>, rest: &str) -> Flow {
             switch.set(mode);
             let _ = writeln!(
                 state.out,
-                "goat: mode {}: {}",
+                "{GOAT_LINE}mode {}: {}",
                 mode.name(),
                 mode_meaning(mode)
             );
@@ -232,7 +232,7 @@ fn mode(state: &mut ChatState<'_>, rest: &str) -> Flow {
         None => {
             let _ = writeln!(
                 state.out,
-                "goat: '{}' is not a mode; use ask, accept-edits or read-only",
+                "{GOAT_LINE}'{}' is not a mode; use ask, accept-edits or read-only",
                 escape_controls(rest)
             );
         }
@@ -251,20 +251,23 @@ fn compact(state: &mut ChatState<'_>, _rest: &str) -> Flow {
     let _ = match result {
         Ok(done) if done.summaries == 0 => writeln!(
             state.out,
-            "goat: nothing to compact: no turn since the last summary"
+            "{GOAT_LINE}nothing to compact: no turn since the last summary"
         ),
         Ok(done) => writeln!(
             state.out,
-            "goat: compacted {} into a summary the next requests carry instead; the turns stay \
+            "{GOAT_LINE}compacted {} into a summary the next requests carry instead; the turns stay \
              in the store (goat sessions show)",
             crate::text::count(done.turns, "turn")
         ),
         Err(goat_shepherd::TurnError::Cancelled) => {
-            writeln!(state.out, "goat: compacting was cancelled; nothing changed")
+            writeln!(
+                state.out,
+                "{GOAT_LINE}compacting was cancelled; nothing changed"
+            )
         }
         Err(e) => writeln!(
             state.out,
-            "goat: error: could not compact, nothing changed: {}",
+            "{GOAT_LINE}error: could not compact, nothing changed: {}",
             crate::text::turn_failure(e)
         ),
     };
@@ -282,7 +285,7 @@ fn diff(state: &mut ChatState<'_>, _rest: &str) -> Flow {
     };
     match shown {
         Ok(text) if text.is_empty() => {
-            let _ = writeln!(state.out, "goat: this session has changed no file");
+            let _ = writeln!(state.out, "{GOAT_LINE}this session has changed no file");
         }
         Ok(text) => {
             let _ = write!(state.out, "{text}");
@@ -290,7 +293,7 @@ fn diff(state: &mut ChatState<'_>, _rest: &str) -> Flow {
         Err(e) => {
             let _ = writeln!(
                 state.out,
-                "goat: error: cannot show the session's changes: {}",
+                "{GOAT_LINE}error: cannot show the session's changes: {}",
                 escape_controls(&format!("{e:#}"))
             );
         }
@@ -307,7 +310,7 @@ fn undo(state: &mut ChatState<'_>, rest: &str) -> Flow {
             _ => {
                 let _ = writeln!(
                     state.out,
-                    "goat: '{}' is not a turn number; /undo puts back the last turn with \
+                    "{GOAT_LINE}'{}' is not a turn number; /undo puts back the last turn with \
                      changes, /undo N turn N (goat sessions show lists them)",
                     escape_controls(rest)
                 );
@@ -329,12 +332,12 @@ fn undo(state: &mut ChatState<'_>, rest: &str) -> Flow {
     };
     match report {
         Ok(report) => {
-            let _ = write!(state.out, "goat: {report}");
+            let _ = write!(state.out, "{GOAT_LINE}{report}");
         }
         Err(e) => {
             let _ = writeln!(
                 state.out,
-                "goat: error: nothing was undone: {}",
+                "{GOAT_LINE}error: nothing was undone: {}",
                 escape_controls(&format!("{e:#}"))
             );
         }
