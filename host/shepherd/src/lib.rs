@@ -27,7 +27,7 @@ pub mod schema;
 mod turn;
 
 pub use command::{CommandTool, RUN_COMMAND, command_schema, command_support, default_containment};
-pub use context::{ContextStatus, DEFAULT_CONTEXT_TOKENS, WindowChoice};
+pub use context::{ContextStatus, DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_OUTPUT_TOKENS, WindowChoice};
 pub use goat_command::{Containment, Network};
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
@@ -35,5 +35,6 @@ pub use router::{
 };
 pub use turn::{
     Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION,
-    Shepherd, TurnError, TurnEvent, TurnStats, TurnSummary, too_many_calls_result,
+    Shepherd, ToolsNotShown, TurnError, TurnEvent, TurnStats, TurnSummary, prompt_without_tools,
+    too_many_calls_result,
 };

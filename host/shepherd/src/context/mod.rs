@@ -55,6 +55,12 @@ pub const ESTIMATE_MARGIN: f64 = 1.1;
 /// still has room for history.
 pub const ANSWER_RESERVE_TOKENS: u64 = 4096;
 
+/// The output cap sent when the person sets none (`max_output_tokens`):
+/// the room each request leaves for the answer, so an answer that fits
+/// the reserve is never cut, and a model that repeats itself stops after
+/// it (about 80 s at 50 tokens/s on a CPU) instead of filling the window.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = ANSWER_RESERVE_TOKENS;
+
 /// How the window is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowChoice {
@@ -86,6 +92,11 @@ pub struct ContextStatus {
     pub next_request_tokens: u64,
     /// Tokens the budget allows a request (the window less the reserve).
     pub budget_tokens: Option<u64>,
+    /// The engine's own count of the last request's prompt, when it
+    /// reported usage: what the turn's stats line says too. It can be far
+    /// below the estimate when the engine dropped part of the request (a
+    /// template without tools).
+    pub last_request_tokens: Option<u64>,
     /// Bytes per token the estimates use now.
     pub bytes_per_token: f64,
     /// Prompt tokens the engine reported for this process's requests.
@@ -105,6 +116,8 @@ pub(crate) struct ContextState {
     pub(crate) settled: bool,
     pub(crate) bytes_per_token: f64,
     pub(crate) last_estimate: u64,
+    /// The engine's count of the last request, when it said.
+    pub(crate) last_prompt_tokens: Option<u64>,
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
     pub(crate) compactions: u64,
@@ -122,6 +135,7 @@ impl ContextState {
             window,
             bytes_per_token: DEFAULT_BYTES_PER_TOKEN,
             last_estimate: 0,
+            last_prompt_tokens: None,
             prompt_tokens: 0,
             completion_tokens: 0,
             compactions: 0,
@@ -147,6 +161,7 @@ impl ContextState {
     /// `prompt_tokens`.
     pub(crate) fn calibrate(&mut self, bytes: usize, prompt_tokens: u64) {
         if prompt_tokens > 0 {
+            self.last_prompt_tokens = Some(prompt_tokens);
             self.bytes_per_token = (bytes as f64 / prompt_tokens as f64)
                 .clamp(MIN_BYTES_PER_TOKEN, MAX_BYTES_PER_TOKEN);
         }
@@ -183,6 +198,7 @@ impl ContextState {
             window: known.then(|| self.window().0),
             source: known.then(|| self.window().1),
             next_request_tokens: self.last_estimate,
+            last_request_tokens: self.last_prompt_tokens,
             budget_tokens: known.then(|| self.budget()),
             bytes_per_token: self.bytes_per_token,
             session_prompt_tokens: self.prompt_tokens,
