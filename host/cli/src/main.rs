@@ -88,16 +88,28 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// One line from GOAT itself on stderr, `goat: ...`.
+/// Columns a wrapped note's later lines are indented by: under the text
+/// after `goat: `.
+const NOTE_INDENT: usize = 6;
+
+/// One line from GOAT itself on stderr, `goat: ...`, wrapped at words on
+/// a terminal.
 ///
 /// A closed stderr is ignored rather than a panic (as `eprintln!` would
 /// be): losing a status line must not abort a turn that is changing files.
 fn note(line: impl Display) {
     // The answer may have left its line open on the same screen.
     screen::end_open_line();
+    // At a terminal, wrapped at words: the terminal would break it
+    // anywhere.
+    let text = format!("goat: {line}");
+    let text = match screen::stderr_columns() {
+        Some(width) => screen::wrap_words(&text, width, NOTE_INDENT),
+        None => text,
+    };
     let mut err = io::stderr().lock();
     style::clear_spinner_line(&mut err);
-    let _ = writeln!(err, "goat: {line}");
+    let _ = writeln!(err, "{text}");
 }
 
 /// `goat: error: ...` on stderr, the `error:` in red where colour is

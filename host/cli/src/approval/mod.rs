@@ -39,6 +39,10 @@ pub trait Answers: Send {
     fn discard_typeahead(&mut self) {}
 }
 
+/// Columns the wrapped lines of a question are indented by, as its
+/// other lines are.
+const QUESTION_INDENT: usize = 7;
+
 /// Views of the whole change one question allows, so a stuck key cannot
 /// loop forever; each is also a chance to answer.
 const MAX_VIEWS: usize = 20;
@@ -51,18 +55,28 @@ pub struct TerminalApprover<A, W> {
     pub style: Style,
     /// Where `[v]iew` shows the whole change.
     pub pager: Pager,
+    /// The terminal's width: GOAT's own lines of the question are wrapped
+    /// at words to it (`None`: not wrapped).
+    pub width: Option<usize>,
 }
 
 impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
         self.answers.discard_typeahead();
-        let mut question = question(request, self.style);
-        question.push_str(&extras(request));
+        let wrap = |text: String| match self.width {
+            Some(width) => crate::screen::wrap_words(&text, width, QUESTION_INDENT),
+            None => text,
+        };
+        let mut question = question(request, self.style, &wrap);
+        question.push_str(&wrap(extras(request)));
         let menu = if request.can_remember {
             "allow? [o]nce, for this [s]ession, [a]lways in this workspace, [d]eny (default deny): "
         } else {
             "allow? [o]nce, [d]eny (default deny); this path cannot be saved as an exact rule: "
         };
+        // The menu's own line ends open, at the answer.
+        let menu = wrap(format!("goat: {menu}"));
+        let menu = menu.strip_prefix("goat: ").unwrap_or(&menu);
         clear_spinner_line(&mut self.output);
         crate::screen::end_open_line();
         if write!(self.output, "{question}goat: {menu}")
@@ -120,20 +134,26 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
 /// The line under the question naming the answers beyond the menu's:
 /// view, directory (when offered), deny with a reason.
 fn extras(request: &ApprovalRequest<'_>) -> String {
-    let directory = if request.can_remember && !request.directories.is_empty() {
+    let mut offers = Vec::new();
+    // A command's question already shows the whole command line: there is
+    // no change to view.
+    if request.tool != goat_shepherd::RUN_COMMAND {
+        offers.push("[v]iew the whole change".to_owned());
+    }
+    if request.can_remember && !request.directories.is_empty() {
         let dirs: Vec<String> = request
             .directories
             .iter()
             .map(|d| format!("'{}'", escape_controls(d)))
             .collect();
-        format!(", [dir] for all of {} this session", dirs.join(", "))
+        offers.push(format!("[dir] for all of {} this session", dirs.join(", ")));
+    }
+    let deny = "d: <why> to deny and tell the model why";
+    if offers.is_empty() {
+        format!("       also: {deny}\n")
     } else {
-        String::new()
-    };
-    format!(
-        "       also: [v]iew the whole change{directory}, or d: <why> to deny and tell the \
-         model why\n"
-    )
+        format!("       also: {}, or {deny}\n", offers.join(", "))
+    }
 }
 
 /// An answer, or a request to see the whole change first.
@@ -176,12 +196,17 @@ fn parse_answer(line: &str, request: &ApprovalRequest<'_>) -> Option<Parsed> {
 
 /// The question's lines, each ending in a newline: the gate's prompt, the
 /// workspace, then what would change.
-pub fn question(request: &ApprovalRequest<'_>, style: Style) -> String {
-    let mut out = format!(
+pub fn question(
+    request: &ApprovalRequest<'_>,
+    style: Style,
+    wrap: &dyn Fn(String) -> String,
+) -> String {
+    // GOAT's own lines are wrapped; the preview's (a file's lines) never.
+    let mut out = wrap(format!(
         "goat: {}\n       workspace: {}\n",
         escape_controls(request.prompt),
         escape_controls(&request.workspace.display().to_string())
-    );
+    ));
     for line in preview(request, Extent::Short) {
         let painted = match line.as_bytes().first() {
             Some(b'+') => style.green(&line),
@@ -223,6 +248,7 @@ mod tests {
             output: &mut out,
             style: Style::new(false),
             pager: Pager::BuiltIn,
+            width: None,
         };
         let answer = approver.approve(&ApprovalRequest {
             tool: "write_file",

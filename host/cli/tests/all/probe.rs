@@ -36,7 +36,9 @@ async fn probe_classifies_structured_markup_and_plain_answers_and_runs_nothing()
         "{stdout}"
     );
     assert!(
-        lines[3].starts_with("  3. neither: answered in text without calling a tool;"),
+        lines[3].starts_with(
+            "  3. neither: answered in text without calling a tool: \"The first line is probably a title.\";"
+        ),
         "{stdout}"
     );
     assert!(
