@@ -262,6 +262,70 @@ mod tests {
         (answer, String::from_utf8(out).unwrap_or_default())
     }
 
+    fn asked(tool: &str, arguments: serde_json::Value, width: Option<usize>) -> String {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        let mut approver = TerminalApprover {
+            answers: Typed(vec![Input::Line("d".to_owned())]),
+            output: &mut out,
+            style: Style::new(false),
+            pager: Pager::BuiltIn,
+            width,
+        };
+        approver.approve(&ApprovalRequest {
+            tool,
+            prompt: "run_command wants to run 'cargo test --workspace --locked --all-features'; allow it?",
+            paths: &[],
+            arguments: &arguments,
+            workspace: ws.path(),
+            can_remember: false,
+            directories: &[],
+        });
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_command_is_offered_no_change_to_view() {
+        let shown = asked(
+            goat_shepherd::RUN_COMMAND,
+            json!({"command": "cargo test --workspace --locked --all-features"}),
+            None,
+        );
+        assert!(!shown.contains("[v]iew"), "{shown}");
+        assert!(
+            shown.contains("       also: d: <why> to deny and tell the model why\n"),
+            "{shown}"
+        );
+        let file = asked("write_file", json!({"path": "a.txt", "content": "x"}), None);
+        assert!(
+            file.contains("also: [v]iew the whole change, or d: <why>"),
+            "{file}"
+        );
+    }
+
+    #[test]
+    fn the_question_is_wrapped_at_words_to_the_width() {
+        let shown = asked(
+            goat_shepherd::RUN_COMMAND,
+            json!({"command": "cargo test --workspace --locked --all-features"}),
+            Some(40),
+        );
+        let first: Vec<&str> = shown.lines().take(2).collect();
+        assert_eq!(
+            first,
+            [
+                "goat: run_command wants to run 'cargo",
+                "       test --workspace --locked",
+            ],
+            "{shown}"
+        );
+        // GOAT's own lines; the preview (the command itself) is not
+        // GOAT's to break.
+        for line in shown.lines().filter(|l| !l.starts_with("       $ ")) {
+            assert!(line.chars().count() <= 40, "{line:?}");
+        }
+    }
+
     #[test]
     fn each_answer_and_the_default() {
         for (typed, want) in [
