@@ -171,7 +171,7 @@ async fn the_output_cap_ends_a_runaway_answer_within_the_cap() {
         };
         let usage = partial
             .usage
-            .expect("llama-server reports usage after length");
+            .unwrap_or_else(|| panic!("llama-server reports usage after length"));
         assert_eq!(usage.completion_tokens, cap, "cap {cap}");
         assert!(!partial.content.is_empty());
         eprintln!("cap {cap}: {} tokens in {took:?}", usage.completion_tokens);
