@@ -237,7 +237,13 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Failed);
         }
     }
-    verdict(&mut out, &findings, tools_hidden)
+    let outcome = verdict(&mut out, &findings, tools_hidden)?;
+    // An interrupted probe did not show that tool calling works.
+    Ok(if interrupted {
+        Outcome::Failed
+    } else {
+        outcome
+    })
 }
 
 /// The verdict on the probes that came back.
