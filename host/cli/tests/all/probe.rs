@@ -180,7 +180,7 @@ async fn ctrl_c_during_the_probe_prints_the_verdict_on_what_came_back() {
     ])
     .await;
     let url = server.base_url();
-    let mut child = env
+    let child = env
         .cmd()
         .args(["probe", "--engine", &url, "--model", "qwen", "--count", "3"])
         .stdout(std::process::Stdio::piped())
