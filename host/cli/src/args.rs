@@ -42,6 +42,54 @@ pub struct EngineArgs {
     /// config file; SSL_CERT_FILE replaces the system's roots).
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+/// The output cap and sampling flags; each overrides its setting
+/// (`goat config show` lists them, docs/engines.md gives the vendors'
+/// recommendations). Unset, nothing is sent but the cap.
+#[derive(clap::Args)]
+pub struct SamplingArgs {
+    /// Most tokens one answer may take, sent as max_tokens (default:
+    /// $GOAT_MAX_OUTPUT_TOKENS, else `max_output_tokens` in the config
+    /// file, else 4096).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub max_output_tokens: Option<u64>,
+    /// Sampling temperature, 0 to 2 (default: $GOAT_TEMPERATURE, else
+    /// `sampling.temperature`, else the engine's).
+    #[arg(long, value_name = "T", value_parser = decimal(0.0, 2.0))]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling mass, 0 to 1 ($GOAT_TOP_P, `sampling.top_p`).
+    #[arg(long, value_name = "P", value_parser = decimal(0.0, 1.0))]
+    pub top_p: Option<f64>,
+    /// Keep the k likeliest tokens ($GOAT_TOP_K, `sampling.top_k`).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub top_k: Option<u64>,
+    /// Minimum probability relative to the likeliest token, 0 to 1
+    /// ($GOAT_MIN_P, `sampling.min_p`).
+    #[arg(long, value_name = "P", value_parser = decimal(0.0, 1.0))]
+    pub min_p: Option<f64>,
+    /// Penalty on repeated tokens, 1 for none ($GOAT_REPEAT_PENALTY,
+    /// `sampling.repeat_penalty`).
+    #[arg(long, value_name = "X", value_parser = decimal(0.0, 10.0))]
+    pub repeat_penalty: Option<f64>,
+    /// Penalty on tokens already present, -2 to 2
+    /// ($GOAT_PRESENCE_PENALTY, `sampling.presence_penalty`).
+    #[arg(long, value_name = "X", value_parser = decimal(-2.0, 2.0), allow_negative_numbers = true)]
+    pub presence_penalty: Option<f64>,
+    /// The sampler's seed ($GOAT_SEED, `sampling.seed`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=4_294_967_295))]
+    pub seed: Option<u64>,
+}
+
+/// A parser for a finite decimal from `min` to `max`.
+fn decimal(min: f64, max: f64) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |text| match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (min..=max).contains(&x) => Ok(x),
+        Ok(x) => Err(format!("{x} is out of range; use {min:?} to {max:?}")),
+        Err(_) => Err(format!("'{text}' is not a number")),
+    }
 }
 
 /// What `goat run` and `goat chat` share: where, with which engine and

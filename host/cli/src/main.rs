@@ -46,7 +46,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use text::GOAT_LINE;
+use text::{GOAT_LINE, GOAT_MORE};
 
 #[derive(Parser)]
 #[command(
@@ -89,16 +89,25 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// One line from GOAT itself on stderr, `▌ goat: ...` ([`GOAT_LINE`]).
+/// One line from GOAT itself on stderr, `▌ goat: ...` ([`GOAT_LINE`]),
+/// wrapped at words on a terminal, its later lines under the text after
+/// the mark ([`GOAT_MORE`]).
 ///
 /// A closed stderr is ignored rather than a panic (as `eprintln!` would
 /// be): losing a status line must not abort a turn that is changing files.
 fn note(line: impl Display) {
     // The answer may have left its line open on the same screen.
     screen::end_open_line();
+    // At a terminal, wrapped at words: the terminal would break it
+    // anywhere.
+    let text = format!("{GOAT_LINE}{line}");
+    let text = match screen::stderr_columns() {
+        Some(width) => screen::wrap_words(&text, width, GOAT_MORE),
+        None => text,
+    };
     let mut err = io::stderr().lock();
     style::clear_spinner_line(&mut err);
-    let _ = writeln!(err, "{GOAT_LINE}{line}");
+    let _ = writeln!(err, "{text}");
 }
 
 /// `▌ goat: error: ...` on stderr, the `error:` in red where colour is

@@ -166,6 +166,13 @@ impl Printer {
                      window (they take at most a quarter of it); the rest is not sent"
                 ));
             }
+            TurnEvent::ToolsNotShown(why) => {
+                self.stop_spinner();
+                self.flush_pending();
+                let line = crate::text::tools_not_shown(why);
+                let line = self.style.yellow(&line);
+                self.status(&line);
+            }
             TurnEvent::Recovery { in_reasoning, .. } => {
                 self.stop_spinner();
                 // On a terminal it was shown as it came; the recovery line

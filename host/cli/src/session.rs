@@ -421,6 +421,7 @@ pub(crate) fn engine_with(
     config.api_key = api_key(&settings.api_key_env)?;
     config.ca_cert = settings.ca_cert.value.as_ref().map(PathBuf::from);
     settings.apply_timeouts(&mut config);
+    config.sampling = settings.sampling();
     let model = match model {
         Some(model) => model,
         None => only_model(&config)?,

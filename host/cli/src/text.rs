@@ -124,6 +124,19 @@ pub fn turn_failure(error: goat_shepherd::TurnError) -> String {
 /// the setting that sets it. Not escaped.
 pub fn engine_failure(error: &goat_engine::EngineError) -> String {
     let said = error_chain([error as &(dyn std::error::Error + 'static)]);
+    if let goat_engine::EngineError::Length { partial } = error {
+        let after = partial
+            .usage
+            .map(|u| format!(" after {}", count(u.completion_tokens as usize, "token")))
+            .unwrap_or_default();
+        return format!(
+            "{said}{after}. If the answer needs more, raise max_output_tokens (the config \
+             file, GOAT_MAX_OUTPUT_TOKENS or --max-output-tokens; default {}); if the model \
+             was repeating itself, try sampling.repeat_penalty or a lower temperature \
+             (docs/engines.md), or a larger model",
+            goat_shepherd::DEFAULT_MAX_OUTPUT_TOKENS
+        );
+    }
     match crate::config::timeout_setting(error) {
         Some(def) => format!(
             "{said}; that limit is {} in the config file or {} (seconds): raise it if the \
@@ -132,6 +145,30 @@ pub fn engine_failure(error: &goat_engine::EngineError) -> String {
         ),
         None => said,
     }
+}
+
+/// What GOAT says when the engine is not showing the model the tools,
+/// at the first turn of a session and in `goat probe`: how it knows, and
+/// what to pass.
+pub fn tools_not_shown(why: goat_shepherd::ToolsNotShown) -> String {
+    let how = match why {
+        goat_shepherd::ToolsNotShown::TemplateCaps => "its chat template has no place for tools \
+             (llama-server /props: chat_template_caps.supports_tools is false)"
+            .to_owned(),
+        goat_shepherd::ToolsNotShown::PromptSize {
+            prompt_tokens,
+            tools_at_least,
+        } => format!(
+            "the engine counted {prompt_tokens} prompt tokens, fewer than the tool \
+             descriptions alone take (at least {tools_at_least})"
+        ),
+    };
+    format!(
+        "warning: the engine is not showing the tools to the model: {how}, so the model can \
+         only answer in text and any action it describes did not happen. Start llama-server \
+         with --jinja and a chat template that renders tools (--chat-template-file FILE); \
+         see docs/engines.md"
+    )
 }
 
 /// At most `max` characters of `text`, with `…` when cut.

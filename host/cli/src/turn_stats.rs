@@ -4,7 +4,7 @@
 use goat_shepherd::TurnStats;
 use serde_json::{Value, json};
 
-/// `12.3k prompt + 456 completion tokens · context 12.8k of 32.8k ·
+/// `12.3k prompt + 456 completion tokens · context 12800 of 32768 ·
 /// first token 0.81 s · 42.1 tokens/s`, or `None` when the engine
 /// reported neither usage nor timings (nothing worth a line).
 pub(crate) fn stats_line(stats: &TurnStats) -> Option<String> {
@@ -17,11 +17,8 @@ pub(crate) fn stats_line(stats: &TurnStats) -> Option<String> {
         short(stats.completion_tokens)
     )];
     if let Some(used) = stats.context_tokens {
-        parts.push(format!(
-            "context {} of {}",
-            short(used),
-            short(stats.window)
-        ));
+        // Exact, as `/status` says them.
+        parts.push(format!("context {used} of {}", stats.window));
     }
     if let Some(t) = stats.first_token_after {
         parts.push(format!("first token {:.2} s", t.as_secs_f64()));
@@ -78,7 +75,7 @@ mod tests {
         };
         assert_eq!(
             stats_line(&stats).unwrap(),
-            "12.3k prompt + 456 completion tokens · context 12.8k of 32.8k · first token 0.81 s \
+            "12.3k prompt + 456 completion tokens · context 12800 of 32768 · first token 0.81 s \
              · 42.1 tokens/s"
         );
         assert_eq!(stats_json(&stats)["first_token_ms"], 810);

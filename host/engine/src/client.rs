@@ -11,9 +11,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::EngineError;
-use crate::request::ChatRequest;
+use crate::request::{ChatRequest, OutputCapName, Sampling};
 use crate::response::{Delta, Response, StreamAssembler, error_message, snippet_long};
-use crate::window::{self, WindowProbe, WindowSource};
+use crate::window::{self, TemplateTools, WindowProbe, WindowSource};
 
 /// Time allowed to establish the TCP connection. A local engine answers in
 /// milliseconds; seconds mean the host or port is wrong.
@@ -86,6 +86,9 @@ pub struct EngineConfig {
     /// A PEM file of CA certificates trusted for an `https` engine besides
     /// the system's roots (a private CA, a self-signed engine).
     pub ca_cert: Option<PathBuf>,
+    /// The output cap and sampling settings sent with every request, each
+    /// only when set.
+    pub sampling: Sampling,
 }
 
 impl EngineConfig {
@@ -101,6 +104,7 @@ impl EngineConfig {
             total_timeout: DEFAULT_TOTAL_TIMEOUT,
             retries: DEFAULT_RETRIES,
             ca_cert: None,
+            sampling: Sampling::default(),
         }
     }
 }
@@ -114,6 +118,13 @@ pub struct EngineClient {
     /// Cleared once the engine rejected `stream_options`; later requests
     /// leave it out.
     include_usage: AtomicBool,
+    /// Set once the engine refused `max_tokens` and named
+    /// `max_completion_tokens`; later requests use that name.
+    completion_cap_name: AtomicBool,
+    /// What `/props` said of the template's tools, kept from whichever
+    /// asked first ([`EngineClient::discover_window`] or
+    /// [`EngineClient::template_tools`]), so the session asks once.
+    template_tools: std::sync::Mutex<Option<TemplateTools>>,
 }
 
 impl EngineClient {
@@ -179,6 +190,8 @@ impl EngineClient {
             url,
             http,
             include_usage: AtomicBool::new(true),
+            completion_cap_name: AtomicBool::new(false),
+            template_tools: std::sync::Mutex::new(None),
         })
     }
 
@@ -224,7 +237,13 @@ impl EngineClient {
         };
         loop {
             let include_usage = self.include_usage.load(Ordering::Relaxed);
-            let body = request.body(&self.config.model, include_usage);
+            let cap_name = if self.completion_cap_name.load(Ordering::Relaxed) {
+                OutputCapName::MaxCompletionTokens
+            } else {
+                OutputCapName::MaxTokens
+            };
+            let mut body = request.body(&self.config.model, include_usage);
+            self.config.sampling.apply(&mut body, cap_name);
             let outcome = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(EngineError::Cancelled),
@@ -240,6 +259,18 @@ impl EngineClient {
                     // This engine does not take stream_options: leave it out
                     // from now on. Nothing was streamed, so this is not a retry.
                     self.include_usage.store(false, Ordering::Relaxed);
+                    let _ = message;
+                }
+                Err(EngineError::Http {
+                    status: 400,
+                    message,
+                }) if cap_name == OutputCapName::MaxTokens
+                    && self.config.sampling.max_output_tokens.is_some()
+                    && message.contains("max_completion_tokens") =>
+                {
+                    // OpenAI's newer models refuse `max_tokens` and name
+                    // the field they take. Nothing was streamed.
+                    self.completion_cap_name.store(true, Ordering::Relaxed);
                     let _ = message;
                 }
                 Err(EngineError::Http {
@@ -304,8 +335,21 @@ impl EngineClient {
                             window: o.window,
                             prompt_tokens: o.prompt_tokens,
                         },
-                        None => EngineError::StreamError { message },
+                        None => parse_failure_or(message, |message| EngineError::StreamError {
+                            message,
+                        }),
                     });
+                }
+                // llama.cpp answers 500 when its tool-call parser fails on
+                // the first piece of output, before any content is sent.
+                Err(EngineError::Http {
+                    status: 500,
+                    message,
+                }) => {
+                    return Err(parse_failure_or(message, |message| EngineError::Http {
+                        status: 500,
+                        message,
+                    }));
                 }
                 Ok(mut response) => {
                     response.elapsed = started.elapsed();
@@ -342,11 +386,11 @@ impl EngineClient {
                 None
             }
         };
-        if let Some(tokens) = ask(self.props_url())
-            .await
-            .as_deref()
-            .and_then(window::props_window)
-        {
+        let props = ask(self.props_url()).await;
+        if let Some(body) = &props {
+            self.keep_template_tools(window::props_template_tools(body));
+        }
+        if let Some(tokens) = props.as_deref().and_then(window::props_window) {
             return WindowProbe::Found {
                 tokens,
                 source: WindowSource::LlamaCppProps,
@@ -367,6 +411,34 @@ impl EngineClient {
         } else {
             WindowProbe::NotSaid
         }
+    }
+
+    /// Asks llama-server's `/props` whether its chat template shows the
+    /// model the tools (see [`TemplateTools`]); any failure to ask is
+    /// [`TemplateTools::NotSaid`], never an error.
+    pub async fn template_tools(&self) -> TemplateTools {
+        let kept = *self
+            .template_tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(said) = kept {
+            return said;
+        }
+        match self.get_small(&self.props_url()).await {
+            Ok(body) => {
+                let said = window::props_template_tools(&body);
+                self.keep_template_tools(said);
+                said
+            }
+            Err(_) => TemplateTools::NotSaid,
+        }
+    }
+
+    fn keep_template_tools(&self, said: TemplateTools) {
+        *self
+            .template_tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(said);
     }
 
     /// A small JSON `GET`: at most [`MAX_MODELS_BODY_BYTES`] read, the
@@ -549,6 +621,18 @@ impl EngineClient {
             reason,
             before_response: true,
         }
+    }
+}
+
+/// [`EngineError::ToolCallParse`] when `message` is the engine's failure
+/// to parse the model's output, else `otherwise(message)`.
+fn parse_failure_or(message: String, otherwise: fn(String) -> EngineError) -> EngineError {
+    match crate::error::parse_failure_quote(&message) {
+        Some(quoted) => EngineError::ToolCallParse {
+            quoted: quoted.to_owned(),
+            message,
+        },
+        None => otherwise(message),
     }
 }
 

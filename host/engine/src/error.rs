@@ -170,6 +170,19 @@ pub enum EngineError {
         /// Its message.
         message: String,
     },
+    /// The engine could not parse the model's output into its tool-call
+    /// format and stopped: llama.cpp's `Failed to parse input at pos N:
+    /// TEXT` (an HTTP 500 before any content, an `{"error": ...}` event, or
+    /// the older `error:` field). `quoted` is the model's text from where
+    /// parsing failed, as the engine quoted it: never parsed into a call,
+    /// only shown to the recovery rule (ADR-0079).
+    #[error("the engine could not parse the model's tool call: {message}")]
+    ToolCallParse {
+        /// The engine's whole message.
+        message: String,
+        /// The model's text the engine quoted.
+        quoted: String,
+    },
     /// The stream ended without a finish reason or `[DONE]`.
     #[error(
         "the engine's stream ended early, after {received_bytes} bytes, without a finish reason or [DONE]; the response is incomplete"
@@ -269,6 +282,7 @@ impl EngineError {
             | Self::IdleTimeout { .. }
             | Self::TotalTimeout { .. }
             | Self::StreamError { .. }
+            | Self::ToolCallParse { .. }
             | Self::Truncated { .. }
             | Self::Length { .. }
             | Self::Unfinished { .. }
@@ -290,5 +304,49 @@ fn unfinished_hint(reason: &str) -> &'static str {
         "error" => "the engine failed while generating; its log says why",
         "content_filter" => "the engine's content filter stopped the answer",
         _ => "a reason GOAT does not know, so the answer may be cut off; check the engine",
+    }
+}
+
+/// The model's text quoted in an engine's message that it failed to parse
+/// the model's output, or `None` for any other message. llama.cpp says
+/// it two ways: `Failed to parse input at pos 668: <tool_call>...` (the
+/// text from where parsing failed), and, in the build llama-cpp-python
+/// 0.3.36 vendors, `The model produced output that does not match the
+/// expected Hermes 2 Pro format`, which quotes nothing (the quote is
+/// then empty).
+pub fn parse_failure_quote(message: &str) -> Option<&str> {
+    const AT_POS: &str = "Failed to parse input at pos ";
+    const NO_MATCH: &str = "The model produced output that does not match the expected ";
+    if let Some(at) = message.find(AT_POS) {
+        let rest = &message[at + AT_POS.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let rest = rest[digits..].strip_prefix(':')?;
+        return (digits > 0).then_some(rest.strip_prefix(' ').unwrap_or(rest));
+    }
+    message.contains(NO_MATCH).then_some("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quote_is_what_follows_the_position() {
+        assert_eq!(
+            parse_failure_quote("Failed to parse input at pos 668: <tool_call>\n<function=x>"),
+            Some("<tool_call>\n<function=x>")
+        );
+        assert_eq!(
+            parse_failure_quote("Failed to parse input at pos : x"),
+            None
+        );
+        assert_eq!(parse_failure_quote("Failed to parse input"), None);
+        assert_eq!(parse_failure_quote("out of memory"), None);
+        assert_eq!(
+            parse_failure_quote(
+                "The model produced output that does not match the expected Hermes 2 Pro format"
+            ),
+            Some("")
+        );
     }
 }

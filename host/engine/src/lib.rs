@@ -37,12 +37,13 @@ pub use client::{
     DEFAULT_TOTAL_TIMEOUT, EngineClient, EngineConfig, MODELS_TIMEOUT, RETRY_BACKOFF,
 };
 pub use error::EngineError;
-pub use request::{ChatRequest, Message, RequestToolCall, ToolSchema};
+pub use request::{ChatRequest, Message, OutputCapName, RequestToolCall, Sampling, ToolSchema};
 pub use response::{
     ArgumentsError, Delta, FinishReason, MAX_RESPONSE_BYTES, Response, StreamAssembler, Timings,
     ToolCall, Usage, parse_arguments,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use window::{
-    Overflow, PLAUSIBLE_WINDOW, WindowProbe, WindowSource, models_window, overflow_in, props_window,
+    Overflow, PLAUSIBLE_WINDOW, TemplateTools, WindowProbe, WindowSource, models_window,
+    overflow_in, props_template_tools, props_window,
 };

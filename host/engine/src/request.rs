@@ -55,6 +55,85 @@ pub struct ToolSchema {
     pub parameters: Value,
 }
 
+/// The generation settings sent with every request, each only when set
+/// (an engine's own default, or the model's, applies otherwise).
+///
+/// `max_output_tokens` bounds one answer: without it a small model that
+/// repeats itself generates until the context is full, minutes on a CPU,
+/// and the idle timeout never fires while tokens arrive.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sampling {
+    /// Most tokens one answer may take: `max_tokens` on the wire, or
+    /// `max_completion_tokens` for an engine that refuses the older name.
+    pub max_output_tokens: Option<u64>,
+    /// `temperature`.
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    pub top_p: Option<f64>,
+    /// `top_k` (llama.cpp, vLLM, SGLang, Ollama).
+    pub top_k: Option<u64>,
+    /// `min_p` (llama.cpp, vLLM, SGLang, Ollama).
+    pub min_p: Option<f64>,
+    /// Sent as both `repeat_penalty` (llama.cpp, Ollama) and
+    /// `repetition_penalty` (vLLM, SGLang); each ignores the other's name.
+    pub repeat_penalty: Option<f64>,
+    /// `presence_penalty`.
+    pub presence_penalty: Option<f64>,
+    /// `seed`: with `temperature` 0, the same request gives the same
+    /// answer on the same engine build.
+    pub seed: Option<u64>,
+}
+
+/// What an engine calls the output cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputCapName {
+    /// `max_tokens`: llama.cpp, vLLM, SGLang, Ollama, LM Studio.
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI's newer name, which some hosted
+    /// engines require.
+    MaxCompletionTokens,
+}
+
+impl OutputCapName {
+    /// The field's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MaxTokens => "max_tokens",
+            Self::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+impl Sampling {
+    /// Writes the settings that are set into a request `body`, the cap
+    /// under `cap_name`.
+    pub fn apply(&self, body: &mut Value, cap_name: OutputCapName) {
+        let mut set = |key: &str, value: Value| body[key] = value;
+        if let Some(n) = self.max_output_tokens {
+            set(cap_name.as_str(), json!(n));
+        }
+        let floats = [
+            ("temperature", self.temperature),
+            ("top_p", self.top_p),
+            ("min_p", self.min_p),
+            ("repeat_penalty", self.repeat_penalty),
+            ("repetition_penalty", self.repeat_penalty),
+            ("presence_penalty", self.presence_penalty),
+        ];
+        for (key, value) in floats {
+            if let Some(v) = value {
+                set(key, json!(v));
+            }
+        }
+        if let Some(k) = self.top_k {
+            set("top_k", json!(k));
+        }
+        if let Some(seed) = self.seed {
+            set("seed", json!(seed));
+        }
+    }
+}
+
 /// One streaming chat completion request.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatRequest {

@@ -85,6 +85,36 @@ pub fn props_window(body: &str) -> Option<u64> {
     .and_then(plausible)
 }
 
+/// Whether the engine's chat template shows the model the tools offered,
+/// as llama-server's `/props` says (`chat_template_caps.supports_tools`).
+/// A template without tools makes llama-server drop a request's `tools`
+/// without a word: the model never sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateTools {
+    /// The template renders tools.
+    Shown,
+    /// The template has no place for tools: they are dropped.
+    Dropped,
+    /// The engine does not say (not llama-server, or an older build).
+    NotSaid,
+}
+
+/// What a llama-server `/props` body says of its template and tools.
+pub fn props_template_tools(body: &str) -> TemplateTools {
+    let Ok(v) = serde_json::from_str::<Value>(body) else {
+        return TemplateTools::NotSaid;
+    };
+    match v
+        .get("chat_template_caps")
+        .and_then(|c| c.get("supports_tools"))
+        .and_then(Value::as_bool)
+    {
+        Some(true) => TemplateTools::Shown,
+        Some(false) => TemplateTools::Dropped,
+        None => TemplateTools::NotSaid,
+    }
+}
+
 /// The window in a `/models` listing for `model`: its entry's
 /// `max_model_len` (vLLM, SGLang), or the one entry's when the listing
 /// holds one model (an engine serving one model under another name).

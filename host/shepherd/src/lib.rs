@@ -31,8 +31,8 @@ pub use command::{
     default_containment, view_unavailable,
 };
 pub use context::{
-    ContextStatus, DEFAULT_CONTEXT_TOKENS, PROJECT_PROMPT_SHARE, ProjectPrompt, ProjectSection,
-    WindowChoice,
+    ContextStatus, DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_OUTPUT_TOKENS, PROJECT_PROMPT_SHARE,
+    ProjectPrompt, ProjectSection, WindowChoice,
 };
 pub use goat_command::{Containment, ContainmentMode, Network, Used as ContainmentUsed};
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
@@ -41,5 +41,6 @@ pub use router::{
 };
 pub use turn::{
     Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION,
-    Shepherd, TurnError, TurnEvent, TurnStats, TurnSummary, too_many_calls_result,
+    Shepherd, ToolsNotShown, TurnError, TurnEvent, TurnStats, TurnSummary, prompt_without_tools,
+    too_many_calls_result,
 };

@@ -323,6 +323,28 @@ impl Store {
         Ok(())
     }
 
+    /// Keeps the usage the engine reported for a round that failed (a
+    /// `length` finish, a markup recovery): the tokens were spent, and
+    /// `/status` and `goat stats` count them.
+    pub fn record_round_usage(
+        &mut self,
+        round_id: i64,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.prepare_cached(
+            "UPDATE rounds SET prompt_tokens = ?2, completion_tokens = ?3 WHERE id = ?1",
+        )?
+        .execute(params![
+            round_id,
+            i64::try_from(prompt_tokens).ok(),
+            i64::try_from(completion_tokens).ok()
+        ])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Records a malformed response that gets no recovery (the turn's one
     /// is spent, or no round is left): failed as markup, with both
     /// channels' text and the channel that held the call.
@@ -365,10 +387,6 @@ impl Store {
         reasoning: &str,
         recovery: &Recovery,
     ) -> Result<(), StoreError> {
-        let tx = self.write()?;
-        let turn_id: i64 = tx
-            .prepare_cached("SELECT turn_id FROM rounds WHERE id = ?1")?
-            .query_row([round_id], |r| r.get(0))?;
         let failure = match recovery.channel {
             MarkupChannel::Content => {
                 format!("{MARKUP_FAILURE_PREFIX}: no structured call was made; asked once for one")
@@ -378,6 +396,38 @@ impl Store {
                  asked once for one"
             ),
         };
+        self.record_recovery_as(round_id, content, reasoning, recovery, &failure)
+    }
+
+    /// ADR-0079: [`Store::record_recovery`] for a response the engine
+    /// itself failed to parse as a call (llama.cpp's "Failed to parse
+    /// input"), its message kept in the failure.
+    pub fn record_parse_recovery(
+        &mut self,
+        round_id: i64,
+        content: &str,
+        recovery: &Recovery,
+        engine_message: &str,
+    ) -> Result<(), StoreError> {
+        let failure = format!(
+            "{MARKUP_FAILURE_PREFIX}: the engine could not parse the model's tool call \
+             ({engine_message}); no structured call was made; asked once for one"
+        );
+        self.record_recovery_as(round_id, content, "", recovery, &failure)
+    }
+
+    fn record_recovery_as(
+        &mut self,
+        round_id: i64,
+        content: &str,
+        reasoning: &str,
+        recovery: &Recovery,
+        failure: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        let turn_id: i64 = tx
+            .prepare_cached("SELECT turn_id FROM rounds WHERE id = ?1")?
+            .query_row([round_id], |r| r.get(0))?;
         tx.prepare_cached(
             "UPDATE rounds SET status = ?5, content = ?2, reasoning = ?7,
                     failure = ?4, failure_kind = ?6, markup_channel = ?8, ended_at = ?3

@@ -21,11 +21,13 @@
 #![expect(missing_docs, reason = "test support")]
 
 mod events;
+mod real_engine;
 mod reply;
 mod server;
 mod tls;
 
 pub use events::*;
+pub use real_engine::{RealEngine, RealModel, RealTemplate, real_engine_dir};
 pub use reply::{Arguments, ReplyBuilder, qwen_markup, qwen_unwrapped_markup};
 pub use server::{Hold, Recorded, Reply, Responder, ScriptedServer, Step};
 pub use tls::TestCa;

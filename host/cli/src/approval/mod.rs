@@ -39,6 +39,10 @@ pub trait Answers: Send {
     fn discard_typeahead(&mut self) {}
 }
 
+/// Columns the wrapped lines of a question are indented by, as its
+/// other lines are.
+const QUESTION_INDENT: &str = GOAT_MORE;
+
 /// Views of the whole change one question allows, so a stuck key cannot
 /// loop forever; each is also a chance to answer.
 const MAX_VIEWS: usize = 20;
@@ -51,18 +55,28 @@ pub struct TerminalApprover<A, W> {
     pub style: Style,
     /// Where `[v]iew` shows the whole change.
     pub pager: Pager,
+    /// The terminal's width: GOAT's own lines of the question are wrapped
+    /// at words to it (`None`: not wrapped).
+    pub width: Option<usize>,
 }
 
 impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
         self.answers.discard_typeahead();
-        let mut question = question(request, self.style);
-        question.push_str(&extras(request));
+        let wrap = |text: String| match self.width {
+            Some(width) => crate::screen::wrap_words(&text, width, QUESTION_INDENT),
+            None => text,
+        };
+        let mut question = question(request, self.style, &wrap);
+        question.push_str(&wrap(extras(request)));
         let menu = if request.can_remember {
             "allow? [o]nce, for this [s]ession, [a]lways in this workspace, [d]eny (default deny): "
         } else {
             "allow? [o]nce, [d]eny (default deny); this path cannot be saved as an exact rule: "
         };
+        // The menu's own line ends open, at the answer.
+        let menu = wrap(format!("{GOAT_LINE}{menu}"));
+        let menu = menu.strip_prefix(GOAT_LINE).unwrap_or(&menu);
         clear_spinner_line(&mut self.output);
         crate::screen::end_open_line();
         if write!(self.output, "{question}{GOAT_LINE}{menu}")
@@ -120,30 +134,27 @@ impl<A: Answers, W: Write + Send> Approver for TerminalApprover<A, W> {
 /// The line under the question naming the answers beyond the menu's:
 /// view, directory (when offered), deny with a reason.
 fn extras(request: &ApprovalRequest<'_>) -> String {
-    let directory = if request.can_remember && !request.directories.is_empty() {
+    let mut offers = Vec::new();
+    // A command's question already shows the whole command line: there is
+    // no change to view.
+    // Its change set, put to the person after it ran, has one.
+    if request.tool != goat_shepherd::RUN_COMMAND || !request.details.is_empty() {
+        offers.push("[v]iew the whole change".to_owned());
+    }
+    if request.can_remember && !request.directories.is_empty() {
         let dirs: Vec<String> = request
             .directories
             .iter()
             .map(|d| format!("'{}'", escape_controls(d)))
             .collect();
-        format!(", [dir] for all of {} this session", dirs.join(", "))
-    } else {
-        String::new()
-    };
-    // A command has no change to view before it runs; its change set,
-    // put to the person after, has.
-    let view = if request.tool == "run_command" && request.details.is_empty() {
-        ""
-    } else {
-        "[v]iew the whole change, "
-    };
-    if view.is_empty() {
-        return format!("{GOAT_MORE}also: d: <why> to deny and tell the model why\n");
+        offers.push(format!("[dir] for all of {} this session", dirs.join(", ")));
     }
-    format!(
-        "{GOAT_MORE}also: [v]iew the whole change{directory}, or d: <why> to deny and tell the \
-         model why\n"
-    )
+    let deny = "d: <why> to deny and tell the model why";
+    if offers.is_empty() {
+        format!("{GOAT_MORE}also: {deny}\n")
+    } else {
+        format!("{GOAT_MORE}also: {}, or {deny}\n", offers.join(", "))
+    }
 }
 
 /// An answer, or a request to see the whole change first.
@@ -186,12 +197,17 @@ fn parse_answer(line: &str, request: &ApprovalRequest<'_>) -> Option<Parsed> {
 
 /// The question's lines, each ending in a newline: the gate's prompt, the
 /// workspace, then what would change.
-pub fn question(request: &ApprovalRequest<'_>, style: Style) -> String {
-    let mut out = format!(
+pub fn question(
+    request: &ApprovalRequest<'_>,
+    style: Style,
+    wrap: &dyn Fn(String) -> String,
+) -> String {
+    // GOAT's own lines are wrapped; the preview's (a file's lines) never.
+    let mut out = wrap(format!(
         "{GOAT_LINE}{}\n{GOAT_MORE}workspace: {}\n",
         escape_controls(request.prompt),
         escape_controls(&request.workspace.display().to_string())
-    );
+    ));
     for line in preview(request, Extent::Short) {
         let painted = match line.as_bytes().first() {
             Some(b'+') => style.green(&line),
@@ -233,6 +249,7 @@ mod tests {
             output: &mut out,
             style: Style::new(false),
             pager: Pager::BuiltIn,
+            width: None,
         };
         let answer = approver.approve(&ApprovalRequest {
             tool: "write_file",
@@ -245,6 +262,71 @@ mod tests {
             details: &[],
         });
         (answer, String::from_utf8(out).unwrap_or_default())
+    }
+
+    fn asked(tool: &str, arguments: serde_json::Value, width: Option<usize>) -> String {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        let mut approver = TerminalApprover {
+            answers: Typed(vec![Input::Line("d".to_owned())]),
+            output: &mut out,
+            style: Style::new(false),
+            pager: Pager::BuiltIn,
+            width,
+        };
+        approver.approve(&ApprovalRequest {
+            tool,
+            prompt: "run_command wants to run 'cargo test --workspace --locked --all-features'; allow it?",
+            paths: &[],
+            arguments: &arguments,
+            workspace: ws.path(),
+            can_remember: false,
+            directories: &[],
+            details: &[],
+        });
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_command_is_offered_no_change_to_view() {
+        let shown = asked(
+            goat_shepherd::RUN_COMMAND,
+            json!({"command": "cargo test --workspace --locked --all-features"}),
+            None,
+        );
+        assert!(!shown.contains("[v]iew"), "{shown}");
+        assert!(
+            shown.contains("       also: d: <why> to deny and tell the model why\n"),
+            "{shown}"
+        );
+        let file = asked("write_file", json!({"path": "a.txt", "content": "x"}), None);
+        assert!(
+            file.contains("also: [v]iew the whole change, or d: <why>"),
+            "{file}"
+        );
+    }
+
+    #[test]
+    fn the_question_is_wrapped_at_words_to_the_width() {
+        let shown = asked(
+            goat_shepherd::RUN_COMMAND,
+            json!({"command": "cargo test --workspace --locked --all-features"}),
+            Some(40),
+        );
+        let first: Vec<&str> = shown.lines().take(2).collect();
+        assert_eq!(
+            first,
+            [
+                "▌ goat: run_command wants to run 'cargo",
+                "▌       test --workspace --locked",
+            ],
+            "{shown}"
+        );
+        // GOAT's own lines; the preview (the command itself) is not
+        // GOAT's to break.
+        for line in shown.lines().filter(|l| !l.starts_with("▌       $ ")) {
+            assert!(line.chars().count() <= 40, "{line:?}");
+        }
     }
 
     #[test]

@@ -108,11 +108,20 @@ async fn serve(replies: Vec<Vec<String>>) -> anyhow::Result<String> {
     let replies = Arc::new(Mutex::new(replies.into_iter()));
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
-            let next = replies.lock().ok().and_then(|mut r| r.next());
+            let replies = replies.clone();
             tokio::spawn(async move {
-                if read_request(&mut socket).await.is_none() {
+                let Some(post) = read_request(&mut socket).await else {
+                    return;
+                };
+                // GOAT asks `/props` (window, template) with a GET; the
+                // recording holds only the chat requests' answers.
+                if !post {
+                    let _ = socket
+                        .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        .await;
                     return;
                 }
+                let next = replies.lock().ok().and_then(|mut r| r.next());
                 let Some(pieces) = next else {
                     let _ = socket
                         .write_all(b"HTTP/1.1 410 Gone\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"error\": {\"message\": \"the recorded session has ended\"}}")
@@ -137,8 +146,9 @@ async fn serve(replies: Vec<Vec<String>>) -> anyhow::Result<String> {
 }
 
 /// Reads one request's head and body (by content-length); `None` if the
-/// client went away or sent more than the demo ever does.
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<()> {
+/// client went away or sent more than the demo ever does; whether it is a
+/// `POST`.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<bool> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     loop {
@@ -161,7 +171,7 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<()> {
                 }
                 buf.extend_from_slice(&tmp[..n]);
             }
-            return Some(());
+            return Some(head.starts_with("post "));
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-use goat_engine::{CancellationToken, ChatRequest, Delta, Message, ToolSchema};
+use goat_engine::{CancellationToken, ChatRequest, Delta, Message, TemplateTools, ToolSchema};
 use goat_markup::{Detector, Verdict};
 
 use crate::args::EngineArgs;
@@ -22,6 +22,9 @@ use crate::{Outcome, session, text};
 /// should answer with a `read_file` call.
 const PROBE_PROMPT: &str = "Read the file README.md in the workspace and tell me its first line.";
 
+/// Characters of a "neither" answer shown on its line.
+const NEITHER_EXCERPT_CHARS: usize = 80;
+
 /// How one probe came out.
 enum Finding {
     Structured(String),
@@ -31,7 +34,10 @@ enum Finding {
     ReasoningMarkup(String),
     /// A complete unwrapped Qwen3-Coder block the setting leaves as text.
     Unwrapped(String),
-    Neither,
+    /// No call: the answer's start, escaped.
+    Neither(String),
+    /// Cut off at the output cap before it finished.
+    Length,
     Failed(String),
 }
 
@@ -90,30 +96,64 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
         text::escape_controls(&url),
         text::escape_controls(&model)
     )?;
+    // The engine may say outright that it drops the tools.
+    let mut tools_hidden = runtime.block_on(client.template_tools()) == TemplateTools::Dropped;
+    if tools_hidden {
+        writeln!(
+            out,
+            "{}",
+            text::tools_not_shown(goat_shepherd::ToolsNotShown::TemplateCaps)
+        )?;
+    }
     let mut findings = Vec::new();
     let mut told_loading = false;
+    let mut interrupted = false;
     for i in 1..=count {
         let started = Instant::now();
         let mut first: Option<Duration> = None;
-        let result = runtime.block_on(client.stream_chat(
-            &request,
-            &CancellationToken::new(),
-            &mut |d: Delta<'_>| match d {
-                // A loading engine has sent nothing of an answer yet.
-                Delta::EngineLoading { .. } => {
-                    if !told_loading {
-                        told_loading = true;
-                        crate::note("the engine is loading the model; waiting");
-                    }
+        let cancel = CancellationToken::new();
+        let mut on_delta = |d: Delta<'_>| match d {
+            // A loading engine has sent nothing of an answer yet.
+            Delta::EngineLoading { .. } => {
+                if !told_loading {
+                    told_loading = true;
+                    crate::note("the engine is loading the model; waiting");
                 }
-                Delta::Content(_) | Delta::Reasoning(_) | Delta::ToolCallStarted { .. } => {
-                    if first.is_none() {
-                        first = Some(started.elapsed());
-                    }
+            }
+            Delta::Content(_) | Delta::Reasoning(_) | Delta::ToolCallStarted { .. } => {
+                if first.is_none() {
+                    first = Some(started.elapsed());
                 }
-            },
-        ));
+            }
+        };
+        let stream = client.stream_chat(&request, &cancel, &mut on_delta);
+        // Ctrl-C ends the probe with the verdict on what came back so far.
+        let result = runtime.block_on(async {
+            tokio::select! {
+                r = stream => Some(r),
+                _ = tokio::signal::ctrl_c() => None,
+            }
+        });
+        let Some(result) = result else {
+            cancel.cancel();
+            interrupted = true;
+            writeln!(out, "  {i}. interrupted (Ctrl-C)")?;
+            break;
+        };
+        let usage = match &result {
+            Ok(r) => r.usage,
+            Err(goat_engine::EngineError::Length { partial }) => partial.usage,
+            Err(_) => None,
+        };
+        if let Some(why) =
+            usage.and_then(|u| goat_shepherd::prompt_without_tools(&schemas, u.prompt_tokens))
+            && !tools_hidden
+        {
+            tools_hidden = true;
+            writeln!(out, "{}", text::tools_not_shown(why))?;
+        }
         let finding = match result {
+            Err(goat_engine::EngineError::Length { .. }) => Finding::Length,
             Err(e) => Finding::Failed(text::engine_failure(&e)),
             Ok(r) if !r.tool_calls.is_empty() => {
                 let call = &r.tool_calls[0];
@@ -148,7 +188,7 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
                     (_, Some(v)) if v.unexecuted => Finding::ReasoningMarkup(described(&v)),
                     (v, _) if v.unwrapped => Finding::Unwrapped("in the content".to_owned()),
                     (_, Some(_)) => Finding::Unwrapped("in the reasoning channel".to_owned()),
-                    _ => Finding::Neither,
+                    _ => Finding::Neither(text::snippet(&r.content, NEITHER_EXCERPT_CHARS)),
                 }
             }
         };
@@ -168,12 +208,50 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
                 "UNWRAPPED CALL {at}: a complete <function=...> block with no <tool_call>, \
                  left as text because markup.unwrapped_calls is off"
             ),
-            Finding::Neither => "neither: answered in text without calling a tool".to_owned(),
+            Finding::Neither(said) if said.is_empty() => {
+                "neither: answered without text and without calling a tool".to_owned()
+            }
+            Finding::Neither(said) => {
+                format!("neither: answered in text without calling a tool: \"{said}\"")
+            }
+            Finding::Length => format!(
+                "cut off: the answer reached the output cap (max_output_tokens {}) before it \
+                 finished",
+                settings
+                    .max_output_tokens
+                    .value
+                    .map_or_else(|| "unset".to_owned(), |n| n.to_string())
+            ),
             Finding::Failed(e) => format!("request failed: {e}"),
         };
         writeln!(out, "  {i}. {}; {ttft}", text::escape_controls(&line))?;
         findings.push(finding);
     }
+    if interrupted {
+        writeln!(
+            out,
+            "interrupted: the verdict covers the {} of {count} requests that came back",
+            findings.len()
+        )?;
+        if findings.is_empty() {
+            return Ok(Outcome::Failed);
+        }
+    }
+    let outcome = verdict(&mut out, &findings, tools_hidden)?;
+    // An interrupted probe did not show that tool calling works.
+    Ok(if interrupted {
+        Outcome::Failed
+    } else {
+        outcome
+    })
+}
+
+/// The verdict on the probes that came back.
+fn verdict(
+    out: &mut impl Write,
+    findings: &[Finding],
+    tools_hidden: bool,
+) -> anyhow::Result<Outcome> {
     let n = findings.len();
     let structured = findings
         .iter()
@@ -239,11 +317,38 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
         )?;
     }
     if failed < n && markup == 0 && unwrapped == 0 {
+        let count_of = |f: fn(&Finding) -> bool| findings.iter().filter(|x| f(x)).count();
+        let parts = [
+            (
+                count_of(|f| matches!(f, Finding::Neither(_))),
+                "answered in text without calling a tool",
+            ),
+            (
+                count_of(|f| matches!(f, Finding::InvalidCall(_))),
+                "called a tool with bad arguments",
+            ),
+            (
+                count_of(|f| matches!(f, Finding::Length)),
+                "were cut off at the output cap (max_output_tokens)",
+            ),
+            (failed, "failed"),
+        ];
+        let rest: Vec<String> = parts
+            .iter()
+            .filter(|(k, _)| *k > 0)
+            .map(|(k, what)| format!("{k} {what}"))
+            .collect();
+        let why = if tools_hidden {
+            "The engine is not showing the tools to the model (see the warning above): fix its \
+             chat template first."
+        } else {
+            "The model may be too small or not tuned for tool use, or a looping answer needs \
+             sampling settings (docs/engines.md)."
+        };
         writeln!(
             out,
-            "verdict: {structured} of {n} requests came back as valid structured calls; the rest \
-             did not call a tool or called it badly. The model may be too small or not tuned for \
-             tool use."
+            "verdict: {structured} of {n} requests came back as valid structured calls; {}. {why}",
+            rest.join(", ")
         )?;
     }
     Ok(Outcome::Failed)

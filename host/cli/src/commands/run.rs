@@ -60,6 +60,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             output: io::stderr(),
             style: Style::stderr(),
             pager: Pager::from_env(),
+            width: crate::screen::stderr_columns(),
         }) as Box<dyn goat_shepherd::Approver>
     });
     let opened = session::for_turn(&args.turn, approver)?;
@@ -82,7 +83,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         &mut printer,
     );
     printer.finish(result.is_ok());
-    let stats = result.as_ref().ok().map(|s| s.stats);
+    // A failed turn's rounds spent tokens too: its stats so far.
+    let stats = Some(
+        result
+            .as_ref()
+            .map_or_else(|_| shepherd.last_turn_stats(), |s| s.stats),
+    );
     if let Some(line) = stats.as_ref().and_then(crate::turn_stats::stats_line) {
         note(line);
     }

@@ -75,6 +75,9 @@ fn collect(
                     u64::deserialize(ValueDeserializer::from(value)).map(Raw::Number)
                 }
                 RawType::Bool => bool::deserialize(ValueDeserializer::from(value)).map(Raw::Bool),
+                RawType::Decimal => {
+                    f64::deserialize(ValueDeserializer::from(value)).map(Raw::Decimal)
+                }
                 RawType::List => {
                     Vec::<String>::deserialize(ValueDeserializer::from(value)).map(Raw::List)
                 }

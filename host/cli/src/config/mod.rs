@@ -115,7 +115,7 @@ impl fmt::Display for Source {
 
 /// One setting: its value (`None`: not set anywhere, no default) and where
 /// it came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Setting<T> {
     pub value: Option<T>,
     pub source: Source,
@@ -197,6 +197,14 @@ pub struct Settings {
     pub ca_cert: Setting<String>,
     pub max_rounds: Setting<u64>,
     pub context_tokens: Setting<u64>,
+    pub max_output_tokens: Setting<u64>,
+    pub temperature: Setting<f64>,
+    pub top_p: Setting<f64>,
+    pub top_k: Setting<u64>,
+    pub min_p: Setting<f64>,
+    pub repeat_penalty: Setting<f64>,
+    pub presence_penalty: Setting<f64>,
+    pub seed: Setting<u64>,
     pub writes: Setting<Writes>,
     pub mode: Setting<String>,
     pub tool_timeout_secs: Setting<u64>,
@@ -242,6 +250,34 @@ impl Settings {
                 .map(|p| p.to_string_lossy().into_owned()),
             "--ca-cert",
         );
+        let sampling = &flags.sampling;
+        self.max_output_tokens
+            .flag(sampling.max_output_tokens, "--max-output-tokens");
+        self.temperature.flag(sampling.temperature, "--temperature");
+        self.top_p.flag(sampling.top_p, "--top-p");
+        self.top_k.flag(sampling.top_k, "--top-k");
+        self.min_p.flag(sampling.min_p, "--min-p");
+        self.repeat_penalty
+            .flag(sampling.repeat_penalty, "--repeat-penalty");
+        self.presence_penalty
+            .flag(sampling.presence_penalty, "--presence-penalty");
+        self.seed.flag(sampling.seed, "--seed");
+    }
+
+    /// The output cap and sampling settings sent with every request,
+    /// each only when set; the cap always is, by default
+    /// [`goat_shepherd::DEFAULT_MAX_OUTPUT_TOKENS`].
+    pub fn sampling(&self) -> goat_engine::Sampling {
+        goat_engine::Sampling {
+            max_output_tokens: self.max_output_tokens.value,
+            temperature: self.temperature.value,
+            top_p: self.top_p.value,
+            top_k: self.top_k.value,
+            min_p: self.min_p.value,
+            repeat_penalty: self.repeat_penalty.value,
+            presence_penalty: self.presence_penalty.value,
+            seed: self.seed.value,
+        }
     }
 
     /// Defaults, then the config file, then the environment.

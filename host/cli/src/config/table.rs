@@ -12,7 +12,7 @@ use goat_engine::{
     DEFAULT_TOTAL_TIMEOUT,
 };
 use goat_sandbox::Limits;
-use goat_shepherd::{DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_ROUNDS};
+use goat_shepherd::{DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_ROUNDS};
 
 use super::{Setting, Settings, Source, Writes};
 
@@ -90,6 +90,18 @@ pub(super) enum Kind {
     /// A list of strings (in the environment separated by `:`), default
     /// empty.
     List(Field<Vec<String>>),
+    /// A whole number in `range`; no default (unset, nothing is sent).
+    Whole {
+        field: Field<u64>,
+        range: Range<u64>,
+    },
+    /// A decimal number from `min` to `max`; no default (unset, nothing
+    /// is sent and the engine's or the model's own default applies).
+    Decimal {
+        field: Field<f64>,
+        min: f64,
+        max: f64,
+    },
 }
 
 /// Every setting, in the order the file documents and `config show`
@@ -152,6 +164,19 @@ pub static SETTINGS: &[SettingDef] = &[
             range: goat_engine::PLAUSIBLE_WINDOW,
             unit: "tokens",
             default: || DEFAULT_CONTEXT_TOKENS,
+        },
+    },
+    SettingDef {
+        key: "max_output_tokens",
+        env: "GOAT_MAX_OUTPUT_TOKENS",
+        flag: Some("--max-output-tokens"),
+        doc: "Most tokens one answer may take (sent as max_tokens); a model that repeats itself stops there instead of filling the context",
+        example: "4096",
+        kind: Kind::Number {
+            field: field!(max_output_tokens),
+            range: 1..1_048_577,
+            unit: "tokens",
+            default: || DEFAULT_MAX_OUTPUT_TOKENS,
         },
     },
     SettingDef {
@@ -272,6 +297,88 @@ pub static SETTINGS: &[SettingDef] = &[
         },
     },
     SettingDef {
+        key: "sampling.temperature",
+        env: "GOAT_TEMPERATURE",
+        flag: Some("--temperature"),
+        doc: "Sampling temperature; unset, the engine's default (see docs/engines.md for the vendors' recommendations)",
+        example: "0.7",
+        kind: Kind::Decimal {
+            field: field!(temperature),
+            min: 0.0,
+            max: 2.0,
+        },
+    },
+    SettingDef {
+        key: "sampling.top_p",
+        env: "GOAT_TOP_P",
+        flag: Some("--top-p"),
+        doc: "Nucleus sampling: keep the likeliest tokens up to this probability mass; unset, the engine's default",
+        example: "0.8",
+        kind: Kind::Decimal {
+            field: field!(top_p),
+            min: 0.0,
+            max: 1.0,
+        },
+    },
+    SettingDef {
+        key: "sampling.top_k",
+        env: "GOAT_TOP_K",
+        flag: Some("--top-k"),
+        doc: "Keep only the k likeliest tokens (0 turns it off in llama.cpp); unset, the engine's default",
+        example: "20",
+        kind: Kind::Whole {
+            field: field!(top_k),
+            range: 0..1_000_001,
+        },
+    },
+    SettingDef {
+        key: "sampling.min_p",
+        env: "GOAT_MIN_P",
+        flag: Some("--min-p"),
+        doc: "Drop tokens less likely than this fraction of the likeliest; unset, the engine's default",
+        example: "0.0",
+        kind: Kind::Decimal {
+            field: field!(min_p),
+            min: 0.0,
+            max: 1.0,
+        },
+    },
+    SettingDef {
+        key: "sampling.repeat_penalty",
+        env: "GOAT_REPEAT_PENALTY",
+        flag: Some("--repeat-penalty"),
+        doc: "Penalty on repeated tokens, 1 for none (sent as repeat_penalty and repetition_penalty); unset, the engine's default",
+        example: "1.05",
+        kind: Kind::Decimal {
+            field: field!(repeat_penalty),
+            min: 0.0,
+            max: 10.0,
+        },
+    },
+    SettingDef {
+        key: "sampling.presence_penalty",
+        env: "GOAT_PRESENCE_PENALTY",
+        flag: Some("--presence-penalty"),
+        doc: "Penalty on tokens already present, -2 to 2; unset, the engine's default",
+        example: "0.0",
+        kind: Kind::Decimal {
+            field: field!(presence_penalty),
+            min: -2.0,
+            max: 2.0,
+        },
+    },
+    SettingDef {
+        key: "sampling.seed",
+        env: "GOAT_SEED",
+        flag: Some("--seed"),
+        doc: "The sampler's seed: with temperature 0 the same request gives the same answer on the same engine build; unset, the engine's default",
+        example: "42",
+        kind: Kind::Whole {
+            field: field!(seed),
+            range: 0..4_294_967_296,
+        },
+    },
+    SettingDef {
         key: "commands.network",
         env: "GOAT_COMMANDS_NETWORK",
         flag: None,
@@ -333,6 +440,7 @@ pub(super) enum Raw {
     Number(u64),
     Bool(bool),
     List(Vec<String>),
+    Decimal(f64),
 }
 
 /// The TOML type a setting takes in the file.
@@ -341,6 +449,7 @@ pub(super) enum RawType {
     Number,
     Bool,
     List,
+    Decimal,
 }
 
 impl SettingDef {
@@ -348,7 +457,8 @@ impl SettingDef {
     pub(super) fn takes(&self) -> RawType {
         match self.kind {
             Kind::Text(_) | Kind::Writes(_) => RawType::Text,
-            Kind::Number { .. } => RawType::Number,
+            Kind::Number { .. } | Kind::Whole { .. } => RawType::Number,
+            Kind::Decimal { .. } => RawType::Decimal,
             Kind::Bool(_) => RawType::Bool,
             Kind::List(_) => RawType::List,
         }
@@ -364,6 +474,8 @@ impl SettingDef {
             Kind::Writes(field) => *(field.set)(s) = Setting::by_default(Some(Writes::Ask)),
             Kind::Bool(field) => *(field.set)(s) = Setting::by_default(Some(false)),
             Kind::List(field) => *(field.set)(s) = Setting::by_default(Some(Vec::new())),
+            Kind::Whole { field, .. } => *(field.set)(s) = Setting::by_default(None),
+            Kind::Decimal { field, .. } => *(field.set)(s) = Setting::by_default(None),
         }
     }
 
@@ -388,10 +500,24 @@ impl SettingDef {
                 }
                 *(field.set)(s) = Setting::new(items, source);
             }
-            (Kind::Text(_) | Kind::Writes(_), Raw::Number(_) | Raw::Bool(_) | Raw::List(_))
-            | (Kind::Number { .. }, Raw::Text(_) | Raw::Bool(_) | Raw::List(_))
-            | (Kind::Bool(_), Raw::Text(_) | Raw::Number(_) | Raw::List(_))
-            | (Kind::List(_), Raw::Text(_) | Raw::Number(_) | Raw::Bool(_)) => {
+            (Kind::Whole { field, range }, Raw::Number(n)) => {
+                *(field.set)(s) = Setting::new(bounded(n, range, "")?, source);
+            }
+            (Kind::Decimal { field, min, max }, Raw::Decimal(x)) => {
+                *(field.set)(s) = Setting::new(decimal_in(x, *min, *max)?, source);
+            }
+            (
+                Kind::Text(_) | Kind::Writes(_),
+                Raw::Number(_) | Raw::Bool(_) | Raw::List(_) | Raw::Decimal(_),
+            )
+            | (
+                Kind::Number { .. } | Kind::Whole { .. },
+                Raw::Text(_) | Raw::Bool(_) | Raw::List(_) | Raw::Decimal(_),
+            )
+            | (Kind::Bool(_), Raw::Text(_) | Raw::Number(_) | Raw::List(_) | Raw::Decimal(_))
+            | (Kind::List(_), Raw::Text(_) | Raw::Number(_) | Raw::Bool(_) | Raw::Decimal(_))
+            | (Kind::Decimal { .. }, Raw::Text(_) | Raw::Number(_) | Raw::Bool(_) | Raw::List(_)) =>
+            {
                 return Err(format!("{} takes a different type", self.key));
             }
         }
@@ -410,6 +536,15 @@ impl SettingDef {
             Kind::Writes(_) => self
                 .set(s, Raw::Text(text), source)
                 .map_err(|why| format!("{var}: {why}")),
+            Kind::Whole { range, .. } => number(&text, range, "")
+                .and_then(|n| self.set(s, Raw::Number(n), source))
+                .map_err(|why| format!("{var}={text}: {why}")),
+            Kind::Decimal { .. } => text
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| format!("'{text}' is not a number"))
+                .and_then(|x| self.set(s, Raw::Decimal(x), source))
+                .map_err(|why| format!("{var}={text}: {why}")),
             Kind::Bool(_) => match text.trim() {
                 "1" | "true" => self.set(s, Raw::Bool(true), source),
                 "0" | "false" => self.set(s, Raw::Bool(false), source),
@@ -440,7 +575,11 @@ impl SettingDef {
                 let setting = (field.get)(s);
                 (setting.value.clone(), &setting.source)
             }
-            Kind::Number { field, .. } => {
+            Kind::Number { field, .. } | Kind::Whole { field, .. } => {
+                let setting = (field.get)(s);
+                (setting.value.map(|v| v.to_string()), &setting.source)
+            }
+            Kind::Decimal { field, .. } => {
                 let setting = (field.get)(s);
                 (setting.value.map(|v| v.to_string()), &setting.source)
             }
@@ -474,6 +613,10 @@ impl SettingDef {
             Kind::Number { range, unit, .. } => {
                 format!("; {} to {} {unit}", range.start, range.end - 1)
             }
+            Kind::Whole { range, .. } => {
+                format!("; {} to {}; unset by default", range.start, range.end - 1)
+            }
+            Kind::Decimal { min, max, .. } => format!("; {min:?} to {max:?}; unset by default"),
             Kind::Text(_) | Kind::Writes(_) | Kind::Bool(_) => String::new(),
             Kind::List(_) => "; separated by : in the variable".to_owned(),
         };
@@ -508,10 +651,19 @@ fn bounded(n: u64, range: &Range<u64>, unit: &str) -> Result<u64, String> {
         Ok(n)
     } else {
         Err(format!(
-            "{n} is out of range; use {} to {} {unit}",
+            "{n} is out of range; use {} to {}{}{unit}",
             range.start,
-            range.end - 1
+            range.end - 1,
+            if unit.is_empty() { "" } else { " " }
         ))
+    }
+}
+
+fn decimal_in(x: f64, min: f64, max: f64) -> Result<f64, String> {
+    if x.is_finite() && (min..=max).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("{x} is out of range; use {min:?} to {max:?}"))
     }
 }
 

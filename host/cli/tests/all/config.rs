@@ -55,7 +55,7 @@ fn show_reports_each_value_and_where_it_came_from() {
     );
     assert!(
         plain.contains(&format!(
-            "model                     from-file  ({file_str}:3)"
+            "model                      from-file  ({file_str}:3)"
         )),
         "{plain}"
     );

@@ -26,6 +26,7 @@ mod plugins;
 mod probe;
 mod pty;
 mod run;
+mod sampling;
 mod screen;
 mod sessions;
 mod snapshots;

@@ -36,7 +36,9 @@ async fn probe_classifies_structured_markup_and_plain_answers_and_runs_nothing()
         "{stdout}"
     );
     assert!(
-        lines[3].starts_with("  3. neither: answered in text without calling a tool;"),
+        lines[3].starts_with(
+            "  3. neither: answered in text without calling a tool: \"The first line is probably a title.\";"
+        ),
         "{stdout}"
     );
     assert!(
@@ -166,4 +168,66 @@ async fn probe_names_the_reasoning_channel_and_always_reports_unwrapped_calls() 
         );
         assert_eq!(server.requests().len(), 2);
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_the_probe_prints_the_verdict_on_what_came_back() {
+    let env = Env::new();
+    let hold = goat_testkit::Hold::new();
+    let server = ScriptedServer::start(vec![
+        call_reply("c1", "read_file", r#"{"path": "README.md"}"#),
+        content_reply("never sent").held(&hold),
+    ])
+    .await;
+    let url = server.base_url();
+    let child = env
+        .cmd()
+        .args(["probe", "--engine", &url, "--model", "qwen", "--count", "3"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second request is held: the probe is waiting on it.
+    let started = std::time::Instant::now();
+    while server.requests().len() < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no second request"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = child.id().to_string();
+    let signalled = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    hold.release();
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[1].starts_with("  1. structured call: read_file("),
+        "{stdout}"
+    );
+    assert_eq!(lines[2], "  2. interrupted (Ctrl-C)", "{stdout}");
+    assert_eq!(
+        lines[3], "interrupted: the verdict covers the 1 of 3 requests that came back",
+        "{stdout}"
+    );
+    assert!(
+        lines[4].starts_with(
+            "verdict: tool calling works: 1 of 1 requests came back as valid structured calls"
+        ),
+        "{stdout}"
+    );
 }

@@ -8,5 +8,6 @@ mod dialects;
 mod failures;
 mod loading;
 mod requests;
+mod sampling;
 mod tls;
 mod window;

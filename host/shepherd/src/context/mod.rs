@@ -95,6 +95,11 @@ pub struct ProjectSection {
 pub(crate) fn project_bytes(budget: u64, bytes_per_token: f64) -> usize {
     (budget as f64 * PROJECT_PROMPT_SHARE * bytes_per_token / ESTIMATE_MARGIN) as usize
 }
+/// The output cap sent when the person sets none (`max_output_tokens`):
+/// the room each request leaves for the answer, so an answer that fits
+/// the reserve is never cut, and a model that repeats itself stops after
+/// it (about 80 s at 50 tokens/s on a CPU) instead of filling the window.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = ANSWER_RESERVE_TOKENS;
 
 /// How the window is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +132,11 @@ pub struct ContextStatus {
     pub next_request_tokens: u64,
     /// Tokens the budget allows a request (the window less the reserve).
     pub budget_tokens: Option<u64>,
+    /// The engine's own count of the last request's prompt, when it
+    /// reported usage: what the turn's stats line says too. It can be far
+    /// below the estimate when the engine dropped part of the request (a
+    /// template without tools).
+    pub last_request_tokens: Option<u64>,
     /// Bytes per token the estimates use now.
     pub bytes_per_token: f64,
     /// Prompt tokens the engine reported for this process's requests.
@@ -146,6 +156,8 @@ pub(crate) struct ContextState {
     pub(crate) settled: bool,
     pub(crate) bytes_per_token: f64,
     pub(crate) last_estimate: u64,
+    /// The engine's count of the last request, when it said.
+    pub(crate) last_prompt_tokens: Option<u64>,
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
     pub(crate) compactions: u64,
@@ -163,6 +175,7 @@ impl ContextState {
             window,
             bytes_per_token: DEFAULT_BYTES_PER_TOKEN,
             last_estimate: 0,
+            last_prompt_tokens: None,
             prompt_tokens: 0,
             completion_tokens: 0,
             compactions: 0,
@@ -188,6 +201,7 @@ impl ContextState {
     /// `prompt_tokens`.
     pub(crate) fn calibrate(&mut self, bytes: usize, prompt_tokens: u64) {
         if prompt_tokens > 0 {
+            self.last_prompt_tokens = Some(prompt_tokens);
             self.bytes_per_token = (bytes as f64 / prompt_tokens as f64)
                 .clamp(MIN_BYTES_PER_TOKEN, MAX_BYTES_PER_TOKEN);
         }
@@ -224,6 +238,7 @@ impl ContextState {
             window: known.then(|| self.window().0),
             source: known.then(|| self.window().1),
             next_request_tokens: self.last_estimate,
+            last_request_tokens: self.last_prompt_tokens,
             budget_tokens: known.then(|| self.budget()),
             bytes_per_token: self.bytes_per_token,
             session_prompt_tokens: self.prompt_tokens,

@@ -56,6 +56,10 @@ pub enum TurnEvent {
         /// Bytes of them read.
         whole: usize,
     },
+    /// The engine is not showing the offered tools to the model: its chat
+    /// template has no place for them, and llama-server drops them from
+    /// the request without a word. Said at most once per session.
+    ToolsNotShown(ToolsNotShown),
     /// The model wrote a tool call as text; it is asked once to use the
     /// structured format.
     Recovery {
@@ -64,6 +68,22 @@ pub enum TurnEvent {
         /// The call was in the reasoning channel, the content empty: the
         /// engine's reasoning parser kept it there.
         in_reasoning: bool,
+    },
+}
+
+/// How GOAT knows the engine is not showing the model the tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolsNotShown {
+    /// llama-server's `/props` says its template does not support tools
+    /// (`chat_template_caps.supports_tools: false`).
+    TemplateCaps,
+    /// The engine counted fewer prompt tokens than the tool schemas alone
+    /// take.
+    PromptSize {
+        /// The prompt tokens the engine reported.
+        prompt_tokens: u64,
+        /// The fewest tokens the tool schemas take.
+        tools_at_least: u64,
     },
 }
 

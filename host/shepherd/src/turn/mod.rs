@@ -15,23 +15,24 @@ mod events;
 mod recovery;
 mod window;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use goat_engine::{
-    CancellationToken, ChatRequest, Delta, EngineClient, EngineError, Message, Response, ToolCall,
-    ToolSchema,
+    CancellationToken, ChatRequest, Delta, EngineClient, EngineError, Message, Response,
+    TemplateTools, ToolCall, ToolSchema,
 };
 use goat_store::{
     CallOutcome, CompactReason, NewCall, RoundFailure, RoundOk, Store, StoreError, TurnStatus,
 };
 
 pub use caps::{MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, too_many_calls_result};
-pub use events::{TurnError, TurnEvent, TurnStats, TurnSummary};
+pub use events::{ToolsNotShown, TurnError, TurnEvent, TurnStats, TurnSummary};
 pub use window::Compacted;
 
 use crate::context::{ContextState, WindowChoice};
 pub use recovery::RECOVERY_INSTRUCTION;
-use recovery::{Markup, RecoveryBudget};
+use recovery::{Markup, ParseFailure, RecoveryBudget};
 
 use crate::router::AppToolRouter;
 
@@ -39,6 +40,12 @@ use crate::router::AppToolRouter;
 /// real edit-test-fix sequence, few enough that a model stuck in a loop is
 /// stopped within minutes.
 pub const DEFAULT_MAX_ROUNDS: usize = 24;
+
+/// More bytes of tool schema than any tokenizer puts in one token: JSON
+/// and English prose run 2.5 to 4.5 bytes a token, so a prompt of fewer
+/// tokens than the schemas' bytes over this cannot have held them. Wide,
+/// so the warning is never said of an engine that did show them.
+const SCHEMA_BYTES_PER_TOKEN_MAX: f64 = 8.0;
 
 /// Drives turns for one session.
 pub struct Shepherd {
@@ -58,6 +65,12 @@ pub struct Shepherd {
     /// The window, the estimate's calibration, the session's tokens
     /// (ADR-0073). Never held across an await.
     context: Mutex<ContextState>,
+    /// The latest turn's stats so far ([`Shepherd::last_turn_stats`]).
+    last_stats: Mutex<TurnStats>,
+    /// Whether the engine's template was asked about tools, and whether
+    /// [`TurnEvent::ToolsNotShown`] was said: each once per session.
+    tools_checked: AtomicBool,
+    tools_warned: AtomicBool,
 }
 
 impl Shepherd {
@@ -83,6 +96,9 @@ impl Shepherd {
             max_rounds: max_rounds.max(1),
             unwrapped_calls: false,
             context: Mutex::new(ContextState::new(WindowChoice::default())),
+            last_stats: Mutex::new(TurnStats::default()),
+            tools_checked: AtomicBool::new(false),
+            tools_warned: AtomicBool::new(false),
         }
     }
 
@@ -169,6 +185,7 @@ impl Shepherd {
         let (session, text) = (self.session_id.clone(), prompt.to_owned());
         let turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
         self.discover_window().await;
+        self.check_template_tools(on_event).await;
         let result = self.rounds(turn_id, cancel, on_event).await;
         let (status, error) = match &result {
             Ok(_) => (TurnStatus::Completed, None),
@@ -201,6 +218,7 @@ impl Shepherd {
         let (schemas, names) = self.offered();
         let mut recovery = RecoveryBudget::default();
         let mut stats = TurnStats::default();
+        self.publish_stats(stats);
         let compactions_before = self.state(|s| s.compactions);
         // The recovery instruction rides with the round it was taken for,
         // and with that round's one retry after a context overflow.
@@ -223,7 +241,30 @@ impl Shepherd {
                 .stream_response(round_id, &request, cancel, on_event)
                 .await
             {
-                Ok(response) => response,
+                Ok(Streamed::Response(response)) => response,
+                Ok(Streamed::ParseFailure {
+                    error,
+                    quoted,
+                    content,
+                }) => {
+                    instruction = None;
+                    let failed = ParseFailure {
+                        round_id,
+                        round,
+                        error,
+                        quoted,
+                        content,
+                    };
+                    self.handle_parse_failure(failed, &names, &mut recovery, on_event)
+                        .await?;
+                    continue;
+                }
+                Err(TurnError::Engine(EngineError::Length { partial })) => {
+                    self.check_prompt_size(&schemas, &partial, on_event);
+                    self.note_usage(&partial, bytes, &mut stats);
+                    self.publish_stats(stats);
+                    return Err(TurnError::Engine(EngineError::Length { partial }));
+                }
                 Err(TurnError::Engine(EngineError::ContextOverflow {
                     message,
                     window,
@@ -251,17 +292,10 @@ impl Shepherd {
                 Err(e) => return Err(e),
             };
             instruction = None;
-            self.count_usage(&response);
-            if let Some(u) = response.usage.filter(|u| u.prompt_tokens > 0) {
-                self.state(|s| s.calibrate(bytes, u.prompt_tokens));
-                stats.prompt_tokens += u.prompt_tokens;
-                stats.completion_tokens += u.completion_tokens;
-                stats.context_tokens = Some(u.prompt_tokens);
-            }
-            stats.first_token_after = response.first_token_after;
-            stats.tokens_per_second = response.tokens_per_second();
-            stats.window = self.state(|s| s.window().0);
+            self.check_prompt_size(&schemas, &response, on_event);
+            self.note_usage(&response, bytes, &mut stats);
             stats.compactions = self.state(|s| s.compactions) - compactions_before;
+            self.publish_stats(stats);
             if response.tool_calls.is_empty() {
                 let markup = self
                     .handle_markup(round_id, round, &response, &names, &mut recovery, on_event)
@@ -289,6 +323,92 @@ impl Shepherd {
             }
         }
         Err(TurnError::RoundCap(self.max_rounds))
+    }
+
+    /// Asks the engine, once per session, whether its chat template shows
+    /// the model the tools (llama-server `/props`), and says so when it
+    /// does not. A failure to ask says nothing.
+    async fn check_template_tools(&self, on_event: &mut (dyn FnMut(TurnEvent) + Send)) {
+        if let Some(why) = self.check_tools_shown().await {
+            on_event(TurnEvent::ToolsNotShown(why));
+        }
+    }
+
+    /// Asks the engine now, once per session, whether its chat template
+    /// shows the model the tools (with its window, in one `/props`
+    /// request), for a front end to say so before the first turn (`goat
+    /// chat` does, under its opening line). Returns the warning to show,
+    /// at most once per session; a turn does not say it again.
+    pub async fn check_tools_shown(&self) -> Option<ToolsNotShown> {
+        if self.tools_checked.swap(true, Ordering::Relaxed) || self.offered().0.is_empty() {
+            return None;
+        }
+        self.discover_window().await;
+        let dropped = self.engine.template_tools().await == TemplateTools::Dropped;
+        (dropped && !self.tools_warned.swap(true, Ordering::Relaxed))
+            .then_some(ToolsNotShown::TemplateCaps)
+    }
+
+    /// The other sign: the engine counted fewer prompt tokens than the
+    /// tool schemas alone can take (their bytes over the most bytes a
+    /// token ever holds), so it cannot have shown them.
+    fn check_prompt_size(
+        &self,
+        schemas: &[ToolSchema],
+        response: &Response,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) {
+        let Some(prompt_tokens) = response.usage.map(|u| u.prompt_tokens).filter(|&n| n > 0) else {
+            return;
+        };
+        if let Some(why) = prompt_without_tools(schemas, prompt_tokens) {
+            self.warn_tools_not_shown(why, on_event);
+        }
+    }
+
+    fn warn_tools_not_shown(
+        &self,
+        why: ToolsNotShown,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) {
+        if !self.tools_warned.swap(true, Ordering::Relaxed) {
+            on_event(TurnEvent::ToolsNotShown(why));
+        }
+    }
+
+    /// Counts a response's usage (a complete one, or what a `length`
+    /// failure reported) in the session's counts, the calibration and the
+    /// turn's stats.
+    fn note_usage(&self, response: &Response, bytes: usize, stats: &mut TurnStats) {
+        self.count_usage(response);
+        if let Some(u) = response.usage.filter(|u| u.prompt_tokens > 0) {
+            self.state(|s| s.calibrate(bytes, u.prompt_tokens));
+            stats.prompt_tokens += u.prompt_tokens;
+            stats.completion_tokens += u.completion_tokens;
+            stats.context_tokens = Some(u.prompt_tokens);
+        }
+        stats.first_token_after = response.first_token_after;
+        stats.tokens_per_second = response.tokens_per_second();
+        stats.window = self.state(|s| s.window().0);
+    }
+
+    /// Keeps the turn's stats so far where [`Shepherd::last_turn_stats`]
+    /// reads them, for a turn that fails.
+    fn publish_stats(&self, stats: TurnStats) {
+        *self
+            .last_stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = stats;
+    }
+
+    /// Tokens and speed of the latest turn so far, whether it completed
+    /// or not: a failed `goat run` prints them too (the rounds' tokens were
+    /// spent either way).
+    pub fn last_turn_stats(&self) -> TurnStats {
+        *self
+            .last_stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The tools offered for the whole turn: their schemas for the engine
@@ -333,7 +453,7 @@ impl Shepherd {
         request: &ChatRequest,
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
-    ) -> Result<Response, TurnError> {
+    ) -> Result<Streamed, TurnError> {
         let mut streamed = String::new();
         let response = self
             .engine
@@ -350,16 +470,34 @@ impl Shepherd {
             })
             .await;
         match response {
-            Ok(r) => Ok(r),
+            Ok(r) => Ok(Streamed::Response(r)),
+            // ADR-0079: the round is stored by the recovery rule.
+            Err(EngineError::ToolCallParse { message, quoted }) => Ok(Streamed::ParseFailure {
+                error: message,
+                quoted,
+                content: streamed,
+            }),
             Err(e) => {
+                let usage = match &e {
+                    EngineError::Length { partial } => partial.usage,
+                    _ => None,
+                };
                 let kind = if matches!(e, EngineError::Cancelled) {
                     RoundFailure::Cancelled
                 } else {
                     RoundFailure::Engine
                 };
                 let (failure, content) = (e.to_string(), streamed);
-                self.store(move |s| s.finish_round_failed(round_id, kind, &content, &failure))
-                    .await?;
+                self.store(move |s| {
+                    s.finish_round_failed(round_id, kind, &content, &failure)?;
+                    match usage {
+                        Some(u) => {
+                            s.record_round_usage(round_id, u.prompt_tokens, u.completion_tokens)
+                        }
+                        None => Ok(()),
+                    }
+                })
+                .await?;
                 Err(if matches!(e, EngineError::Cancelled) {
                     TurnError::Cancelled
                 } else {
@@ -469,6 +607,37 @@ impl Shepherd {
         });
         Ok(())
     }
+}
+
+/// [`ToolsNotShown::PromptSize`] when a prompt of `prompt_tokens` (as the
+/// engine counted it) is too small to have held the tool `schemas`: fewer
+/// tokens than their bytes over [`SCHEMA_BYTES_PER_TOKEN_MAX`].
+pub fn prompt_without_tools(schemas: &[ToolSchema], prompt_tokens: u64) -> Option<ToolsNotShown> {
+    let bytes: usize = schemas
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum();
+    let tools_at_least = (bytes as f64 / SCHEMA_BYTES_PER_TOKEN_MAX) as u64;
+    (prompt_tokens > 0 && prompt_tokens < tools_at_least).then_some(ToolsNotShown::PromptSize {
+        prompt_tokens,
+        tools_at_least,
+    })
+}
+
+/// What streaming a round gave.
+enum Streamed {
+    /// A complete response.
+    Response(Response),
+    /// The engine failed to parse the model's output as a call (ADR-0079),
+    /// not yet stored: the recovery rule decides how.
+    ParseFailure {
+        /// The engine's message.
+        error: String,
+        /// The model's text it quoted.
+        quoted: String,
+        /// The content streamed before the failure.
+        content: String,
+    },
 }
 
 fn round_ok(r: &Response) -> RoundOk {

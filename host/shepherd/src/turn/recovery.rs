@@ -15,10 +15,16 @@
 //! The same rule reads the reasoning channel when the content is empty (a
 //! reasoning parser that kept the call there), and, when the person turned
 //! it on, counts complete unwrapped Qwen3-Coder blocks (ADR-0067).
+//!
+//! ADR-0079 adds the engine's own failure to parse a call: llama.cpp ends
+//! the response with "Failed to parse input at pos N: TEXT" when the
+//! model's call text is malformed. When TEXT is markup naming an offered
+//! tool by the same rule, it is the same situation and gets the same one
+//! corrected request; any other parse failure stays an engine failure.
 
-use goat_engine::{Message, Response};
+use goat_engine::{EngineError, Message, Response};
 use goat_markup::Detector;
-use goat_store::{MarkupChannel, Recovery};
+use goat_store::{MarkupChannel, Recovery, RoundFailure};
 
 use super::{Shepherd, TurnError, TurnEvent};
 
@@ -95,6 +101,7 @@ impl Shepherd {
         let tool = recovery.tool.clone();
         let in_reasoning = recovery.channel == MarkupChannel::Reasoning;
         let (content, reasoning) = (response.content.clone(), response.reasoning.clone());
+        let usage = response.usage;
         if budget.used || round == self.max_rounds {
             // Stored as failed too: it is not a usable answer.
             let failure = format!(
@@ -110,7 +117,8 @@ impl Shepherd {
             );
             let channel = recovery.channel;
             self.store(move |s| {
-                s.finish_round_markup(round_id, &content, &reasoning, channel, &failure)
+                s.finish_round_markup(round_id, &content, &reasoning, channel, &failure)?;
+                keep_usage(s, round_id, usage)
             })
             .await?;
             return Err(if budget.used {
@@ -120,13 +128,149 @@ impl Shepherd {
             });
         }
         // Persist first: if this fails, stop, no retry.
-        self.store(move |s| s.record_recovery(round_id, &content, &reasoning, &recovery))
-            .await?;
+        self.store(move |s| {
+            s.record_recovery(round_id, &content, &reasoning, &recovery)?;
+            keep_usage(s, round_id, usage)
+        })
+        .await?;
         budget.used = true;
         budget.instruct_next = true;
         on_event(TurnEvent::Recovery { tool, in_reasoning });
         Ok(Markup::Retry)
     }
+}
+
+/// A round the engine ended because it could not parse the model's call
+/// text (ADR-0079), not yet stored.
+pub(super) struct ParseFailure {
+    /// The round's row.
+    pub(super) round_id: i64,
+    /// 1-based.
+    pub(super) round: usize,
+    /// The engine's message.
+    pub(super) error: String,
+    /// The model's text the engine quoted.
+    pub(super) quoted: String,
+    /// The content streamed before the failure.
+    pub(super) content: String,
+}
+
+impl Shepherd {
+    /// ADR-0079: the engine could not parse the model's call text. When
+    /// the text it quoted is unexecuted markup naming an offered tool (the
+    /// rule of ADR-0065, on the quote), the round is stored as failed
+    /// markup and the next round asks once for a structured call, as
+    /// [`Shepherd::handle_markup`] does; `Ok(())` means that retry. Any
+    /// other parse failure is stored as an engine failure and ends the
+    /// turn with it; a second one, or one in the last round, ends it with
+    /// [`TurnError::MarkupAgain`] or [`TurnError::MarkupNoRoom`].
+    pub(super) async fn handle_parse_failure(
+        &self,
+        failed: ParseFailure,
+        offered_names: &[String],
+        budget: &mut RecoveryBudget,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<(), TurnError> {
+        let ParseFailure {
+            round_id,
+            round,
+            error,
+            quoted,
+            content,
+        } = failed;
+        // The quote first; an engine that quoted nothing leaves the
+        // content streamed before it failed.
+        let found = |text: &str| {
+            detect(
+                text,
+                offered_names,
+                self.unwrapped_calls,
+                MarkupChannel::Content,
+            )
+        };
+        let Some(recovery) = found(&quoted).or_else(|| found(&content)) else {
+            let engine = EngineError::ToolCallParse {
+                message: error,
+                quoted,
+            };
+            let failure = engine.to_string();
+            self.store(move |s| {
+                s.finish_round_failed(round_id, RoundFailure::Engine, &content, &failure)
+            })
+            .await?;
+            return Err(engine.into());
+        };
+        let tool = recovery.tool.clone();
+        if budget.used || round == self.max_rounds {
+            let failure = format!(
+                "{}: the engine could not parse the model's tool call naming {} ({error}); \
+                 no recovery left, nothing was executed",
+                goat_store::MARKUP_FAILURE_PREFIX,
+                recovery.tool,
+            );
+            self.store(move |s| {
+                s.finish_round_markup(round_id, &content, "", MarkupChannel::Content, &failure)
+            })
+            .await?;
+            return Err(if budget.used {
+                TurnError::MarkupAgain {
+                    tool,
+                    in_reasoning: false,
+                }
+            } else {
+                TurnError::MarkupNoRoom {
+                    tool,
+                    in_reasoning: false,
+                }
+            });
+        }
+        // Persist first: if this fails, stop, no retry.
+        self.store(move |s| s.record_parse_recovery(round_id, &content, &recovery, &error))
+            .await?;
+        budget.used = true;
+        budget.instruct_next = true;
+        on_event(TurnEvent::Recovery {
+            tool,
+            in_reasoning: false,
+        });
+        Ok(())
+    }
+}
+
+/// Keeps the usage a failed round reported (issue 23: its tokens were
+/// spent, and `/status` counts them).
+fn keep_usage(
+    store: &mut goat_store::Store,
+    round_id: i64,
+    usage: Option<goat_engine::Usage>,
+) -> Result<(), goat_store::StoreError> {
+    match usage {
+        Some(u) => store.record_round_usage(round_id, u.prompt_tokens, u.completion_tokens),
+        None => Ok(()),
+    }
+}
+
+/// Unexecuted tool-call markup naming one of `offered_names` in `text`,
+/// by ADR-0065's rule (and ADR-0067's when `unwrapped_calls`).
+fn detect(
+    text: &str,
+    offered_names: &[String],
+    unwrapped_calls: bool,
+    channel: MarkupChannel,
+) -> Option<Recovery> {
+    let mut detector = Detector::new(offered_names).unwrapped_calls(unwrapped_calls);
+    detector.feed(text.as_bytes());
+    let verdict = detector.finish();
+    verdict.unexecuted.then(|| Recovery {
+        tool: verdict.tool.clone().unwrap_or_default(),
+        markers: verdict
+            .markers
+            .iter()
+            .map(|m| m.as_str().to_owned())
+            .collect(),
+        span: verdict.span,
+        channel,
+    })
 }
 
 /// Where an answer without structured calls holds unexecuted tool-call
@@ -137,21 +281,7 @@ fn find_markup(
     offered_names: &[String],
     unwrapped_calls: bool,
 ) -> Option<Recovery> {
-    let detect = |text: &str, channel| {
-        let mut detector = Detector::new(offered_names).unwrapped_calls(unwrapped_calls);
-        detector.feed(text.as_bytes());
-        let verdict = detector.finish();
-        verdict.unexecuted.then(|| Recovery {
-            tool: verdict.tool.clone().unwrap_or_default(),
-            markers: verdict
-                .markers
-                .iter()
-                .map(|m| m.as_str().to_owned())
-                .collect(),
-            span: verdict.span,
-            channel,
-        })
-    };
+    let detect = |text: &str, channel| detect(text, offered_names, unwrapped_calls, channel);
     detect(&response.content, MarkupChannel::Content).or_else(|| {
         response
             .content

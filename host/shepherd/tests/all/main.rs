@@ -8,4 +8,6 @@ mod approvals;
 mod caps;
 mod context;
 mod live_engine;
+mod parse_error;
+mod real_engine;
 pub(crate) mod shepherd;

@@ -135,11 +135,11 @@ impl Fixture {
     }
 
     /// The text of every message the engine received in request `i`.
-    fn request_text(&self, i: usize) -> String {
+    pub(crate) fn request_text(&self, i: usize) -> String {
         self.server.requests()[i].body["messages"].to_string()
     }
 
-    fn recovery_rows(&self) -> i64 {
+    pub(crate) fn recovery_rows(&self) -> i64 {
         let path = self.store.lock().unwrap().path().to_owned();
         rusqlite::Connection::open(path)
             .unwrap()
@@ -148,7 +148,7 @@ impl Fixture {
     }
 }
 
-fn statuses(turn: &TurnRecord) -> Vec<RoundStatus> {
+pub(crate) fn statuses(turn: &TurnRecord) -> Vec<RoundStatus> {
     turn.rounds.iter().map(|r| r.status).collect()
 }
 

@@ -74,6 +74,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
                 output: io::stderr(),
                 style: Style::stderr(),
                 pager: Pager::from_env(),
+                width: crate::screen::stderr_columns(),
             }))
         } else {
             None
@@ -87,6 +88,9 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         opened.workspace.display(),
         opened.mode.get().name(),
     ));
+    if let Some(why) = runtime.block_on(opened.shepherd.check_tools_shown()) {
+        note(Style::stderr().yellow(&crate::text::tools_not_shown(why)));
+    }
     let turns_before = opened.turn_count()?;
     if args.turn.session.is_some() {
         show_recap(&opened);
@@ -153,10 +157,17 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
             Err(TurnError::Cancelled) => {
                 note("the turn was cancelled and is recorded as cancelled")
             }
-            Err(e) => crate::error(format_args!(
-                "the turn failed: {}",
-                crate::text::turn_failure(e)
-            )),
+            Err(e) => {
+                crate::error(format_args!(
+                    "the turn failed: {}",
+                    crate::text::turn_failure(e)
+                ));
+                // Its rounds spent tokens too.
+                let stats = opened.shepherd.last_turn_stats();
+                if let Some(line) = crate::turn_stats::stats_line(&stats) {
+                    note(line);
+                }
+            }
         }
     }
     let id = &opened.session_id;

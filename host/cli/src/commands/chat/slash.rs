@@ -393,8 +393,13 @@ pub fn status_text(opened: &Opened) -> String {
         "context",
         &match (context.window, context.source) {
             (Some(window), source) => format!(
-                "about {} of {window} tokens used by the last request (window from {}){}",
-                context.next_request_tokens,
+                "{} of {window} tokens used by the last request (window from {}){}",
+                // The engine's count, as the turn's stats line says it;
+                // the estimate only when the engine reported no usage.
+                context.last_request_tokens.map_or_else(
+                    || format!("about {} (estimated)", context.next_request_tokens),
+                    |n| format!("{n} (as the engine counted them)"),
+                ),
                 source.map_or("unknown", |s| s.as_str()),
                 if context.compactions > 0 {
                     format!("; {} summaries written", context.compactions)
