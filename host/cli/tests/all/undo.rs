@@ -299,3 +299,38 @@ async fn a_directory_move_runs_unkept_and_undo_says_it_does_not_reverse_it() {
         "{stdout}"
     );
 }
+
+/// Issue 22: a turn wrote `a.txt` and deleted `z/zz.txt`; then `z` became
+/// a regular file. Undo refuses before writing anything, naming why, and
+/// `a.txt` keeps the turn's version: never half a turn undone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_in_the_way_refuses_the_whole_undo_through_the_binary() {
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "write_file",
+                r#"{"path": "a.txt", "content": "new\n"}"#,
+            ),
+            call_reply("c2", "delete_file", r#"{"path": "z/zz.txt"}"#),
+            content_reply("Done."),
+        ])
+        .allow_writes();
+    let ws = builder.env().ws.clone();
+    fs::write(ws.join("a.txt"), "old\n").unwrap();
+    fs::create_dir(ws.join("z")).unwrap();
+    fs::write(ws.join("z/zz.txt"), "kept\n").unwrap();
+    let run = builder.run("change and delete").await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    fs::remove_dir_all(ws.join("z")).unwrap();
+    fs::write(ws.join("z"), "a file now\n").unwrap();
+    let out = run.env.run(&["undo"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("'z/zz.txt' (it is now beneath 'z'"),
+        "{stdout}"
+    );
+    assert_eq!(fs::read_to_string(ws.join("a.txt")).unwrap(), "new\n");
+    assert_eq!(fs::read_to_string(ws.join("z")).unwrap(), "a file now\n");
+}

@@ -649,3 +649,40 @@ async fn sessions_show_says_which_state_each_path_of_an_unlanded_set_holds() {
     );
     assert!(shown.contains("someone.txt: neither"), "{shown}");
 }
+
+/// A command that fails naming a path under the home directory that is not
+/// granted gets one line naming the setting that grants it; one naming a
+/// place that holds keys does not.
+#[test]
+fn a_failure_naming_an_ungranted_toolchain_says_which_setting_grants_it() {
+    let env = Env::new();
+    if !view_available(&env) {
+        return;
+    }
+    let home = env.root.join("home");
+    fs::create_dir_all(home.join(".mytool/lib")).unwrap();
+    fs::write(home.join(".mytool/lib/core.py"), "x = 1\n").unwrap();
+    let out = command_in(
+        &env,
+        &env.ws,
+        &json!({"command": "cat $HOME/.mytool/lib/core.py"}),
+        &[("HOME", home.to_str().unwrap())],
+    );
+    let result = shown(&out);
+    assert!(!result.starts_with("exit code 0"), "{result}");
+    assert!(
+        result.contains("add \"~/.mytool\" to commands.read_paths"),
+        "{result}"
+    );
+    let out = command_in(
+        &env,
+        &env.ws,
+        &json!({"command": "cat $HOME/.ssh/id_ed25519"}),
+        &[("HOME", home.to_str().unwrap())],
+    );
+    assert!(
+        !shown(&out).contains("commands.read_paths"),
+        "{}",
+        shown(&out)
+    );
+}
