@@ -4,8 +4,8 @@
 //! The file is TOML, at `$GOAT_CONFIG`, else
 //! `$XDG_CONFIG_HOME/goat/config.toml`, else `~/.config/goat/config.toml`.
 //! Every setting is one entry of [`SETTINGS`](table::SETTINGS): its key,
-//! variable, flag, default, docs and parsing; the README's sample of the
-//! file is made from it (a test checks).
+//! variable, flag, default, docs and parsing; the sample of the file in
+//! docs/configuration.md is made from it (a test checks).
 //!
 //! Only the person's own config directory (or the file they name) is read;
 //! nothing in a workspace is ever taken as configuration. A mistake in the

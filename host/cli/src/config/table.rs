@@ -1,6 +1,6 @@
 //! The table of settings: each setting's key, variable, flag, default,
 //! docs and parsing in one entry. It drives the config file, the
-//! environment, `goat config show`, the README's sample and the test
+//! environment, `goat config show`, the sample in docs/configuration.md and the test
 //! isolation list; adding a setting is an entry here and its field in
 //! [`Settings`].
 
@@ -30,25 +30,25 @@ pub struct SettingDef {
         not(test),
         expect(
             dead_code,
-            reason = "the docs: read by the test that keeps the README in step"
+            reason = "the docs: read by the test that keeps docs/configuration.md in step"
         )
     )]
     pub flag: Option<&'static str>,
-    /// What it is, for the README's sample.
+    /// What it is, for the sample in docs/configuration.md.
     #[cfg_attr(
         not(test),
         expect(
             dead_code,
-            reason = "the docs: read by the test that keeps the README in step"
+            reason = "the docs: read by the test that keeps docs/configuration.md in step"
         )
     )]
     pub doc: &'static str,
-    /// An example value, as TOML, for the README's sample.
+    /// An example value, as TOML, for the sample in docs/configuration.md.
     #[cfg_attr(
         not(test),
         expect(
             dead_code,
-            reason = "the docs: read by the test that keeps the README in step"
+            reason = "the docs: read by the test that keeps docs/configuration.md in step"
         )
     )]
     pub example: &'static str,
@@ -604,7 +604,7 @@ impl SettingDef {
         }
     }
 
-    /// The README's lines for it: what it is, then the key and an example.
+    /// The sample's lines for it: what it is, then the key and an example.
     #[cfg(test)]
     fn sample(&self) -> String {
         let mut how = vec![self.env.to_owned()];
@@ -630,7 +630,7 @@ impl SettingDef {
     }
 }
 
-/// The config file's sample in the README, made from the table.
+/// The config file's sample in docs/configuration.md, made from the table.
 #[cfg(test)]
 fn sample() -> String {
     let mut out = String::new();
@@ -698,12 +698,12 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_sample_is_the_table() {
-        let readme = include_str!("../../../../README.md");
+    fn the_documented_sample_is_the_table() {
+        let page = include_str!("../../../../docs/configuration.md");
         let sample = format!("```toml\n{}```\n", sample().trim_start());
         assert!(
-            readme.contains(&sample),
-            "README.md's config sample differs from the table; it should read:\n{sample}"
+            page.contains(&sample),
+            "docs/configuration.md's config sample differs from the table; it should read:\n{sample}"
         );
     }
 }
