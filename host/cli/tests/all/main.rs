@@ -17,6 +17,7 @@ mod config;
 mod context;
 mod demo;
 mod detect;
+mod docs;
 mod engine;
 mod instructions;
 mod listing;
