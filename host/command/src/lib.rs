@@ -24,6 +24,7 @@
 //! Where the kernel lacks what is needed, [`support`] says why and the tool
 //! is not offered: it fails closed, never runs a command uncontained.
 
+mod child;
 pub mod fs;
 pub mod gitindex;
 pub mod inspect;

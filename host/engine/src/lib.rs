@@ -30,6 +30,7 @@ mod error;
 mod request;
 mod response;
 pub mod sse;
+mod tls;
 mod window;
 
 pub use client::{
