@@ -218,24 +218,49 @@ pub(crate) fn view_ruleset(
     tmpdir: &Path,
     network: Network,
 ) -> Result<RulesetCreated, CommandError> {
+    host_grants(
+        network,
+        &[
+            (SYSTEM_READ_PATHS, Grant::Read),
+            (DEVICES_READ, Grant::Read),
+            (DEVICES_READ_WRITE, Grant::ReadWrite),
+            (&["/dev/tty"], Grant::ReadWrite),
+        ],
+        read_paths,
+        tmpdir,
+    )
+}
+
+/// One rule for a path, with the rights `grant` gives it.
+fn add_rule(
+    created: RulesetCreated,
+    fd: &dyn AsFd,
+    grant: Grant,
+    is_dir: bool,
+) -> Result<RulesetCreated, CommandError> {
+    created
+        .add_rule(PathBeneath::new(fd.as_fd(), rights(grant, is_dir)))
+        .map_err(|e| CommandError::Containment(e.to_string()))
+}
+
+/// A ruleset with the host's grants both containments share: the host
+/// paths in `groups` (where they exist), the toolchains readable, the
+/// private temporary directory writable.
+fn host_grants(
+    network: Network,
+    groups: &[(&[&str], Grant)],
+    read_paths: &[PathBuf],
+    tmpdir: &Path,
+) -> Result<RulesetCreated, CommandError> {
     let failed = |why: String| CommandError::Containment(why);
     let mut created = base_ruleset(network)
         .map_err(failed)?
         .create()
         .map_err(|e| failed(e.to_string()))?;
-    let mut add = |created: RulesetCreated, fd: &dyn AsFd, grant: Grant, is_dir: bool| {
-        created
-            .add_rule(PathBeneath::new(fd.as_fd(), rights(grant, is_dir)))
-            .map_err(|e| failed(e.to_string()))
-    };
-    for (paths, grant) in [
-        (SYSTEM_READ_PATHS, Grant::Read),
-        (DEVICES_READ, Grant::Read),
-        (DEVICES_READ_WRITE, Grant::ReadWrite),
-        (&["/dev/tty"][..], Grant::ReadWrite),
-    ] {
-        for path in paths {
-            created = add_existing(created, Path::new(path), grant, &mut add)?;
+    let mut add = add_rule;
+    for (paths, grant) in groups {
+        for path in *paths {
+            created = add_existing(created, Path::new(path), *grant, &mut add)?;
         }
     }
     for path in read_paths {
@@ -314,29 +339,18 @@ pub(crate) struct FsPlan<'a> {
 /// The ruleset for one command, ready for `restrict_self` in the child.
 pub(crate) fn ruleset(plan: &FsPlan<'_>) -> Result<RulesetCreated, CommandError> {
     let failed = |why: String| CommandError::Containment(why);
-    let mut created = base_ruleset(plan.network)
-        .map_err(failed)?
-        .create()
-        .map_err(|e| failed(e.to_string()))?;
-    let mut add = |created: RulesetCreated, fd: &dyn AsFd, grant: Grant, is_dir: bool| {
-        created
-            .add_rule(PathBeneath::new(fd.as_fd(), rights(grant, is_dir)))
-            .map_err(|e| failed(e.to_string()))
-    };
-    for (paths, grant) in [
-        (SYSTEM_READ_PATHS, Grant::Read),
-        (PROC_READ_FILES, Grant::Read),
-        (DEVICES_READ, Grant::Read),
-        (DEVICES_READ_WRITE, Grant::ReadWrite),
-    ] {
-        for path in paths {
-            created = add_existing(created, Path::new(path), grant, &mut add)?;
-        }
-    }
-    for path in plan.read_paths {
-        created = add_existing(created, path, Grant::Read, &mut add)?;
-    }
-    created = add_existing(created, plan.tmpdir, Grant::ReadWrite, &mut add)?;
+    let mut created = host_grants(
+        plan.network,
+        &[
+            (SYSTEM_READ_PATHS, Grant::Read),
+            (PROC_READ_FILES, Grant::Read),
+            (DEVICES_READ, Grant::Read),
+            (DEVICES_READ_WRITE, Grant::ReadWrite),
+        ],
+        plan.read_paths,
+        plan.tmpdir,
+    )?;
+    let mut add = add_rule;
 
     let root = rustix::fs::open(
         plan.workspace,
