@@ -14,6 +14,47 @@ pub struct DbArg {
     pub db: Option<PathBuf>,
 }
 
+impl EngineArgs {
+    /// As the session core takes them.
+    pub fn flags(&self) -> goat_session::config::EngineFlags {
+        let s = &self.sampling;
+        goat_session::config::EngineFlags {
+            engine: self.engine.clone(),
+            model: self.model.clone(),
+            api_key_env: self.api_key_env.clone(),
+            ca_cert: self.ca_cert.clone(),
+            sampling: goat_session::config::SamplingFlags {
+                max_output_tokens: s.max_output_tokens,
+                temperature: s.temperature,
+                top_p: s.top_p,
+                top_k: s.top_k,
+                min_p: s.min_p,
+                repeat_penalty: s.repeat_penalty,
+                presence_penalty: s.presence_penalty,
+                seed: s.seed,
+            },
+        }
+    }
+}
+
+impl TurnOptions {
+    /// As the session core takes them.
+    pub fn open_options(&self) -> goat_session::OpenOptions {
+        goat_session::OpenOptions {
+            workspace: self.workspace.clone(),
+            engine: self.engine.flags(),
+            db: self.store.db.clone(),
+            permissions: self.permissions.permissions.clone(),
+            allow_writes: self.allow_writes,
+            allow_commands: self.allow_commands,
+            mode: self.mode,
+            max_rounds: self.max_rounds,
+            context_tokens: self.context_tokens,
+            session: self.session.clone(),
+        }
+    }
+}
+
 /// `--permissions`: which permission database.
 #[derive(clap::Args)]
 pub struct PermissionsArg {

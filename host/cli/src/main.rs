@@ -28,18 +28,18 @@ mod approval;
 mod args;
 mod commands;
 mod composer;
-mod config;
-mod instructions;
 mod markdown;
-mod paths;
 mod printer;
 mod recap;
 mod screen;
-mod session;
 mod style;
 mod terminal;
-mod text;
 mod turn_stats;
+
+// The session core (ADR-0080): settings, host paths, AGENTS.md, the one
+// assembly, text escaping. The CLI parses arguments and renders.
+use goat_session::assemble as session;
+use goat_session::{config, paths, text};
 
 use std::fmt::Display;
 use std::io::{self, Write};
@@ -64,6 +64,9 @@ enum Outcome {
     Ok,
     /// The turn or tool call failed, was denied or was cancelled: exit 1.
     Failed,
+    /// `goat run`: the exit code of the turn's outcome
+    /// ([`goat_session::Outcome::exit_code`]).
+    Code(u8),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
     match commands::dispatch(cli.command) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Code(code)) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // Errors quote files, engines and plugins (a plugin's trap
@@ -108,6 +112,11 @@ fn note(line: impl Display) {
     let mut err = io::stderr().lock();
     style::clear_spinner_line(&mut err);
     let _ = writeln!(err, "{text}");
+}
+
+/// [`note`] as the session core takes it ([`goat_session::Notes`]).
+fn stderr_note(line: &str) {
+    note(line);
 }
 
 /// `▌ goat: error: ...` on stderr, the `error:` in red where colour is

@@ -10,9 +10,13 @@
 //! never keeps tool-call markup that did not run.
 
 use std::io::{self, IsTerminal, Write};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use goat_shepherd::{Routed, TurnEvent};
-use goat_store::CallStatus;
+use goat_session::drive::Events;
+
+use goat_session::protocol::{
+    CallStatus, CompactionReason, Event, EventKind, ToolCallCompleted, WarningCode,
+};
 use serde_json::Value;
 
 use crate::markdown::Renderer;
@@ -33,6 +37,22 @@ const REASONING_NOTE: &str =
 /// Longest tool result line shown on stderr, in characters: enough for a
 /// denial's reason and its hint, short of a wall of text.
 const RESULT_LINE_CHARS: usize = 300;
+
+/// A printer the session's events reach: the events to hand the session
+/// core, and the printer to finish each turn with.
+pub(crate) fn shared(stream_answer: bool) -> (Arc<Mutex<Printer>>, Arc<Events>) {
+    let printer = Arc::new(Mutex::new(Printer::new(stream_answer)));
+    let sink = printer.clone();
+    let events = Events::new(
+        move |event| {
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .event(event);
+        },
+        false,
+    );
+    (printer, events)
+}
 
 /// Shows a turn as it happens.
 pub(crate) struct Printer {
@@ -85,9 +105,12 @@ impl Printer {
         }
     }
 
-    pub(crate) fn event(&mut self, event: TurnEvent) {
-        match event {
-            TurnEvent::RoundStarted { .. } => {
+    /// Renders one event of the session protocol; those a terminal does
+    /// not show (the whole message again, approvals, the turn's end) are
+    /// passed over.
+    pub(crate) fn event(&mut self, event: &Event) {
+        match &event.kind {
+            EventKind::RoundStarted { .. } => {
                 self.flush_pending();
                 self.end_message();
                 self.new_round = true;
@@ -101,7 +124,7 @@ impl Printer {
             }
             // llama-server answers 503 until its weights are loaded; GOAT
             // asks again within the first-byte timeout.
-            TurnEvent::EngineLoading { .. } => {
+            EventKind::EngineLoading { .. } => {
                 if let Some(spinner) = &self.spinner {
                     spinner.relabel(LOADING_LABEL);
                 } else if !self.told_loading {
@@ -111,30 +134,30 @@ impl Printer {
                 }
                 self.told_loading = true;
             }
-            TurnEvent::Content(text) => {
+            EventKind::MessageDelta { text, .. } => {
                 if !text.is_empty() {
                     self.stop_spinner();
                 }
-                self.answer(&text);
+                self.answer(text);
             }
             // Reasoning is the model's scratch work, not the answer; the
             // store keeps it.
-            TurnEvent::Reasoning(_) => {
+            EventKind::ReasoningDelta { .. } => {
                 if let Some(spinner) = &self.spinner {
                     spinner.relabel("the model is thinking");
                 }
             }
-            TurnEvent::CallStarted { arguments, .. } => {
+            EventKind::ToolCallStarted { arguments, .. } => {
                 self.stop_spinner();
                 self.flush_pending();
                 self.end_message();
-                self.arguments = Some(arguments);
+                self.arguments = Some(arguments.clone());
             }
-            TurnEvent::CallFinished { tool, routed } => {
+            EventKind::ToolCallCompleted(call) => {
                 let arguments = self.arguments.take().unwrap_or_default();
-                let line = call_line(&tool, &arguments, &routed);
-                let line = match routed.status {
-                    CallStatus::Ok | CallStatus::Pending => line,
+                let line = call_line(call, &arguments);
+                let line = match call.status {
+                    CallStatus::Ok => line,
                     CallStatus::Denied | CallStatus::Interrupted => self.style.yellow(&line),
                     CallStatus::Error => self.style.red(&line),
                 };
@@ -142,44 +165,44 @@ impl Printer {
             }
             // ADR-0073: older turns were summarised to fit the window;
             // `goat sessions show` still has them whole.
-            TurnEvent::Compacted { turns, reason } => {
+            EventKind::Compaction { turns, reason } => {
                 self.stop_spinner();
                 self.flush_pending();
                 let why = match reason {
-                    goat_store::CompactReason::Overflow => {
+                    CompactionReason::Overflow => {
                         "because the engine refused the request as too long"
                     }
-                    goat_store::CompactReason::Window | goat_store::CompactReason::Asked => {
+                    CompactionReason::Window | CompactionReason::Asked => {
                         "to fit the context window"
                     }
                 };
                 self.status(&format!(
                     "{} summarised {why}; the store keeps them whole",
-                    crate::text::count(turns, "older turn")
+                    crate::text::count(usize::try_from(*turns).unwrap_or(usize::MAX), "older turn")
                 ));
             }
             // Issue 22: the repository's instructions take at most a
             // share of the window; the person hears when they were cut.
-            TurnEvent::ProjectInstructionsCut { kept, whole } => {
-                self.status(&format!(
-                    "project instructions cut to {kept} of {whole} bytes to fit the context \
-                     window (they take at most a quarter of it); the rest is not sent"
-                ));
-            }
-            TurnEvent::ToolsNotShown(why) => {
+            EventKind::Warning {
+                code: WarningCode::ProjectInstructionsCut,
+                message,
+            } => self.status(message),
+            EventKind::Warning {
+                code: WarningCode::ToolsNotShown,
+                message,
+            } => {
                 self.stop_spinner();
                 self.flush_pending();
-                let line = crate::text::tools_not_shown(why);
-                let line = self.style.yellow(&line);
+                let line = self.style.yellow(message);
                 self.status(&line);
             }
-            TurnEvent::Recovery { in_reasoning, .. } => {
+            EventKind::Recovery { in_reasoning, .. } => {
                 self.stop_spinner();
                 // On a terminal it was shown as it came; the recovery line
                 // says what it was.
                 self.pending.clear();
                 self.end_message();
-                let line = if in_reasoning {
+                let line = if *in_reasoning {
                     self.style
                         .yellow(&format!("{RECOVERY_LINE}{REASONING_NOTE}"))
                 } else {
@@ -187,6 +210,15 @@ impl Printer {
                 };
                 self.status(&line);
             }
+            EventKind::SessionStarted(_)
+            | EventKind::TurnStarted { .. }
+            | EventKind::MessageCompleted { .. }
+            | EventKind::ReasoningCompleted { .. }
+            | EventKind::ApprovalRequested(_)
+            | EventKind::ApprovalResolved { .. }
+            | EventKind::TurnCompleted(_)
+            | EventKind::TurnFailed(_)
+            | EventKind::Error { .. } => {}
         }
     }
 
@@ -303,27 +335,30 @@ impl Printer {
 }
 
 /// `write_file(path="a.txt", content="hi") -> ok: Created 'a.txt' (2 bytes)`
-fn call_line(tool: &str, arguments: &str, routed: &Routed) -> String {
-    let result = match routed.status {
+fn call_line(call: &ToolCallCompleted, arguments: &str) -> String {
+    let result = match call.status {
         // The result already says "denied: ...".
-        CallStatus::Denied => routed
-            .result
+        CallStatus::Denied => call
+            .result_excerpt
             .strip_prefix("denied: ")
-            .unwrap_or(&routed.result),
-        CallStatus::Ok | CallStatus::Error | CallStatus::Pending | CallStatus::Interrupted => {
-            &routed.result
-        }
+            .unwrap_or(&call.result_excerpt),
+        CallStatus::Ok | CallStatus::Error | CallStatus::Interrupted => &call.result_excerpt,
     };
     let first = text::first_line(result, RESULT_LINE_CHARS);
-    let status = routed.status.as_str();
-    let summary = text::call_summary(tool, arguments);
+    let status = match call.status {
+        CallStatus::Ok => "ok",
+        CallStatus::Error => "error",
+        CallStatus::Denied => "denied",
+        CallStatus::Interrupted => "interrupted",
+    };
+    let summary = text::call_summary(&call.tool, arguments);
     let mut line = if first.is_empty() {
         format!("{summary} -> {status}")
     } else {
         format!("{summary} -> {status}: {first}")
     };
-    if routed.status == CallStatus::Ok
-        && let Some(change) = change_summary(tool, arguments)
+    if call.status == CallStatus::Ok
+        && let Some(change) = change_summary(&call.tool, arguments)
     {
         line.push_str(&format!(" [{change}]"));
     }

@@ -12,14 +12,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use goat_engine::CancellationToken;
-use goat_shepherd::{Shepherd, TurnError, TurnSummary};
+use goat_session::{Driver, TurnReport};
 
 use rustix::termios::QueueSelector;
 
 use crate::approval::Answers;
 use crate::composer::{Composer, ComposerConfig};
 use crate::note;
-use crate::printer::Printer;
 
 /// One thing typed at the terminal, or the end of typing.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -482,38 +481,32 @@ impl Answers for ConsoleAnswers {
     }
 }
 
-/// Runs one turn, the answer and activity shown by `printer`. With
+/// Runs one turn through the session core, which says what happens to the
+/// events' sink (the printer, a JSON Lines writer). With
 /// `console` (at a terminal) it watches Ctrl-C, so a waiting question is
 /// answered with no; without one, [`drive`] does.
 pub(crate) fn run_turn(
     console: Option<&Console>,
     runtime: &tokio::runtime::Runtime,
-    shepherd: &Shepherd,
+    driver: &Driver,
     prompt: &str,
-    printer: &mut Printer,
-) -> Result<TurnSummary, TurnError> {
+    allow_denials: bool,
+) -> TurnReport {
     let Some(console) = console else {
-        return runtime.block_on(drive(shepherd, prompt, printer));
+        return runtime.block_on(drive(driver, prompt, allow_denials));
     };
     let cancel = CancellationToken::new();
     console.begin_turn(cancel.clone());
-    let result = runtime.block_on(shepherd.run_turn(prompt, &cancel, &mut |event| {
-        printer.event(event);
-    }));
+    let report = runtime.block_on(driver.turn(prompt, &cancel, allow_denials));
     console.end_turn();
-    result
+    report
 }
 
 /// Runs the turn without a terminal (and in the demo), catching Ctrl-C
 /// only while it runs.
-async fn drive(
-    shepherd: &Shepherd,
-    prompt: &str,
-    printer: &mut Printer,
-) -> Result<TurnSummary, TurnError> {
+async fn drive(driver: &Driver, prompt: &str, allow_denials: bool) -> TurnReport {
     let cancel = CancellationToken::new();
-    let mut on_event = |event| printer.event(event);
-    let mut turn = pin!(shepherd.run_turn(prompt, &cancel, &mut on_event));
+    let mut turn = pin!(driver.turn(prompt, &cancel, allow_denials));
     let mut interrupts = TurnInterrupts::default();
     interrupts.begin(cancel.clone());
     // Polled before the turn (the select is biased), so the handler is in

@@ -67,6 +67,7 @@ mod tests {
         let stats = TurnStats {
             prompt_tokens: 12_345,
             completion_tokens: 456,
+            cached_tokens: None,
             context_tokens: Some(12_800),
             window: 32_768,
             first_token_after: Some(Duration::from_millis(810)),

@@ -86,6 +86,10 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Both.
     pub total_tokens: u64,
+    /// Prompt tokens served from the engine's prompt cache, where it says:
+    /// `usage.prompt_tokens_details.cached_tokens` (OpenAI, vLLM, SGLang)
+    /// or llama-server's `timings.cache_n`.
+    pub cached_tokens: Option<u64>,
 }
 
 /// llama-server's `timings` (sent with the last chunk), where sent.
@@ -313,6 +317,9 @@ impl StreamAssembler {
                 prompt_tokens: n("prompt_tokens"),
                 completion_tokens: n("completion_tokens"),
                 total_tokens: n("total_tokens"),
+                cached_tokens: usage
+                    .pointer("/prompt_tokens_details/cached_tokens")
+                    .and_then(Value::as_u64),
             });
         }
         if let Some(t) = chunk.get("timings").filter(|t| t.is_object()) {
@@ -325,6 +332,15 @@ impl StreamAssembler {
                 predicted_ms: f("predicted_ms"),
                 predicted_per_second: f("predicted_per_second"),
             });
+            // llama-server says how much of the prompt its cache held
+            // here rather than in `usage`.
+            if let (Some(usage), Some(cached)) = (
+                self.response.usage.as_mut(),
+                t.get("cache_n").and_then(Value::as_u64),
+            ) && usage.cached_tokens.is_none()
+            {
+                usage.cached_tokens = Some(cached);
+            }
         }
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
             return Ok(());

@@ -176,7 +176,7 @@ impl AppToolRouter {
         let (evaluation, boundary) = gate::decide_command(&self.config().permissions_db, &request);
         let granted = match &evaluation.decision {
             Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
-            Decision::Deny(_) => return denied(CallDecision::Deny, evaluation.reason()),
+            Decision::Deny(why) => return crate::router::denied_because(why, evaluation.reason()),
             Decision::Ask { .. } => {
                 match self.ask_command(command, cwd.as_deref(), tool.containment.network, args) {
                     Ok(granted) => granted,
@@ -496,10 +496,9 @@ impl AppToolRouter {
             directories: &[],
             details: &[],
         }) else {
-            return Err(denied(
-                CallDecision::Deny,
-                format!("denied: {question}; no one is there to approve it"),
-            ));
+            return Err(crate::router::unasked(format!(
+                "denied: {question}; no one is there to approve it"
+            )));
         };
         let scope = match answer {
             Approval::Deny => {

@@ -37,7 +37,8 @@ pub use context::{
 pub use goat_command::{Containment, ContainmentMode, Network, Used as ContainmentUsed};
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
-    AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, Routed, RouterConfig,
+    AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, OfferedTool, Routed,
+    RouterConfig,
 };
 pub use turn::{
     Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION,

@@ -12,8 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// How writes and commands are handled in a session.
+///
+/// Exhaustive on purpose: every front end (and the event protocol's
+/// `mode`) must say each mode, so a new one is a compile error there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ApprovalMode {
     /// Writes and commands no rule decides are asked about (without a
     /// person, denied).

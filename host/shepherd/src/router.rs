@@ -115,6 +115,21 @@ fn directory_pattern(raw: &str) -> Option<String> {
     Some(format!("{dir}/**"))
 }
 
+/// One tool on offer ([`AppToolRouter::offered`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OfferedTool {
+    /// Its name, as the model calls it.
+    pub name: String,
+    /// It may change workspace files.
+    pub writes: bool,
+    /// It is GOAT's contained `run_command`.
+    pub command: bool,
+    /// It is an approved plugin rather than a built-in Pen tool.
+    pub plugin: bool,
+    /// Its top-level arguments that hold workspace paths.
+    pub path_fields: Vec<String>,
+}
+
 /// Who answers the gate's questions.
 pub trait Approver: Send {
     /// Shows `request` to the person and returns their answer.
@@ -307,6 +322,27 @@ impl AppToolRouter {
             .collect()
     }
 
+    /// The tools offered, as a front end describes them.
+    pub fn offered(&self) -> Vec<OfferedTool> {
+        self.tools
+            .iter()
+            .map(|t| OfferedTool {
+                name: t.spec().name.clone(),
+                writes: t.spec().access == Access::ReadWrite,
+                command: false,
+                plugin: t.kind() == goat_sandbox::ToolKind::Plugin,
+                path_fields: t.spec().path_fields.clone(),
+            })
+            .chain(self.commands.is_some().then(|| OfferedTool {
+                name: RUN_COMMAND.to_owned(),
+                writes: true,
+                command: true,
+                plugin: false,
+                path_fields: Vec::new(),
+            }))
+            .collect()
+    }
+
     /// The offered tool names.
     pub fn names(&self) -> Vec<String> {
         self.tools
@@ -436,7 +472,7 @@ impl AppToolRouter {
             .decide_with_boundary(&request);
         let granted = match &evaluation.decision {
             Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
-            Decision::Deny(_) => return Err(denied(CallDecision::Deny, evaluation.reason())),
+            Decision::Deny(why) => return Err(denied_because(why, evaluation.reason())),
             Decision::Ask { asked } => self.ask(&evaluation, asked, call, &paths, args, access)?,
         };
         // The gate gives a boundary with every call it lets through; without
@@ -480,10 +516,9 @@ impl AppToolRouter {
             }
         }
         let Some(approver) = self.approver.as_mut() else {
-            return Err(denied(
-                CallDecision::Deny,
-                format!("denied: {question}; no one is there to approve it"),
-            ));
+            return Err(unasked(format!(
+                "denied: {question}; no one is there to approve it"
+            )));
         };
         // What "session" and "always" would save: exactly the paths the
         // person is asked about (others are allowed by rules of their own),
@@ -689,6 +724,25 @@ impl goat_sandbox::PathPolicy for GatePolicy {
 
     fn hides_anything(&self) -> bool {
         self.0.hides_anything()
+    }
+}
+
+/// A call the gate denied, counted as [`CallErrorKind::NeedsApproval`]
+/// when the only reason was that no one could be asked.
+pub(crate) fn denied_because(why: &gate::Denial, reason: String) -> Routed {
+    match why {
+        gate::Denial::NeedsApproval { .. } | gate::Denial::CommandNeedsApproval { .. } => {
+            unasked(reason)
+        }
+        _ => denied(CallDecision::Deny, reason),
+    }
+}
+
+/// A call that needed a person's approval when there was no one to ask.
+pub(crate) fn unasked(reason: String) -> Routed {
+    Routed {
+        error_kind: Some(CallErrorKind::NeedsApproval),
+        ..denied(CallDecision::Deny, reason)
     }
 }
 

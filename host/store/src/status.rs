@@ -70,6 +70,9 @@ pub enum CallErrorKind {
     InvalidArguments,
     /// The gate or the person denied it.
     Denied,
+    /// Denied only because no rule decided it and no one was there to ask
+    /// (no terminal): a run without a person needs an allow rule or a flag.
+    NeedsApproval,
     /// A path named in the arguments does not exist.
     NotFound,
     /// The request conflicts with what is on disk.
@@ -171,6 +174,7 @@ text_enum!(CallErrorKind {
     UnknownTool => "unknown-tool",
     InvalidArguments => "invalid-arguments",
     Denied => "denied",
+    NeedsApproval => "needs-approval",
     NotFound => "not-found",
     Conflict => "conflict",
     PermissionDenied => "permission-denied",

@@ -21,7 +21,6 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::args::DbArg;
-use crate::printer::Printer;
 use crate::session::{self, Parts, Start};
 use crate::terminal::run_turn;
 use crate::{Outcome, note, paths};
@@ -209,6 +208,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
 
     let limits = crate::config::Settings::load()?.limits();
     let opened = session::open(Parts {
+        notes: &crate::stderr_note,
         workspace: workspace.clone(),
         store: Store::open(&store_path)?,
         store_path: store_path.clone(),
@@ -245,9 +245,13 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     );
     note(format_args!("demo: workspace {}", workspace.display()));
     note(format_args!("demo: prompt: {PROMPT}"));
-    let mut printer = Printer::new(true);
-    let result = run_turn(None, &runtime, &opened.shepherd, PROMPT, &mut printer);
-    printer.finish(result.is_ok());
+    let (printer, events) = crate::printer::shared(true);
+    let driver = goat_session::Driver::new(opened, events, goat_session::Budget::default());
+    let result = run_turn(None, &runtime, &driver, PROMPT, false).result;
+    printer
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .finish(result.is_ok());
     let fixed = std::fs::read_to_string(workspace.join("src/greet.py")).unwrap_or_default();
     let mut err = io::stderr().lock();
     let _ = writeln!(err);

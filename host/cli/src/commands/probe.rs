@@ -61,9 +61,13 @@ pub struct ProbeArgs {
 pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
     let count = usize::from(args.count);
     let mut settings = Settings::load()?;
-    settings.apply_engine_flags(&args.engine);
-    let (client, url, model) = engine_with(&settings, None)?;
-    let (_, tools) = session::sandbox_and_tools(session::Plugins::None, &settings.limits())?;
+    settings.apply_engine_flags(&args.engine.flags());
+    let (client, url, model) = engine_with(&settings, None, &crate::stderr_note)?;
+    let (_, tools) = session::sandbox_and_tools(
+        session::Plugins::None,
+        &settings.limits(),
+        &crate::stderr_note,
+    )?;
     let schemas: Vec<ToolSchema> = tools
         .iter()
         .map(|t| ToolSchema {

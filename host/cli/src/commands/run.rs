@@ -1,21 +1,32 @@
-//! `goat run`: one turn of the model, through the Shepherd.
+//! `goat run`: one turn of the model, through the session core.
 //!
 //! Everything that can be checked before the model is asked is checked
 //! first, and is exit 2: the prompt, the workspace, where the store and the
 //! permission database live (never inside the workspace), the engine
 //! settings, the tools, the session to resume. Then the turn runs; from
-//! there on the store records what happens, and a turn that fails or is
-//! cancelled is exit 1.
+//! there on the store records what happens, and the turn's one outcome
+//! decides the exit code (`goat_session::Outcome`: the same in every
+//! output mode, the table in docs/harness.md).
 //!
-//! The answer streams to stdout as it arrives and tool activity goes to
-//! stderr, one line per call, so `goat run ... > answer.md` keeps only the
-//! answer. With `--json`, stdout is one JSON summary read back from the
-//! store after the turn, and the answer is in it instead of streamed.
+//! `--output text` (the default) streams the answer to stdout as it
+//! arrives and tool activity to stderr, one line per call, so `goat run
+//! ... > answer.md` keeps only the answer. `--output json` (or `--json`)
+//! prints one summary read back from the store after the turn.
+//! `--output jsonl` writes the session protocol's events to stdout, one
+//! JSON object per line, as they happen (docs/schema/events.schema.json);
+//! diagnostics stay on stderr. `--logs-dir` keeps the events, the
+//! trajectory and the patch in a directory for a harness.
 
-use std::io::{self, IsTerminal, Read, Write};
-use std::sync::PoisonError;
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
+use goat_session::drive::Events;
+use goat_session::protocol::{Event, EventKind, Outcome as RunOutcome};
+use goat_session::{Budget, Driver};
 use goat_shepherd::TurnError;
 use goat_store::{RoundStatus, TurnRecord, TurnStatus};
 use serde_json::{Value, json};
@@ -23,10 +34,9 @@ use serde_json::{Value, json};
 use crate::approval::{Pager, TerminalApprover};
 use crate::args::TurnOptions;
 use crate::printer::Printer;
-use crate::session::{self, Opened};
 use crate::style::Style;
 use crate::terminal::{AtRest, Console, ConsoleAnswers, run_turn};
-use crate::{Outcome, note};
+use crate::{Outcome, note, paths};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -35,14 +45,74 @@ pub struct RunArgs {
     prompt: String,
     #[command(flatten)]
     turn: TurnOptions,
-    /// Print a JSON summary of the turn to stdout afterwards, with the
-    /// answer in it, instead of streaming the answer.
-    #[arg(long)]
+    /// What stdout gets: `text`, the answer as it streams; `json`, one
+    /// summary afterwards; `jsonl`, every event as one JSON object per
+    /// line, as it happens (docs/harness.md).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
+    output: OutputFormat,
+    /// The same as `--output json`.
+    #[arg(long, conflicts_with = "output")]
     json: bool,
+    /// With `--output jsonl`: also the answer and reasoning as they stream
+    /// (`message.delta`, `reasoning.delta`).
+    #[arg(long)]
+    stream_deltas: bool,
+    /// Exit 0 when the turn completed with calls denied (by a rule or a
+    /// person), rather than 3.
+    #[arg(long)]
+    allow_denials: bool,
+    /// Keep the run's events (events.jsonl), its trajectory in Harbor's
+    /// ATIF (trajectory.json) and the patch of what it changed
+    /// (changes.patch) in this directory, outside the workspace.
+    #[arg(long, value_name = "DIR")]
+    logs_dir: Option<PathBuf>,
+    /// Stop the turn after this many seconds (outcome budget_exhausted).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    max_wall_secs: Option<u64>,
+    /// Stop before another round once the run's prompt and completion
+    /// tokens reach this (outcome budget_exhausted).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    max_total_tokens: Option<u64>,
+}
+
+/// What stdout gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OutputFormat {
+    /// The answer, streamed.
+    Text,
+    /// One summary at the end.
+    Json,
+    /// The events, one JSON object per line.
+    Jsonl,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    let output = if args.json {
+        OutputFormat::Json
+    } else {
+        args.output
+    };
+    if args.stream_deltas && output != OutputFormat::Jsonl {
+        bail!("--stream-deltas needs --output jsonl; the text output streams the answer anyway");
+    }
+    let lines = Lines::new(output == OutputFormat::Jsonl, args.stream_deltas);
+    match run_with(&args, output, &lines) {
+        Ok(outcome) => Ok(outcome),
+        Err(e) => {
+            // A program reading the stream hears of it there too; the
+            // words go to stderr as for every command.
+            lines.error(&e);
+            Err(e)
+        }
+    }
+}
+
+fn run_with(args: &RunArgs, output: OutputFormat, lines: &Arc<Lines>) -> anyhow::Result<Outcome> {
     let prompt = read_prompt(&args.prompt)?;
+    let logs = match &args.logs_dir {
+        Some(dir) => Some(Logs::create(dir, &args.turn, args.stream_deltas)?),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -54,42 +124,68 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     } else {
         None
     };
+    // The answer streams only as text; the tool lines go to stderr in
+    // every mode.
+    let printer = Arc::new(Mutex::new(Printer::new(output == OutputFormat::Text)));
+    let events = {
+        let printer = printer.clone();
+        let lines = lines.clone();
+        let logs = logs.as_ref().map(|l| l.events.clone());
+        Events::new(
+            move |event| {
+                printer
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .event(event);
+                lines.write(event);
+                if let Some(file) = &logs {
+                    file.write(event);
+                }
+            },
+            args.stream_deltas,
+        )
+    };
+    lines.attach(events.clone());
     let approver = console.as_ref().map(|console| {
-        Box::new(TerminalApprover {
+        events.approver(Box::new(TerminalApprover {
             answers: ConsoleAnswers(console.clone()),
             output: io::stderr(),
             style: Style::stderr(),
             pager: Pager::from_env(),
             width: crate::screen::stderr_columns(),
-        }) as Box<dyn goat_shepherd::Approver>
+        }))
     });
-    let opened = session::for_turn(&args.turn, approver)?;
+    let opened = goat_session::for_turn(&args.turn.open_options(), approver, &crate::stderr_note)?;
     let turns_before = opened.turn_count()?;
-    // `_lock` keeps the session ours until this function returns.
-    let Opened {
-        shepherd,
-        store,
-        session_id,
-        lock: _lock,
-        ..
-    } = opened;
+    let driver = Driver::new(
+        opened,
+        events,
+        Budget {
+            max_wall: args.max_wall_secs.map(Duration::from_secs),
+            max_total_tokens: args.max_total_tokens,
+        },
+    );
+    runtime.block_on(driver.start());
 
-    let mut printer = Printer::new(!args.json);
-    let result = run_turn(
+    let report = run_turn(
         console.as_deref(),
         &runtime,
-        &shepherd,
+        &driver,
         &prompt,
-        &mut printer,
+        args.allow_denials,
     );
-    printer.finish(result.is_ok());
+    printer
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .finish(report.result.is_ok());
+    let session_id = driver.opened.session_id.clone();
+    let store = &driver.opened.store;
     // A failed turn's rounds spent tokens too: its stats so far.
-    let stats = Some(
-        result
-            .as_ref()
-            .map_or_else(|_| shepherd.last_turn_stats(), |s| s.stats),
-    );
-    if let Some(line) = stats.as_ref().and_then(crate::turn_stats::stats_line) {
+    let stats = report
+        .result
+        .as_ref()
+        .map_or_else(|_| driver.opened.shepherd.last_turn_stats(), |s| s.stats);
+    if let Some(line) = crate::turn_stats::stats_line(&stats) {
         note(line);
     }
 
@@ -102,7 +198,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             if new == 0 { None } else { turns.pop() }
         })
     };
-    let result = match (result, &recorded) {
+    let result = match (report.result, &recorded) {
         (Err(e), Ok(None)) => {
             return Err(anyhow::Error::new(e).context("the turn could not start"));
         }
@@ -120,14 +216,28 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove_session(&session_id)?;
-    let outcome = match result {
-        Ok(_) => Outcome::Ok,
+    let outcome = report.outcome;
+    match result {
+        Ok(_) => {
+            if !report.ended.denials.is_empty() {
+                note(format_args!(
+                    "{} denied; outcome {}",
+                    crate::text::count(report.ended.denials.len(), "call was"),
+                    outcome.as_str()
+                ));
+            }
+        }
+        Err(TurnError::Cancelled) if outcome == RunOutcome::BudgetExhausted => {
+            crate::error(format_args!(
+                "{}; continue with --session {session_id}",
+                crate::text::escape_controls(report.ended.error.as_deref().unwrap_or_default())
+            ));
+        }
         Err(TurnError::Cancelled) => {
             note(format_args!(
                 "the turn was cancelled and is recorded as cancelled; continue with --session \
                  {session_id}"
             ));
-            Outcome::Failed
         }
         Err(e) => {
             crate::error(format_args!(
@@ -139,10 +249,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                     "the engine was never reached, so session {session_id} was not kept"
                 ));
             }
-            Outcome::Failed
         }
-    };
-    if args.json {
+    }
+    if let Some(logs) = &logs
+        && kept
+    {
+        logs.finish(&driver.opened, &session_id);
+    }
+    if output == OutputFormat::Json {
         let turn = match recorded {
             Ok(Some(turn)) => turn,
             Ok(None) => bail!("the turn finished but the store has no record of it"),
@@ -152,9 +266,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         };
         let mut summary = summary_json(&session_id, &turn);
         summary["session_kept"] = Value::Bool(kept);
-        summary["stats"] = stats
-            .as_ref()
-            .map_or(Value::Null, crate::turn_stats::stats_json);
+        summary["outcome"] = Value::String(outcome.as_str().to_owned());
+        summary["exit_code"] = Value::from(outcome.exit_code(args.allow_denials));
+        summary["denials"] = serde_json::to_value(&report.ended.denials)?;
+        summary["stats"] = crate::turn_stats::stats_json(&stats);
         let mut out = io::stdout().lock();
         let written = serde_json::to_writer_pretty(&mut out, &summary)
             .map_err(io::Error::from)
@@ -172,7 +287,175 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             anyhow::Error::new(e)
         ));
     }
-    Ok(outcome)
+    Ok(Outcome::Code(outcome.exit_code(args.allow_denials)))
+}
+
+/// `--output jsonl` on stdout: each event as one line, written and flushed
+/// as it happens. A closed stdout stops the lines, not the turn.
+struct Lines {
+    on: bool,
+    deltas: bool,
+    state: Mutex<LinesState>,
+}
+
+struct LinesState {
+    open: bool,
+    /// The session's events, once there are any: an error after that is
+    /// numbered among them.
+    events: Option<Arc<Events>>,
+}
+
+impl Lines {
+    fn new(on: bool, deltas: bool) -> Arc<Self> {
+        Arc::new(Self {
+            on,
+            deltas,
+            state: Mutex::new(LinesState {
+                open: true,
+                events: None,
+            }),
+        })
+    }
+
+    fn attach(&self, events: Arc<Events>) {
+        self.lock().events = Some(events);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinesState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self, event: &Event) {
+        if !self.on || (!self.deltas && is_delta(event)) {
+            return;
+        }
+        let mut state = self.lock();
+        if !state.open {
+            return;
+        }
+        let mut out = io::stdout().lock();
+        let written = serde_json::to_writer(&mut out, event)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        if let Err(e) = written {
+            state.open = false;
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                note(format_args!(
+                    "cannot write the events to stdout ({e}); the turn goes on and the store \
+                     keeps it"
+                ));
+            }
+        }
+    }
+
+    /// An `error` line for a failure that ends the run (exit 2).
+    fn error(&self, e: &anyhow::Error) {
+        if !self.on {
+            return;
+        }
+        let message = crate::text::error_chain(e.chain());
+        let events = self.lock().events.clone();
+        match events {
+            Some(events) => events.error(message),
+            None => self.write(&Event {
+                seq: 0,
+                session_id: None,
+                turn: None,
+                kind: EventKind::Error {
+                    message,
+                    outcome: RunOutcome::HostError,
+                    exit_code: RunOutcome::HostError.exit_code(false),
+                },
+            }),
+        }
+    }
+}
+
+fn is_delta(event: &Event) -> bool {
+    matches!(
+        event.kind,
+        EventKind::MessageDelta { .. } | EventKind::ReasoningDelta { .. }
+    )
+}
+
+/// `--logs-dir`: what a harness collects.
+struct Logs {
+    dir: PathBuf,
+    events: Arc<EventFile>,
+}
+
+impl Logs {
+    /// Makes the directory (outside the workspace) and starts
+    /// `events.jsonl`, before anything else happens.
+    fn create(dir: &Path, turn: &TurnOptions, deltas: bool) -> anyhow::Result<Self> {
+        let workspace = paths::workspace(turn.workspace.as_deref())?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the logs directory {}", dir.display()))?;
+        paths::ensure_logs_outside(dir, &workspace)?;
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("resolving the logs directory {}", dir.display()))?;
+        let path = dir.join("events.jsonl");
+        let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(Self {
+            dir,
+            events: Arc::new(EventFile {
+                deltas,
+                file: Mutex::new(Some(BufWriter::new(file))),
+            }),
+        })
+    }
+
+    /// Ends `events.jsonl` and writes the trajectory and the patch. A
+    /// failure is said on stderr; the turn's outcome stands.
+    fn finish(&self, opened: &goat_session::Opened, session_id: &str) {
+        self.events.close();
+        let _ = (opened, session_id, &self.dir);
+    }
+}
+
+/// `events.jsonl`, flushed line by line so a harness that kills GOAT keeps
+/// what happened until then.
+struct EventFile {
+    deltas: bool,
+    file: Mutex<Option<BufWriter<File>>>,
+}
+
+impl EventFile {
+    fn write(&self, event: &Event) {
+        if !self.deltas && is_delta(event) {
+            return;
+        }
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(out) = file.as_mut() else {
+            return;
+        };
+        let written = serde_json::to_writer(&mut *out, event)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        if let Err(e) = written {
+            note(format_args!(
+                "cannot write events.jsonl in the logs directory ({e}); no more events go there"
+            ));
+            *file = None;
+        }
+    }
+
+    fn close(&self) {
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(out) = file.take()
+            && let Err(e) = out
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|f| f.sync_all())
+        {
+            note(format_args!(
+                "cannot finish events.jsonl in the logs directory: {e}"
+            ));
+        }
+    }
 }
 
 /// The prompt, from the argument or stdin for `-`; refusing an empty one.

@@ -106,6 +106,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             db,
             workspace: None,
         },
+        &crate::stderr_note,
     )?;
     let mut out = io::stdout().lock();
     if json {
@@ -253,6 +254,7 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
             workspace: Some(&workspace),
         },
         &settings.limits(),
+        &crate::stderr_note,
     )?;
     let is_command = call.name == goat_shepherd::RUN_COMMAND;
     if is_command && let Err(why) = goat_shepherd::command_support() {
@@ -296,6 +298,7 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
             &workspace,
             &[&store_path, &permissions_for_commands],
             call.allow_commands,
+            &crate::stderr_note,
         )? {
             Some(tool) => router.with_commands(tool),
             None => router,

@@ -17,7 +17,7 @@ async fn an_aborted_response_fails_the_run_and_is_never_the_answer() {
         .json()
         .run("What is the answer?")
         .await;
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     let summary = run.summary();
     assert_eq!(summary["status"], "failed");
     assert_eq!(summary["answer"], serde_json::Value::Null);

@@ -485,7 +485,7 @@ async fn goat_run_takes_the_mode_flag_without_a_terminal() {
         .arg("read-only")
         .run("Create notes/hello.txt")
         .await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
     assert!(!run.exists("notes/hello.txt"));
     assert_eq!(
         tool_result(&run.requests()[1].body),

@@ -25,7 +25,7 @@ async fn a_redirect_is_refused_naming_the_location_and_its_target_gets_nothing()
         .run("hello")
         .await;
     let url = format!("{}/chat/completions", run.server.base_url());
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
         format!(
@@ -47,7 +47,7 @@ async fn an_engine_error_is_escaped_and_printed_once() {
         )])
         .run("hello")
         .await;
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
         "▌ goat: error: the turn failed: the engine reported an error mid-stream: \
@@ -66,7 +66,7 @@ async fn connection_refused_asks_whether_the_engine_runs() {
     let out = env
         .run_async(&["run", "--engine", &base, "--model", "qwen", "hello"])
         .await;
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(7));
     assert_eq!(
         after_session_line(&text(&out.stderr)),
         format!(
@@ -104,7 +104,7 @@ async fn a_404_without_v1_suggests_it() {
     let out = env
         .run_async(&["run", "--engine", &base, "--model", "qwen", "hello"])
         .await;
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(7));
     assert_eq!(
         after_session_line(&text(&out.stderr)),
         format!(
@@ -134,7 +134,7 @@ async fn a_404_for_the_model_lists_the_engines_models() {
         )
         .run("hello")
         .await;
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
         "▌ goat: error: the turn failed: the engine has no model 'qwn' (HTTP 404: The model `qwn` \
@@ -154,7 +154,7 @@ async fn a_silent_stream_names_the_idle_timeout_setting() {
         .var("GOAT_IDLE_TIMEOUT_SECS", "1")
         .run("hello")
         .await;
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
         "▌ goat: error: the turn failed: the engine's stream went silent for 1s; that limit is \
@@ -173,7 +173,7 @@ async fn the_first_byte_timeout_comes_from_the_config_file() {
         .config("[timeouts]\nfirst_byte_secs = 1\n")
         .run("hello")
         .await;
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
         "▌ goat: error: the turn failed: the engine sent nothing for 1s after the request (model \
@@ -273,7 +273,7 @@ async fn an_untrusted_https_engine_fails_once_saying_how_to_trust_it() {
         .run("hello")
         .await;
     let url = format!("{}/chat/completions", run.server.base_url());
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     assert_eq!(
         after_session_line(&run.stderr()),
         format!(

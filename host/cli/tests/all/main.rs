@@ -20,6 +20,7 @@ mod detect;
 mod docs;
 mod engine;
 mod instructions;
+mod jsonl;
 mod listing;
 mod lock;
 mod permissions;

@@ -199,7 +199,7 @@ async fn a_deny_rule_naming_a_directory_keeps_its_files_from_the_model() {
         .json()
         .run("Show me secrets/prod.env")
         .await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
     assert_eq!(
         run.summary()["tool_calls"],
         json!([{"tool": "read_file", "status": "denied", "decision": "deny"}])

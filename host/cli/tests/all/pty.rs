@@ -524,7 +524,7 @@ async fn goat_run_at_a_terminal_asks_the_same_question_and_ctrl_c_there_denies()
     pty.expect("(default deny): ");
     pty.type_keys("\x03");
     pty.expect("recorded as cancelled");
-    assert_eq!(pty.exit_code(), Some(1));
+    assert_eq!(pty.exit_code(), Some(130));
     assert!(!env.ws.join("notes/a.txt").exists());
     assert_eq!(
         server.requests().len(),

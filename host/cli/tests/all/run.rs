@@ -64,7 +64,7 @@ async fn run_writes_the_file_streams_the_answer_and_reports_the_call() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn without_allow_writes_the_write_is_denied_and_the_turn_completes() {
+async fn without_allow_writes_the_write_is_denied_the_turn_completes_and_exits_four() {
     let run = GoatRun::builder()
         .replies([
             write_hello(),
@@ -73,7 +73,7 @@ async fn without_allow_writes_the_write_is_denied_and_the_turn_completes() {
         .run("Create it")
         .await;
     let err = run.stderr();
-    assert_eq!(run.code(), Some(0), "{err}");
+    assert_eq!(run.code(), Some(4), "{err}");
     assert!(!run.exists("notes/hello.txt"));
     assert!(!run.exists("notes"));
     assert_eq!(
@@ -154,14 +154,14 @@ async fn markup_written_as_text_is_recovered_once_then_the_structured_call_runs(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_second_malformed_answer_fails_the_turn_with_exit_one() {
+async fn a_second_malformed_answer_fails_the_turn_with_exit_eight() {
     let run = GoatRun::builder()
         .replies([malformed_write(), malformed_write()])
         .allow_writes()
         .json()
         .run("Create hello.txt")
         .await;
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(8), "{}", run.stderr());
     let err = run.stderr();
     assert!(err.contains("▌ goat: error: the turn failed: "), "{err}");
     assert!(err.contains("again after being asked"), "{err}");
@@ -177,7 +177,7 @@ async fn a_second_malformed_answer_fails_the_turn_with_exit_one() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn engine_down_is_exit_one_with_a_message_naming_the_url() {
+async fn engine_down_is_exit_seven_with_a_message_naming_the_url() {
     let env = Env::new();
     // A port nothing listens on any more.
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
@@ -188,7 +188,7 @@ async fn engine_down_is_exit_one_with_a_message_naming_the_url() {
     let out = env
         .run_async(&["run", "--engine", &url, "--model", "qwen", "hello"])
         .await;
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(err.contains("cannot connect to the engine"), "{err}");
     assert!(err.contains(&url), "{err}");
@@ -207,7 +207,7 @@ async fn engine_down_is_exit_one_with_a_message_naming_the_url() {
     assert_eq!(first.code(), Some(0), "{}", first.stderr());
     let id = first.sessions()[0]["id"].as_str().unwrap().to_owned();
     let out = first.env.resume(&url, &id, "again").await;
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
     let shown = json_out(&first.env.run(&["sessions", "show", &id, "--json"]));
     assert_eq!(shown["turns"][1]["status"], "failed");
     assert!(
@@ -483,7 +483,7 @@ async fn ctrl_c_cancels_the_turn_and_it_is_recorded_as_cancelled() {
         .await
         .unwrap();
     let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("recorded as cancelled"), "{err}");
     let summary = json_out(&out);
     assert_eq!(summary["status"], "cancelled");

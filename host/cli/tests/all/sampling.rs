@@ -65,7 +65,7 @@ async fn a_turn_cut_at_the_cap_says_what_to_change_and_keeps_its_tokens() {
         .concat(),
     );
     let run = GoatRun::builder().replies([cut]).run("count").await;
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.code(), Some(7), "{}", run.stderr());
     let err = run.stderr();
     assert!(
         err.contains("output length limit")

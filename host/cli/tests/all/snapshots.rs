@@ -320,7 +320,7 @@ async fn snapshot_sessions_show_text_and_json() {
     let env = world();
     let server = ScriptedServer::start(scripted_turn()).await;
     let out = goat_run(&env, &server, "qwen3-coder", &["--json"]).await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let [id] = session_ids(&env).try_into().unwrap();
     let scrub = Scrub::new(&env).engine(&server, 1).session(&id, 1);
     snapshot(
@@ -371,9 +371,9 @@ async fn snapshot_sessions_list_and_stats() {
     let first = ScriptedServer::start(replies).await;
     let second = ScriptedServer::start(clean_turn()).await;
     let out = goat_run(&env, &first, "qwen3-coder", &["--json"]).await;
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let out = goat_run(&env, &first, "qwen3-coder", &["--json"]).await;
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(8), "{}", text(&out.stderr));
     let out = goat_run(&env, &second, "qwen2.5-coder", &["--json"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 

@@ -46,7 +46,8 @@ fn llama_server() -> Transcript {
                 Some(Usage {
                     prompt_tokens: 812,
                     completion_tokens: 41,
-                    total_tokens: 853
+                    total_tokens: 853,
+                    cached_tokens: None,
                 })
             );
             let [call] = r.tool_calls.as_slice() else {

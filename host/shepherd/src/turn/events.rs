@@ -189,6 +189,9 @@ pub struct TurnStats {
     pub prompt_tokens: u64,
     /// Completion tokens over the turn's rounds.
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the engine served from its prompt
+    /// cache, where it said (`None` when no round's response did).
+    pub cached_tokens: Option<u64>,
     /// The last request's prompt tokens: the context the answer used.
     pub context_tokens: Option<u64>,
     /// The context window in force, in tokens.

@@ -385,6 +385,9 @@ impl Shepherd {
             self.state(|s| s.calibrate(bytes, u.prompt_tokens));
             stats.prompt_tokens += u.prompt_tokens;
             stats.completion_tokens += u.completion_tokens;
+            if let Some(cached) = u.cached_tokens {
+                stats.cached_tokens = Some(stats.cached_tokens.unwrap_or(0) + cached);
+            }
             stats.context_tokens = Some(u.prompt_tokens);
         }
         stats.first_token_after = response.first_token_after;
@@ -399,6 +402,14 @@ impl Shepherd {
             .last_stats
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = stats;
+    }
+
+    /// The tools on offer, as a front end describes them.
+    pub fn offered_tools(&self) -> Vec<crate::router::OfferedTool> {
+        self.router
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .offered()
     }
 
     /// Tokens and speed of the latest turn so far, whether it completed

@@ -67,19 +67,22 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
             commands: slash::names(),
         }),
     )?;
+    let (printer, events) = crate::printer::shared(true);
     let approver: Option<Box<dyn goat_shepherd::Approver>> =
         if terminal && io::stderr().is_terminal() {
-            Some(Box::new(TerminalApprover {
+            Some(events.approver(Box::new(TerminalApprover {
                 answers: ConsoleAnswers(console.clone()),
                 output: io::stderr(),
                 style: Style::stderr(),
                 pager: Pager::from_env(),
                 width: crate::screen::stderr_columns(),
-            }))
+            })))
         } else {
             None
         };
-    let opened = session::for_turn(&args.turn, approver)?;
+    let opened = session::for_turn(&args.turn.open_options(), approver, &crate::stderr_note)?;
+    let driver = goat_session::Driver::new(opened, events, goat_session::Budget::default());
+    let opened = &driver.opened;
     note(format_args!(
         "chatting with {} at {} in {}; mode {}; /help lists commands; Alt-Enter adds a line; \
          Ctrl-C cancels a turn, Ctrl-D or Ctrl-C at the prompt leaves",
@@ -93,7 +96,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
     }
     let turns_before = opened.turn_count()?;
     if args.turn.session.is_some() {
-        show_recap(&opened);
+        show_recap(opened);
     }
     // Whether any turn got as far as the engine: a new session none did
     // is not kept (as with `goat run`).
@@ -123,7 +126,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
             Line::Command { name, rest } => {
                 let mut err = io::stderr();
                 let mut state = ChatState {
-                    opened: &opened,
+                    opened,
                     out: &mut err,
                     runtime: &runtime,
                     console: &console,
@@ -138,15 +141,12 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
             continue;
         }
 
-        let mut printer = Printer::new(true);
-        let result = run_turn(
-            Some(&console),
-            &runtime,
-            &opened.shepherd,
-            prompt,
-            &mut printer,
-        );
-        printer.finish(result.is_ok());
+        *printer.lock().unwrap_or_else(PoisonError::into_inner) = Printer::new(true);
+        let result = run_turn(Some(&console), &runtime, &driver, prompt, false).result;
+        printer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finish(result.is_ok());
         reached |= !matches!(&result, Err(TurnError::Engine(e)) if e.nothing_sent());
         match result {
             Ok(summary) => {

@@ -203,7 +203,6 @@ pub fn mode_meaning(mode: ApprovalMode) -> &'static str {
         }
         ApprovalMode::ReadOnly => "no writes and no commands; the model is told why",
         ApprovalMode::Ask => ASK_MEANING,
-        _ => ASK_MEANING,
     }
 }
 

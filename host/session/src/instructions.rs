@@ -56,6 +56,7 @@ const WINDOW_NOTE_BYTES: usize = 256;
 /// One instruction file that was read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstructionFile {
+    /// Where it is.
     pub path: PathBuf,
     /// Its size on disk, in bytes.
     pub bytes: u64,

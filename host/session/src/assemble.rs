@@ -22,19 +22,52 @@ use goat_shepherd::{
 };
 use goat_store::{SessionInfo, SessionLock, Store};
 
-use crate::args::TurnOptions;
-use crate::config::{Setting, Settings, Source, Writes};
+use crate::config::{EngineFlags, Setting, Settings, Source, Writes};
 use crate::instructions::ProjectInstructions;
-use crate::{note, paths, text};
+use crate::{Notes, paths, text};
+
+/// What a front end asks of a session that runs turns: where, with which
+/// engine and model, under which permissions, in which session. Each
+/// `None` leaves the setting to the config file and environment.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// The directory the tools may see (default: the current directory).
+    pub workspace: Option<PathBuf>,
+    /// The engine flags.
+    pub engine: EngineFlags,
+    /// The store (`--db`).
+    pub db: Option<PathBuf>,
+    /// The permission database (`--permissions`).
+    pub permissions: Option<PathBuf>,
+    /// `--allow-writes`.
+    pub allow_writes: bool,
+    /// `--allow-commands`.
+    pub allow_commands: bool,
+    /// The approval mode to start in.
+    pub mode: Option<ApprovalMode>,
+    /// Most rounds a turn may take.
+    pub max_rounds: Option<usize>,
+    /// The engine's context window in tokens.
+    pub context_tokens: Option<u64>,
+    /// The session to continue.
+    pub session: Option<String>,
+}
 
 /// A session ready for turns: its Shepherd, the store it records in.
-pub(crate) struct Opened {
+pub struct Opened {
+    /// Runs its turns.
     pub shepherd: Shepherd,
+    /// The store it records in.
     pub store: Arc<Mutex<Store>>,
+    /// Its id.
     pub session_id: String,
+    /// Where the store is.
     pub store_path: PathBuf,
+    /// The workspace, resolved.
     pub workspace: PathBuf,
+    /// The engine, as recorded.
     pub engine_url: String,
+    /// The model.
     pub model: String,
     /// The approval mode the router reads at every call; `/mode` sets it.
     pub mode: ModeSwitch,
@@ -45,48 +78,67 @@ pub(crate) struct Opened {
     pub lock: SessionLock,
     /// The project instructions (`AGENTS.md`) in the system prompt.
     pub instructions: ProjectInstructions,
+    /// Most rounds a turn may take.
+    pub max_rounds: usize,
+    /// Whether the session was carried on rather than new.
+    pub resumed: bool,
 }
 
 impl Opened {
     /// Which `AGENTS.md` files reached the system prompt, and their sizes.
-    pub(crate) fn instruction_files(&self) -> &[crate::instructions::InstructionFile] {
+    pub fn instruction_files(&self) -> &[crate::instructions::InstructionFile] {
         self.instructions.files()
     }
 
     /// How many turns the session has recorded.
-    pub(crate) fn turn_count(&self) -> anyhow::Result<i64> {
+    pub fn turn_count(&self) -> anyhow::Result<i64> {
         let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(store.session(&self.session_id)?.turns)
     }
 }
 
 /// Whether the session is new or carried on.
-pub(crate) enum Start {
+pub enum Start {
     /// A new session; `announce` says its id and how to continue it.
-    New { announce: bool },
+    New {
+        /// Say the new id on the notes.
+        announce: bool,
+    },
     /// An existing one, checked by the caller to work in this workspace.
     Resume(SessionInfo),
 }
 
 /// What a session is assembled from. Each command decides these; [`open`]
 /// puts them together the one way.
-pub(crate) struct Parts<'a> {
+pub struct Parts<'a> {
+    /// Where what assembly has to say goes.
+    pub notes: Notes<'a>,
+    /// The workspace, resolved.
     pub workspace: PathBuf,
+    /// Where the store is.
     pub store_path: PathBuf,
+    /// The store, open.
     pub store: Store,
+    /// The permission database.
     pub permissions_db: PathBuf,
+    /// The engine client.
     pub engine: EngineClient,
     /// The engine as the session records it, and the model.
     pub engine_url: String,
+    /// The model.
     pub model: String,
+    /// New or carried on.
     pub start: Start,
     /// Which plugin tools join the Pen's.
     pub plugins: Plugins<'a>,
+    /// The sandbox's limits.
     pub limits: Limits,
+    /// `--allow-writes` or not.
     pub writes: WritePolicy,
     /// With an approver, writes no rule decides are asked of it; without
     /// one they are denied.
     pub approver: Option<Box<dyn Approver>>,
+    /// Most rounds a turn may take.
     pub max_rounds: usize,
     /// The command tool, when offered.
     pub commands: Option<goat_shepherd::CommandTool>,
@@ -108,8 +160,9 @@ pub(crate) struct Parts<'a> {
 /// process) rather than marking that process's live calls interrupted or
 /// adding a turn beside its turn. A new session is locked as soon as it
 /// exists, before its id is shown to anyone.
-pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
+pub fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
     let Parts {
+        notes,
         workspace,
         store_path,
         mut store,
@@ -132,15 +185,16 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
         Start::New { announce } => (None, announce),
     };
-    let (sandbox, tools) = sandbox_and_tools(plugins, &limits)?;
+    let (sandbox, tools) = sandbox_and_tools(plugins, &limits, notes)?;
     paths::ensure_cache_outside(&sandbox, &workspace)?;
     paths::prepare_permissions(&permissions_db)?;
 
+    let resumed = resume.is_some();
     let (session_id, lock) = match resume {
         Some((lock, info)) => {
             // Ours alone now: what is pending was left by a run that ended.
             let interrupted = store.interrupt_pending(&info.id)?;
-            note(format_args!(
+            notes(&format!(
                 "resuming session {}; {interrupted} tool call(s) left pending by an earlier run \
                  marked interrupted",
                 info.id
@@ -151,9 +205,7 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
             let id = store.create_session(&workspace, &engine_url, &model)?;
             let lock = store.lock_session(&id)?;
             if announce {
-                note(format_args!(
-                    "session {id} (continue it with --session {id})"
-                ));
+                notes(&format!("session {id} (continue it with --session {id})"));
             }
             (id, lock)
         }
@@ -195,14 +247,14 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         } else {
             String::new()
         };
-        note(format_args!(
+        notes(&format!(
             "project instructions from {} ({} bytes{cut}) are in the system prompt",
             text::escape_controls(&file.path.display().to_string()),
             file.bytes
         ));
     }
     for (path, why) in instructions.skipped() {
-        note(format_args!(
+        notes(&format!(
             "project instructions {} were not read: {why}",
             text::escape_controls(&path.display().to_string())
         ));
@@ -230,6 +282,8 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         permissions_db,
         lock,
         instructions,
+        max_rounds,
+        resumed,
     })
 }
 
@@ -237,16 +291,17 @@ pub(crate) fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
 /// before the model is asked (exit 2 when something is wrong), then
 /// creates or resumes the session. With an approver, writes no rule
 /// decides are asked of it; without one they are denied.
-pub(crate) fn for_turn(
-    opts: &TurnOptions,
+pub fn for_turn(
+    opts: &OpenOptions,
     approver: Option<Box<dyn Approver>>,
+    notes: Notes<'_>,
 ) -> anyhow::Result<Opened> {
-    let db = opts.store.db.as_deref();
+    let db = opts.db.as_deref();
     let workspace = paths::workspace(opts.workspace.as_deref())?;
     let store_path = paths::store_path(db)?;
     paths::ensure_store_outside(&store_path, &workspace)?;
     let store_path = store_path.into_resolved();
-    let permissions_db = paths::permissions_path(opts.permissions.permissions.as_deref(), db)?;
+    let permissions_db = paths::permissions_path(opts.permissions.as_deref(), db)?;
     paths::ensure_permissions_outside(&permissions_db, &workspace)?;
     let permissions_db = permissions_db.into_resolved();
     // Checked again when the plugins load; here so that nothing (not even
@@ -271,7 +326,7 @@ pub(crate) fn for_turn(
     // creating any file. A resumed one may take its settings from the
     // session, so that waits for the store.
     let fresh = match opts.session {
-        None => Some(engine_with(&settings, None)?),
+        None => Some(engine_with(&settings, None, notes)?),
         Some(_) => None,
     };
     if let Some(id) = &opts.session
@@ -290,11 +345,12 @@ pub(crate) fn for_turn(
     };
     let (engine, engine_url, model) = match fresh {
         Some(fresh) => fresh,
-        None => engine_with(&settings, resumed.as_ref())?,
+        None => engine_with(&settings, resumed.as_ref(), notes)?,
     };
     let store_path_for_commands = store_path.clone();
     let permissions_for_commands = permissions_db.clone();
     open(Parts {
+        notes,
         plugins: Plugins::Approved {
             db,
             workspace: Some(&workspace),
@@ -324,6 +380,7 @@ pub(crate) fn for_turn(
             &workspace,
             &[&store_path_for_commands, &permissions_for_commands],
             opts.allow_commands,
+            notes,
         )?,
         unwrapped_calls: settings.unwrapped_calls(),
         mode,
@@ -333,15 +390,16 @@ pub(crate) fn for_turn(
 
 /// The command tool for this workspace, or `None` (with a note saying
 /// why) where the kernel cannot contain a command.
-pub(crate) fn command_tool(
+pub fn command_tool(
     settings: &Settings,
     workspace: &Path,
     host_files: &[&Path],
     allow_commands: bool,
+    notes: Notes<'_>,
 ) -> anyhow::Result<Option<goat_shepherd::CommandTool>> {
     let containment = settings.command_containment(workspace, host_files)?;
     if let Err(why) = goat_shepherd::command_containment(containment.mode) {
-        note(format_args!("run_command is not offered: {why}"));
+        notes(&format!("run_command is not offered: {why}"));
         return Ok(None);
     }
     Ok(Some(goat_shepherd::CommandTool {
@@ -378,7 +436,7 @@ fn resumable(store: &Store, id: &str, workspace: &Path) -> anyhow::Result<Sessio
 
 /// The settings for a turn: the config file and environment, with this
 /// command's flags on top.
-fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
+fn settings(opts: &OpenOptions) -> anyhow::Result<Settings> {
     let mut settings = Settings::load()?;
     settings.apply_engine_flags(&opts.engine);
     settings
@@ -401,9 +459,10 @@ fn settings(opts: &TurnOptions) -> anyhow::Result<Settings> {
 /// The engine client, its URL and the model. A flag or environment
 /// variable wins; then, when resuming, what the session used; then the
 /// config file. A missing one is named with every way to set it.
-pub(crate) fn engine_with(
+pub fn engine_with(
     settings: &Settings,
     resumed: Option<&SessionInfo>,
+    notes: Notes<'_>,
 ) -> anyhow::Result<(EngineClient, String, String)> {
     let pick = |setting: &Setting<String>, session: Option<&String>| {
         if setting.is_explicit() {
@@ -424,7 +483,7 @@ pub(crate) fn engine_with(
     config.sampling = settings.sampling();
     let model = match model {
         Some(model) => model,
-        None => only_model(&config)?,
+        None => only_model(&config, notes)?,
     };
     config.model = model.clone();
     Ok((EngineClient::new(config)?, url, model))
@@ -433,7 +492,7 @@ pub(crate) fn engine_with(
 /// With no model named: the engine's one model, when `/models` lists
 /// exactly one (llama-server serves the one it loaded); said on stderr.
 /// Otherwise what to pass, with the models it lists.
-fn only_model(config: &EngineConfig) -> anyhow::Result<String> {
+fn only_model(config: &EngineConfig, notes: Notes<'_>) -> anyhow::Result<String> {
     const MISSING: &str = "no model name: pass --model NAME, set GOAT_MODEL, or put model = \
                            \"...\" in the config file";
     let client = EngineClient::new(config.clone())?;
@@ -445,7 +504,7 @@ fn only_model(config: &EngineConfig) -> anyhow::Result<String> {
     match listed {
         Ok(models) => match models.as_slice() {
             [one] => {
-                note(format_args!(
+                notes(&format!(
                     "no model named; the engine serves one, {}, so using it",
                     text::escape_controls(one)
                 ));
@@ -489,7 +548,7 @@ fn api_key(var: &Setting<String>) -> anyhow::Result<Option<String>> {
 
 /// Short and true: where the model is, how paths work, and that denials
 /// and failures are real.
-pub(crate) fn system_prompt(workspace: &Path) -> String {
+pub fn system_prompt(workspace: &Path) -> String {
     format!(
         "You are a coding assistant working in the workspace {}. Use the tools offered to read, \
          search and change files there. Every tool path is relative to the workspace root (for \
@@ -511,7 +570,9 @@ pub enum Plugins<'a> {
     /// (`db` as `--db` gives it). With a `workspace`, a plugin directory
     /// inside it is refused.
     Approved {
+        /// `--db`, beside which the plugin directory is.
         db: Option<&'a Path>,
+        /// The workspace the plugin directory must be outside of.
         workspace: Option<&'a Path>,
     },
 }
@@ -543,16 +604,21 @@ pub fn read_only_sandbox(limits: &Limits) -> anyhow::Result<Sandbox> {
 pub fn sandbox_and_tools(
     plugins: Plugins<'_>,
     limits: &Limits,
+    notes: Notes<'_>,
 ) -> anyhow::Result<(Sandbox, Vec<Tool>)> {
     let sandbox = sandbox(limits)?;
-    let tools = tools_in(&sandbox, plugins)?;
+    let tools = tools_in(&sandbox, plugins, notes)?;
     Ok((sandbox, tools))
 }
 
 /// The Pen file tools and, when asked, the approved plugins, loaded in
 /// `sandbox` (see [`sandbox_and_tools`]). Reads the plugin directory and
 /// its registry, and writes neither.
-pub fn tools_in(sandbox: &Sandbox, plugins: Plugins<'_>) -> anyhow::Result<Vec<Tool>> {
+pub fn tools_in(
+    sandbox: &Sandbox,
+    plugins: Plugins<'_>,
+    notes: Notes<'_>,
+) -> anyhow::Result<Vec<Tool>> {
     let dir = match plugins {
         Plugins::None => None,
         Plugins::Approved { db, workspace } => {
@@ -569,7 +635,7 @@ pub fn tools_in(sandbox: &Sandbox, plugins: Plugins<'_>) -> anyhow::Result<Vec<T
     };
     let Loaded { tools, problems } = goat_catalog::load_tools(sandbox, source)?;
     for problem in problems {
-        note(problem);
+        notes(&problem.to_string());
     }
     Ok(tools)
 }

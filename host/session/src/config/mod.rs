@@ -23,6 +23,44 @@ use anyhow::{Context, bail};
 use goat_sandbox::Limits;
 
 use table::SETTINGS;
+
+/// The engine flags a front end takes, each overriding its setting: which
+/// engine, which model, which key, and the output cap and sampling.
+#[derive(Clone, Debug, Default)]
+pub struct EngineFlags {
+    /// `--engine`.
+    pub engine: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--api-key-env`: the variable holding the key, never the key.
+    pub api_key_env: Option<String>,
+    /// `--ca-cert`.
+    pub ca_cert: Option<PathBuf>,
+    /// The output cap and sampling.
+    pub sampling: SamplingFlags,
+}
+
+/// The output cap and sampling flags; `None` leaves the setting as the
+/// config file and environment have it.
+#[derive(Clone, Debug, Default)]
+pub struct SamplingFlags {
+    /// `--max-output-tokens`.
+    pub max_output_tokens: Option<u64>,
+    /// `--temperature`.
+    pub temperature: Option<f64>,
+    /// `--top-p`.
+    pub top_p: Option<f64>,
+    /// `--top-k`.
+    pub top_k: Option<u64>,
+    /// `--min-p`.
+    pub min_p: Option<f64>,
+    /// `--repeat-penalty`.
+    pub repeat_penalty: Option<f64>,
+    /// `--presence-penalty`.
+    pub presence_penalty: Option<f64>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+}
 pub(crate) use table::timeout_setting;
 
 impl Settings {
@@ -96,9 +134,18 @@ impl Settings {
 /// Where a setting's value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
+    /// The built-in default.
     Default,
-    File { path: PathBuf, line: usize },
+    /// The config file, at a line.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        line: usize,
+    },
+    /// An environment variable.
     Env(&'static str),
+    /// A command-line flag.
     Flag(&'static str),
 }
 
@@ -117,7 +164,9 @@ impl fmt::Display for Source {
 /// it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Setting<T> {
+    /// The value.
     pub value: Option<T>,
+    /// Where it came from.
     pub source: Source,
 }
 
@@ -176,6 +225,7 @@ impl Writes {
         }
     }
 
+    /// As the file spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ask => "ask",
@@ -186,6 +236,10 @@ impl Writes {
 
 /// Every setting, as the file and the environment leave it; commands
 /// apply their flags on top. Each field is an entry of the table.
+///
+/// The setting fields are documented once, in the table (`table.rs`), from
+/// which docs/configuration.md and `goat config show` are made.
+#[expect(missing_docs, reason = "each setting is documented once, in the table")]
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
     /// The file read, and whether it existed.
@@ -238,7 +292,7 @@ impl Settings {
     }
 
     /// The engine flags every command that talks to an engine takes, on top.
-    pub fn apply_engine_flags(&mut self, flags: &crate::args::EngineArgs) {
+    pub fn apply_engine_flags(&mut self, flags: &EngineFlags) {
         self.engine.flag(flags.engine.clone(), "--engine");
         self.model.flag(flags.model.clone(), "--model");
         self.api_key_env

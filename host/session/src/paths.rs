@@ -114,6 +114,21 @@ pub fn ensure_store_outside(store: &HostPath, workspace: &Path) -> anyhow::Resul
     Ok(())
 }
 
+/// Refuses a logs directory (`goat run --logs-dir`) inside the workspace:
+/// the model's tools could plant a link there and have GOAT write its
+/// logs wherever it points, or rewrite the record a harness reads.
+pub fn ensure_logs_outside(logs: &Path, workspace: &Path) -> anyhow::Result<()> {
+    let logs = HostPath::new(logs)?;
+    if logs.is_inside(workspace) {
+        bail!(
+            "the logs directory {} is inside the workspace {}; the model's tools could rewrite              the logs or redirect them. Pass a --logs-dir outside it",
+            logs.describe(),
+            workspace.display(),
+        );
+    }
+    Ok(())
+}
+
 /// Refuses a config file inside the workspace: a writing tool could set
 /// `writes = "allow"`, or point the engine at its own server and name any
 /// secret variable as the API key.
