@@ -253,6 +253,19 @@ impl<'de> serde::Deserialize<'de> for InOrder {
 
 /// Unix seconds as `2024-01-01 00:00:00 UTC`.
 pub fn utc(unix_seconds: i64) -> String {
+    let (year, month, day, time) = civil(unix_seconds);
+    format!("{year:04}-{month:02}-{day:02} {time} UTC")
+}
+
+/// Unix seconds as ISO 8601 (RFC 3339) in UTC, `2024-01-01T00:00:00Z`: the
+/// form other programs parse (ATIF's step timestamps).
+pub fn iso8601(unix_seconds: i64) -> String {
+    let (year, month, day, time) = civil(unix_seconds);
+    format!("{year:04}-{month:02}-{day:02}T{time}Z")
+}
+
+/// The UTC date of `unix_seconds`, and its time of day as `HH:MM:SS`.
+fn civil(unix_seconds: i64) -> (i64, i64, i64, String) {
     let days = unix_seconds.div_euclid(86_400);
     let secs = unix_seconds.rem_euclid(86_400);
     // Howard Hinnant's civil_from_days: proleptic Gregorian, any year.
@@ -265,12 +278,13 @@ pub fn utc(unix_seconds: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+    let time = format!(
+        "{:02}:{:02}:{:02}",
         secs / 3600,
         secs % 3600 / 60,
         secs % 60
-    )
+    );
+    (year, month, day, time)
 }
 
 /// `1 line`, `3 lines`.
@@ -292,6 +306,8 @@ mod tests {
         assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc(1_704_067_199), "2023-12-31 23:59:59 UTC");
         assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
+        assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601(1_704_067_199), "2023-12-31T23:59:59Z");
     }
 
     #[test]

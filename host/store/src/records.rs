@@ -115,6 +115,11 @@ pub struct CallRecord {
     pub duration_ms: Option<i64>,
     /// A command's exit code.
     pub exit_code: Option<i64>,
+    /// When it started running (unix seconds); `None` for a call that
+    /// never ran.
+    pub started_at: Option<i64>,
+    /// When it ended (unix seconds).
+    pub ended_at: Option<i64>,
 }
 
 /// One stored round, failed ones included.
@@ -136,6 +141,16 @@ pub struct RoundRecord {
     pub failure: Option<String>,
     /// For a markup round, which channel held the call.
     pub markup_channel: Option<MarkupChannel>,
+    /// The prompt tokens the engine reported for it; `None` when it
+    /// reported none.
+    pub prompt_tokens: Option<u64>,
+    /// Likewise, the completion tokens.
+    pub completion_tokens: Option<u64>,
+    /// When its request was sent (unix seconds).
+    pub started_at: i64,
+    /// When it ended (unix seconds); `None` while streaming, or when GOAT
+    /// stopped before recording its end.
+    pub ended_at: Option<i64>,
     /// Its calls.
     pub calls: Vec<CallRecord>,
 }
@@ -153,6 +168,10 @@ pub struct TurnRecord {
     pub error: Option<String>,
     /// Whether ADR-0065 recovery was used.
     pub recovery_used: bool,
+    /// When it began (unix seconds).
+    pub started_at: i64,
+    /// When it ended (unix seconds); `None` while running.
+    pub ended_at: Option<i64>,
     /// Its rounds.
     pub rounds: Vec<RoundRecord>,
 }
@@ -529,15 +548,17 @@ impl Store {
     pub fn turns(&self, session_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
         self.session(session_id)?;
         let mut turns = self.conn.prepare(
-            "SELECT id, prompt, status, error, recovery_used FROM turns WHERE session_id = ?1 ORDER BY id",
+            "SELECT id, prompt, status, error, recovery_used, started_at, ended_at FROM turns
+             WHERE session_id = ?1 ORDER BY id",
         )?;
         let mut rounds = self.conn.prepare(
-            "SELECT id, status, content, finish_reason, failure, failure_kind, reasoning, markup_channel FROM rounds
+            "SELECT id, status, content, finish_reason, failure, failure_kind, reasoning, markup_channel,
+                    prompt_tokens, completion_tokens, started_at, ended_at FROM rounds
              WHERE turn_id = ?1 ORDER BY id",
         )?;
         let mut calls = self.conn.prepare(
             "SELECT id, call_id, tool, arguments, status, decision, decision_reason, result, error_kind, duration_ms,
-                    exit_code
+                    exit_code, started_at, ended_at
              FROM tool_calls WHERE round_id = ?1 ORDER BY id",
         )?;
         let mut out = turns
@@ -548,6 +569,8 @@ impl Store {
                     status: TurnStatus::parse(&r.get::<_, String>(2)?)?,
                     error: r.get(3)?,
                     recovery_used: r.get::<_, i64>(4)? != 0,
+                    started_at: r.get(5)?,
+                    ended_at: r.get(6)?,
                     rounds: Vec::new(),
                 })
             })?
@@ -564,6 +587,10 @@ impl Store {
                         failure_kind: r.get(5)?,
                         reasoning: r.get(6)?,
                         markup_channel: r.get(7)?,
+                        prompt_tokens: count(r.get(8)?),
+                        completion_tokens: count(r.get(9)?),
+                        started_at: r.get(10)?,
+                        ended_at: r.get(11)?,
                         calls: Vec::new(),
                     })
                 })?
@@ -585,6 +612,8 @@ impl Store {
                             error_kind: r.get(8)?,
                             duration_ms: r.get(9)?,
                             exit_code: r.get(10)?,
+                            started_at: r.get(11)?,
+                            ended_at: r.get(12)?,
                         })
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
@@ -592,6 +621,12 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// A stored token count, which GOAT writes only from a `u64` (a negative one
+/// would be another program's, and is no count).
+fn count(n: Option<i64>) -> Option<u64> {
+    n.and_then(|n| u64::try_from(n).ok())
 }
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {

@@ -1,4 +1,5 @@
-//! `goat sessions export`: a session as a Markdown transcript, or as JSON.
+//! `goat sessions export`: a session as a Markdown transcript, as JSON, or
+//! as an ATIF trajectory (the mapping is `atif`'s).
 //!
 //! Everything in a transcript came from outside (the person, the model,
 //! tools, the engine): control characters other than newlines and tabs are
@@ -11,7 +12,8 @@ use std::path::Path;
 
 use goat_store::{RoundStatus, SessionInfo, TurnRecord};
 
-use super::sessions::{load, write_json};
+use super::atif;
+use super::sessions::{find, write_json};
 use crate::{Outcome, text};
 
 /// Longest tool result kept in a Markdown transcript, in characters; the
@@ -25,14 +27,18 @@ pub enum Format {
     Md,
     /// JSON, as `goat sessions show --json` prints it.
     Json,
+    /// An ATIF trajectory (Harbor's Agent Trajectory Interchange Format):
+    /// steps, tool calls, observations, per-step token counts.
+    Atif,
 }
 
 pub(super) fn export(id: &str, format: Format, db: Option<&Path>) -> anyhow::Result<Outcome> {
-    let (session, turns) = load(id, db)?;
+    let (store, session) = find(id, db)?;
     let mut out = io::stdout().lock();
     match format {
-        Format::Json => write_json(&mut out, &session, &turns)?,
-        Format::Md => markdown(&mut out, &session, &turns)?,
+        Format::Json => write_json(&mut out, &session, &store.turns(&session.id)?)?,
+        Format::Md => markdown(&mut out, &session, &store.turns(&session.id)?)?,
+        Format::Atif => atif::write(&mut out, &atif::trajectory(&store, &session.id)?)?,
     }
     out.flush()?;
     Ok(Outcome::Ok)

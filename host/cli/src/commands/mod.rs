@@ -2,6 +2,7 @@
 //! its arguments and calls into the rest of the crate, which does the
 //! work. [`Command`] is the list; [`dispatch`] runs one.
 
+pub(crate) mod atif;
 mod chat;
 mod config;
 mod demo;

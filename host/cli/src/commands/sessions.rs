@@ -44,12 +44,13 @@ pub enum SessionsCommand {
         json: bool,
     },
     /// Print a session as a Markdown transcript (requests, the model's
-    /// text, each tool call with its decision and result, failures) or as
-    /// JSON (what `show --json` prints).
+    /// text, each tool call with its decision and result, failures), as
+    /// JSON (what `show --json` prints), or as an ATIF trajectory (Harbor's
+    /// Agent Trajectory Interchange Format).
     Export {
         /// The session's id (or a unique prefix).
         id: String,
-        /// md or json.
+        /// md, json or atif.
         #[arg(long, value_enum, default_value_t = super::export::Format::Md)]
         format: super::export::Format,
         #[command(flatten)]
@@ -201,9 +202,9 @@ fn list(db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// The session `id` names (an id or a unique prefix) and its turns, read
-/// without changing anything.
-pub(super) fn load(id: &str, db: Option<&Path>) -> anyhow::Result<(SessionInfo, Vec<TurnRecord>)> {
+/// The store, opened to read, and the session `id` names in it (an id or a
+/// unique prefix).
+pub(super) fn find(id: &str, db: Option<&Path>) -> anyhow::Result<(Store, SessionInfo)> {
     let Some(store) = open_existing(db)? else {
         bail!(
             "no session '{}': there is no store yet",
@@ -213,6 +214,13 @@ pub(super) fn load(id: &str, db: Option<&Path>) -> anyhow::Result<(SessionInfo, 
     let session = store
         .find_session(id)
         .context("`goat sessions list` shows the sessions")?;
+    Ok((store, session))
+}
+
+/// The session `id` names (an id or a unique prefix) and its turns, read
+/// without changing anything.
+pub(super) fn load(id: &str, db: Option<&Path>) -> anyhow::Result<(SessionInfo, Vec<TurnRecord>)> {
+    let (store, session) = find(id, db)?;
     let turns = store.turns(&session.id)?;
     Ok((session, turns))
 }
