@@ -407,11 +407,39 @@ impl Logs {
         })
     }
 
-    /// Ends `events.jsonl` and writes the trajectory and the patch. A
-    /// failure is said on stderr; the turn's outcome stands.
+    /// Ends `events.jsonl` and writes the trajectory (`trajectory.json`,
+    /// Harbor's ATIF) and the patch. Each file is written whole or not at
+    /// all; a failure is said on stderr, and the turn's outcome stands.
     fn finish(&self, opened: &goat_session::Opened, session_id: &str) {
         self.events.close();
-        let _ = (opened, session_id, &self.dir);
+        let store = opened.store.lock().unwrap_or_else(PoisonError::into_inner);
+        let trajectory = crate::commands::atif::trajectory(&store, session_id)
+            .map_err(anyhow::Error::new)
+            .and_then(|t| {
+                let mut bytes = Vec::new();
+                crate::commands::atif::write(&mut bytes, &t)?;
+                Ok(bytes)
+            });
+        self.put("trajectory.json", trajectory);
+    }
+
+    /// Writes one file of the logs whole: a temporary file beside it,
+    /// synced, renamed over it.
+    fn put(&self, name: &str, bytes: anyhow::Result<Vec<u8>>) {
+        let path = self.dir.join(name);
+        let written = bytes.and_then(|bytes| {
+            let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
+            file.write_all(&bytes)?;
+            file.as_file().sync_all()?;
+            file.persist(&path)?;
+            Ok(())
+        });
+        if let Err(e) = written {
+            crate::error(format_args!(
+                "cannot write {name} in the logs directory: {}",
+                crate::text::escape_controls(&crate::text::error_chain(e.chain()))
+            ));
+        }
     }
 }
 
