@@ -250,8 +250,8 @@ pub(crate) fn capture(
 
 impl Checkpoint {
     /// What the call changed, read after it succeeded: each path's bytes
-    /// before and the hash (and, within the cap, the bytes) after. A path
-    /// whose content did not change is left out.
+    /// and bits before, and the hash (and, within the cap, the bytes) and
+    /// bits after. A path whose content did not change is left out.
     pub(crate) fn finish(self) -> Vec<FileChange> {
         let Ok(root_fd) = beneath::open_root(&self.root) else {
             return Vec::new();
@@ -261,12 +261,17 @@ impl Checkpoint {
             if changes.iter().any(|c| c.path == path) {
                 continue;
             }
-            let (after_sha256, after) = match beneath::state(&root_fd, &path) {
-                Ok(State::Absent) => (None, None),
-                Ok(State::File { sha256, bytes, .. }) => (Some(sha256), bytes),
+            let (after_sha256, after, after_mode) = match beneath::state(&root_fd, &path) {
+                Ok(State::Absent) => (None, None, None),
+                Ok(State::File {
+                    sha256,
+                    bytes,
+                    mode,
+                    ..
+                }) => (Some(sha256), bytes, Some(mode)),
                 // What no Pen tool leaves behind; undo will find it changed.
-                Ok(State::Other(what)) => (Some(format!("not a file: {what}")), None),
-                Err(e) => (Some(format!("unreadable: {e}")), None),
+                Ok(State::Other(what)) => (Some(format!("not a file: {what}")), None, None),
+                Err(e) => (Some(format!("unreadable: {e}")), None, None),
             };
             let unchanged = match (&before, &after_sha256) {
                 (None, None) => true,
@@ -280,6 +285,7 @@ impl Checkpoint {
                     before_mode,
                     after_sha256,
                     after,
+                    after_mode,
                     ..FileChange::default()
                 });
             }
