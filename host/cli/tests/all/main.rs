@@ -22,6 +22,7 @@ mod engine;
 mod instructions;
 mod listing;
 mod lock;
+mod patch;
 mod permissions;
 mod plugins;
 mod probe;

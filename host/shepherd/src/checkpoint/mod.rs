@@ -97,6 +97,30 @@ pub fn landing_state(workspace: &Path, change: &FileChange) -> LandingState {
 use beneath::State;
 pub(crate) use beneath::sha256_hex;
 
+/// The bytes `path` holds in `workspace` now, if they are still the ones
+/// a change recorded only by their sha256 (hex): how `sessions diff
+/// --format patch` gets what a command wrote, since a command's change
+/// set keeps the hash after, not the bytes. `None` when the path is gone,
+/// not a regular file, changed since, over [`MAX_CHECKPOINT_BYTES`], or
+/// unreadable.
+///
+/// # Security
+///
+/// Read through no link and nowhere outside the workspace ([`beneath`]);
+/// and only bytes with the recorded hash are returned, so a file planted
+/// or changed since yields nothing, never other content.
+pub fn bytes_if_unchanged(workspace: &Path, path: &str, sha256: &str) -> Option<Vec<u8>> {
+    let root = beneath::open_root(workspace).ok()?;
+    match beneath::state(&root, path).ok()? {
+        State::File {
+            sha256: now,
+            bytes: Some(bytes),
+            ..
+        } if now == sha256 => Some(bytes),
+        _ => None,
+    }
+}
+
 /// The largest file a checkpoint holds: a write, edit, move or delete of a
 /// larger file is refused before it runs, because GOAT could not give it
 /// back. 8 MiB is far above any source file and above what the Pen tools

@@ -1,14 +1,26 @@
-//! `goat sessions diff ID`: what a session changed in its workspace, as a
-//! unified diff per file (ADR-0073), and the same text for the chat's
-//! `/diff` ([`session_diff`]).
+//! `goat sessions diff ID`: what a session changed in its workspace
+//! (ADR-0073), in two forms built from the same net changes
+//! ([`net_changes`]):
 //!
-//! Net changes ([`net_changes`]): for each path, what it held before the
-//! session's first change to it against what its last change left,
-//! changes undone left out. Binary files are named, not dumped; every
-//! line is escaped.
+//! - to read (the default, and the chat's `/diff`, [`session_diff`]): a
+//!   unified diff per file, every line escaped, binary files named, not
+//!   dumped;
+//! - to apply (`--format patch`, [`patch`]): a patch in git's format,
+//!   raw bytes, binary files, modes and links included, that `git apply`
+//!   takes against the tree the session started from.
+//!
+//! Net changes: for each path, what it held before the session's first
+//! change to it against what its last change left, changes undone left
+//! out. A command's change set keeps the bytes before but only the hash
+//! after (a build's output would otherwise fill the store), so what a
+//! command left is read back from the workspace, and used only while it
+//! still has the recorded hash ([`read_back`]).
+
+pub(crate) mod patch;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use goat_store::{ChangeRecord, EntryKind, FileChange, Store};
 use similar::{ChangeTag, TextDiff};
@@ -17,6 +29,19 @@ use crate::text;
 
 /// Lines of context around each change, as `diff -u` and git show.
 const CONTEXT_LINES: usize = 3;
+
+/// How `goat sessions diff` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A unified diff per file to read: every line escaped, binary files
+    /// named with their sizes.
+    #[default]
+    Text,
+    /// A patch in git's format for `git apply`: the files' bytes as they
+    /// are, binary files, modes and links included. Never printed to a
+    /// terminal.
+    Patch,
+}
 
 /// What a path held at one end of a session's net change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,13 +174,48 @@ pub(crate) fn net_changes(changes: &[ChangeRecord]) -> Vec<Net<'_>> {
     nets
 }
 
+/// What commands left at the paths of `nets` that end as a file hashed
+/// only, read back from `workspace` where it still has the recorded hash
+/// ([`goat_shepherd::checkpoint::bytes_if_unchanged`]: through no link,
+/// at most the checkpoint cap): by index in `nets`, for [`fill_in`].
+pub(crate) fn read_back(workspace: &Path, nets: &[Net<'_>]) -> Vec<(usize, Vec<u8>)> {
+    nets.iter()
+        .enumerate()
+        .filter_map(|(i, net)| match net.after {
+            Entry::File {
+                content: Content::Unkept(sha256),
+                ..
+            } => goat_shepherd::checkpoint::bytes_if_unchanged(workspace, net.path, sha256)
+                .map(|bytes| (i, bytes)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Puts the bytes [`read_back`] found into `nets`.
+pub(crate) fn fill_in<'a>(nets: &mut [Net<'a>], read: &'a [(usize, Vec<u8>)]) {
+    for (i, bytes) in read {
+        if let Some(Net {
+            after: Entry::File { content, .. },
+            ..
+        }) = nets.get_mut(*i)
+        {
+            *content = Content::Kept(bytes);
+        }
+    }
+}
+
 /// The session's net file changes as unified diffs, one per file in the
 /// order the session first changed them; a line saying so when there are
 /// none.
 pub fn session_diff(store: &Store, session_id: &str) -> anyhow::Result<String> {
-    let changes = store.file_changes(session_id)?;
+    let session = store.session(session_id)?;
+    let changes = store.file_changes(&session.id)?;
+    let mut nets = net_changes(&changes);
+    let read = read_back(Path::new(&session.workspace), &nets);
+    fill_in(&mut nets, &read);
     let mut out = String::new();
-    for net in &net_changes(&changes) {
+    for net in &nets {
         write_net(&mut out, net);
     }
     if out.is_empty() {
@@ -184,7 +244,8 @@ fn write_net(out: &mut String, net: &Net<'_>) {
     let Some(after) = net.after.shown_bytes() else {
         let _ = writeln!(
             out,
-            "{path}: changed; too large to show (its checkpoint keeps only a hash)"
+            "{path}: changed; not shown: GOAT has only a hash of it (over 8 MiB, or written by \
+             a command and changed since)"
         );
         return;
     };
