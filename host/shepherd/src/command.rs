@@ -694,9 +694,15 @@ pub(crate) fn file_change(change: &PathChange) -> Option<FileChange> {
     }
     match &change.after {
         Node::Absent => {}
-        Node::File { sha256, bytes, .. } => {
+        Node::File {
+            mode,
+            sha256,
+            bytes,
+            ..
+        } => {
             f.after_sha256 = Some(sha256.clone());
             f.after.clone_from(bytes);
+            f.after_mode = Some(*mode);
         }
         Node::Symlink(target) => {
             f.after_kind = EntryKind::Link;

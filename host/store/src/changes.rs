@@ -54,7 +54,10 @@ pub struct FileChange {
     pub before_sha256: Option<String>,
     /// What it is after.
     pub after_kind: EntryKind,
-    /// A directory's permission bits after; `None` otherwise.
+    /// Its permission bits after (`0o7777`), a file's or a directory's;
+    /// `None` when it does not exist after, for a link, and for a file an
+    /// older GOAT recorded (it kept only a directory's). What `sessions
+    /// diff --format patch` reads a mode change from.
     pub after_mode: Option<u32>,
     /// Its permission bits before the call (`0o7777`), which undo gives
     /// back (an executable script deleted and restored stays executable);

@@ -6,7 +6,7 @@
 //! ADR-0065 recovered from, an engine error), because the record is only
 //! useful if it is the whole record.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal as _, Write};
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -56,12 +56,18 @@ pub enum SessionsCommand {
         #[command(flatten)]
         store: DbArg,
     },
-    /// What a session changed in its workspace: a unified diff per file,
-    /// from before its first change to after its last (changes undone left
-    /// out; binary files named, not shown).
+    /// What a session changed in its workspace, from before its first
+    /// change to after its last (changes undone left out): a unified diff
+    /// per file to read (binary files named, not shown), or with `--format
+    /// patch` a patch `git apply` takes against the tree it started from.
     Diff {
         /// The session's id (or a unique prefix).
         id: String,
+        /// text (to read: every line escaped) or patch (for `git apply`:
+        /// raw bytes, binary files, modes and links; written to a file or
+        /// a pipe, never to a terminal).
+        #[arg(long, value_enum, default_value_t = super::diff::Format::Text)]
+        format: super::diff::Format,
         #[command(flatten)]
         store: DbArg,
     },
@@ -82,7 +88,7 @@ pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
     match command {
         SessionsCommand::List { store, json } => list(store.db.as_deref(), json),
         SessionsCommand::Show { id, store, json } => show(&id, store.db.as_deref(), json),
-        SessionsCommand::Diff { id, store } => diff(&id, store.db.as_deref()),
+        SessionsCommand::Diff { id, format, store } => diff(&id, format, store.db.as_deref()),
         SessionsCommand::Rm { ids, store } => remove(&ids, store.db.as_deref()),
         SessionsCommand::Export { id, format, store } => {
             super::export::export(&id, format, store.db.as_deref())
@@ -91,7 +97,23 @@ pub fn sessions(command: SessionsCommand) -> anyhow::Result<Outcome> {
 }
 
 /// Prints what session `id` changed, read without changing anything.
-fn diff(id: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
+///
+/// # Security
+///
+/// A patch holds the bytes the session wrote, unescaped (an escaped patch
+/// would not apply), so it is refused when stdout is a terminal: what the
+/// model wrote could drive it. It is built whole before a byte is
+/// written, so a failure leaves stdout empty, never half a patch.
+fn diff(id: &str, format: super::diff::Format, db: Option<&Path>) -> anyhow::Result<Outcome> {
+    if format == super::diff::Format::Patch && io::stdout().is_terminal() {
+        bail!(
+            "a patch holds the files' bytes as the session left them, control characters \
+             included, so it is not printed to a terminal: send it to a file or a program \
+             (`goat sessions diff {} --format patch > session.patch`), or leave out \
+             --format patch to read the changes",
+            text::escape_controls(id)
+        );
+    }
     let Some(store) = open_existing(db)? else {
         bail!(
             "no session '{}': there is no store yet",
@@ -101,8 +123,26 @@ fn diff(id: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let session = store
         .find_session(id)
         .context("`goat sessions list` shows the sessions")?;
+    let bytes = match format {
+        super::diff::Format::Text => super::diff::session_diff(&store, &session.id)?.into_bytes(),
+        super::diff::Format::Patch => {
+            let patch = super::diff::patch::session_patch(&store, &session)?;
+            for dir in &patch.dirs_left_out {
+                note(format_args!(
+                    "not in the patch, which holds only files and links: {dir}"
+                ));
+            }
+            if patch.bytes.is_empty() {
+                note(format_args!(
+                    "session {} has no file changes a patch can hold",
+                    text::escape_controls(&session.id)
+                ));
+            }
+            patch.bytes
+        }
+    };
     let mut out = io::stdout().lock();
-    out.write_all(super::diff::session_diff(&store, &session.id)?.as_bytes())?;
+    out.write_all(&bytes)?;
     out.flush()?;
     Ok(Outcome::Ok)
 }

@@ -97,6 +97,30 @@ pub fn landing_state(workspace: &Path, change: &FileChange) -> LandingState {
 use beneath::State;
 pub(crate) use beneath::sha256_hex;
 
+/// The bytes `path` holds in `workspace` now, if they are still the ones
+/// a change recorded only by their sha256 (hex): how `sessions diff
+/// --format patch` gets what a command wrote, since a command's change
+/// set keeps the hash after, not the bytes. `None` when the path is gone,
+/// not a regular file, changed since, over [`MAX_CHECKPOINT_BYTES`], or
+/// unreadable.
+///
+/// # Security
+///
+/// Read through no link and nowhere outside the workspace ([`beneath`]);
+/// and only bytes with the recorded hash are returned, so a file planted
+/// or changed since yields nothing, never other content.
+pub fn bytes_if_unchanged(workspace: &Path, path: &str, sha256: &str) -> Option<Vec<u8>> {
+    let root = beneath::open_root(workspace).ok()?;
+    match beneath::state(&root, path).ok()? {
+        State::File {
+            sha256: now,
+            bytes: Some(bytes),
+            ..
+        } if now == sha256 => Some(bytes),
+        _ => None,
+    }
+}
+
 /// The largest file a checkpoint holds: a write, edit, move or delete of a
 /// larger file is refused before it runs, because GOAT could not give it
 /// back. 8 MiB is far above any source file and above what the Pen tools
@@ -250,8 +274,8 @@ pub(crate) fn capture(
 
 impl Checkpoint {
     /// What the call changed, read after it succeeded: each path's bytes
-    /// before and the hash (and, within the cap, the bytes) after. A path
-    /// whose content did not change is left out.
+    /// and bits before, and the hash (and, within the cap, the bytes) and
+    /// bits after. A path whose content did not change is left out.
     pub(crate) fn finish(self) -> Vec<FileChange> {
         let Ok(root_fd) = beneath::open_root(&self.root) else {
             return Vec::new();
@@ -261,12 +285,17 @@ impl Checkpoint {
             if changes.iter().any(|c| c.path == path) {
                 continue;
             }
-            let (after_sha256, after) = match beneath::state(&root_fd, &path) {
-                Ok(State::Absent) => (None, None),
-                Ok(State::File { sha256, bytes, .. }) => (Some(sha256), bytes),
+            let (after_sha256, after, after_mode) = match beneath::state(&root_fd, &path) {
+                Ok(State::Absent) => (None, None, None),
+                Ok(State::File {
+                    sha256,
+                    bytes,
+                    mode,
+                    ..
+                }) => (Some(sha256), bytes, Some(mode)),
                 // What no Pen tool leaves behind; undo will find it changed.
-                Ok(State::Other(what)) => (Some(format!("not a file: {what}")), None),
-                Err(e) => (Some(format!("unreadable: {e}")), None),
+                Ok(State::Other(what)) => (Some(format!("not a file: {what}")), None, None),
+                Err(e) => (Some(format!("unreadable: {e}")), None, None),
             };
             let unchanged = match (&before, &after_sha256) {
                 (None, None) => true,
@@ -280,6 +309,7 @@ impl Checkpoint {
                     before_mode,
                     after_sha256,
                     after,
+                    after_mode,
                     ..FileChange::default()
                 });
             }
