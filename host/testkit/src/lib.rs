@@ -13,6 +13,9 @@
 //! [`ReplyBuilder`] from [`Reply::builder`] to combine them in one answer
 //! (reasoning, then text, then two calls). The `ev_*` helpers stay for
 //! tests that need a stream no well-behaved engine would send.
+//!
+//! [`PrefillMeter`] counts what an engine's prefix cache must prefill for
+//! the requests a server recorded (issue 25).
 
 #![expect(
     clippy::unwrap_used,
@@ -21,12 +24,14 @@
 #![expect(missing_docs, reason = "test support")]
 
 mod events;
+mod prefill;
 mod real_engine;
 mod reply;
 mod server;
 mod tls;
 
 pub use events::*;
+pub use prefill::{PrefillMeter, Sent, estimated_tokens};
 pub use real_engine::{RealEngine, RealModel, RealTemplate, real_engine_dir};
 pub use reply::{Arguments, ReplyBuilder, qwen_markup, qwen_unwrapped_markup};
 pub use server::{Hold, Recorded, Reply, Responder, ScriptedServer, Step};
