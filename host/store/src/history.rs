@@ -1,6 +1,6 @@
 //! Rebuilding the history the next prompt is built from.
 
-use crate::{CallErrorKind, CallStatus, NewCall, Store, StoreError};
+use crate::{CallErrorKind, CallStatus, NewCall, Store, StoreError, Summary};
 
 /// What a resumed session's interrupted calls say to the model.
 pub const INTERRUPTED_RESULT: &str = "This tool call was interrupted: GOAT stopped while it was \
@@ -54,6 +54,20 @@ pub struct HistoryTurn {
     pub turn_id: i64,
     /// Its request, usable rounds and results, in order.
     pub entries: Vec<HistoryEntry>,
+    /// Each usable round in it: its row id and the index in `entries` of
+    /// its answer (its results follow), in order.
+    pub rounds: Vec<(i64, usize)>,
+}
+
+impl HistoryTurn {
+    /// The round (row id) each entry belongs to; `None` for the request.
+    pub fn round_of(&self, index: usize) -> Option<i64> {
+        self.rounds
+            .iter()
+            .take_while(|(_, start)| *start <= index)
+            .last()
+            .map(|(id, _)| *id)
+    }
 }
 
 impl Store {
@@ -88,6 +102,39 @@ impl Store {
         session_id: &str,
         after: Option<i64>,
     ) -> Result<Vec<HistoryTurn>, StoreError> {
+        self.history_from(session_id, after, None)
+    }
+
+    /// The history a prompt carries after `summary` (all of it without
+    /// one): the turns after the one it ends in, and, when it ends inside
+    /// a turn (`through_round_id`), that turn's request and its rounds
+    /// after that round.
+    pub fn history_since(
+        &self,
+        session_id: &str,
+        summary: Option<&Summary>,
+    ) -> Result<Vec<HistoryTurn>, StoreError> {
+        match summary {
+            None => self.history_from(session_id, None, None),
+            Some(s) => match s.through_round_id {
+                None => self.history_from(session_id, Some(s.through_turn_id), None),
+                Some(round) => self.history_from(
+                    session_id,
+                    Some(s.through_turn_id - 1),
+                    Some((s.through_turn_id, round)),
+                ),
+            },
+        }
+    }
+
+    /// The history from the turn after `after` on; of the turn `partial`
+    /// names, only the request and the rounds after the round it names.
+    fn history_from(
+        &self,
+        session_id: &str,
+        after: Option<i64>,
+        partial: Option<(i64, i64)>,
+    ) -> Result<Vec<HistoryTurn>, StoreError> {
         self.session(session_id)?;
         let mut out = Vec::new();
         let mut turns = self.conn.prepare_cached(
@@ -113,6 +160,10 @@ impl Store {
                 .query_map([turn_id], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
                 })?
+                .filter(|row| match (row, partial) {
+                    (Ok((round, _)), Some((turn, through))) if turn == *turn_id => *round > through,
+                    _ => true,
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             // A turn that left nothing usable (it failed or was cancelled
             // before any answer) and was asked again word for word is sent
@@ -124,7 +175,9 @@ impl Store {
                 continue;
             }
             let mut entries = vec![HistoryEntry::User(prompt.clone())];
+            let mut round_starts = Vec::with_capacity(round_rows.len());
             for (round_id, content) in round_rows {
+                round_starts.push((round_id, entries.len()));
                 let call_rows = calls
                     .query_map([round_id], |r| {
                         Ok((
@@ -183,6 +236,7 @@ impl Store {
             out.push(HistoryTurn {
                 turn_id: *turn_id,
                 entries,
+                rounds: round_starts,
             });
         }
         Ok(out)

@@ -54,6 +54,9 @@ pub struct RoundOk {
     pub prompt_tokens: Option<u64>,
     /// Token counts.
     pub completion_tokens: Option<u64>,
+    /// Of the prompt tokens, those the engine served from its prompt
+    /// cache, where it said.
+    pub cached_tokens: Option<u64>,
     /// Its structured calls, stored as pending.
     pub calls: Vec<NewCall>,
 }
@@ -146,6 +149,9 @@ pub struct RoundRecord {
     pub prompt_tokens: Option<u64>,
     /// Likewise, the completion tokens.
     pub completion_tokens: Option<u64>,
+    /// Of the prompt tokens, those the engine said its prompt cache
+    /// served; `None` when it said nothing.
+    pub cached_tokens: Option<u64>,
     /// When its request was sent (unix seconds).
     pub started_at: i64,
     /// When it ended (unix seconds); `None` while streaming, or when GOAT
@@ -303,7 +309,8 @@ impl Store {
         let tx = self.write()?;
         tx.prepare_cached(
             "UPDATE rounds SET status = 'ok', content = ?2, reasoning = ?3, finish_reason = ?4,
-                    prompt_tokens = ?5, completion_tokens = ?6, ended_at = ?7 WHERE id = ?1",
+                    prompt_tokens = ?5, completion_tokens = ?6, ended_at = ?7, cached_tokens = ?8
+             WHERE id = ?1",
         )?
         .execute(params![
             round_id,
@@ -312,7 +319,8 @@ impl Store {
             ok.finish_reason,
             ok.prompt_tokens.and_then(|n| i64::try_from(n).ok()),
             ok.completion_tokens.and_then(|n| i64::try_from(n).ok()),
-            now()
+            now(),
+            ok.cached_tokens.and_then(|n| i64::try_from(n).ok()),
         ])?;
         let mut ids = Vec::with_capacity(ok.calls.len());
         for call in &ok.calls {
@@ -350,15 +358,18 @@ impl Store {
         round_id: i64,
         prompt_tokens: u64,
         completion_tokens: u64,
+        cached_tokens: Option<u64>,
     ) -> Result<(), StoreError> {
         let tx = self.write()?;
         tx.prepare_cached(
-            "UPDATE rounds SET prompt_tokens = ?2, completion_tokens = ?3 WHERE id = ?1",
+            "UPDATE rounds SET prompt_tokens = ?2, completion_tokens = ?3, cached_tokens = ?4
+             WHERE id = ?1",
         )?
         .execute(params![
             round_id,
             i64::try_from(prompt_tokens).ok(),
-            i64::try_from(completion_tokens).ok()
+            i64::try_from(completion_tokens).ok(),
+            cached_tokens.and_then(|n| i64::try_from(n).ok()),
         ])?;
         tx.commit()?;
         Ok(())
@@ -553,7 +564,7 @@ impl Store {
         )?;
         let mut rounds = self.conn.prepare(
             "SELECT id, status, content, finish_reason, failure, failure_kind, reasoning, markup_channel,
-                    prompt_tokens, completion_tokens, started_at, ended_at FROM rounds
+                    prompt_tokens, completion_tokens, started_at, ended_at, cached_tokens FROM rounds
              WHERE turn_id = ?1 ORDER BY id",
         )?;
         let mut calls = self.conn.prepare(
@@ -591,6 +602,7 @@ impl Store {
                         completion_tokens: count(r.get(9)?),
                         started_at: r.get(10)?,
                         ended_at: r.get(11)?,
+                        cached_tokens: count(r.get(12)?),
                         calls: Vec::new(),
                     })
                 })?

@@ -170,6 +170,19 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE file_changes ADD COLUMN after_mode INTEGER;
     ALTER TABLE file_changes ADD COLUMN landed INTEGER NOT NULL DEFAULT 1;",
     ),
+    // 8: of a round's prompt tokens, those the engine served from its
+    // prompt cache, as it said (issue 25: `usage.prompt_tokens_details.
+    // cached_tokens`, llama-server's `timings.cache_n`); NULL where it said
+    // nothing, and for rounds stored before.
+    Migration::sql("ALTER TABLE rounds ADD COLUMN cached_tokens INTEGER;"),
+    // 9: a summary that reaches inside a turn (issue 25, ADR-0081): it
+    // covers every turn before `through_turn_id` and, of that turn, the
+    // rounds up to `through_round_id`; the turn's request stays in later
+    // prompts. NULL: the whole of `through_turn_id`, as every summary
+    // stored before covered.
+    Migration::sql(
+        "ALTER TABLE summaries ADD COLUMN through_round_id INTEGER REFERENCES rounds(id);",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

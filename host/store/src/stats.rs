@@ -38,6 +38,14 @@ pub struct Stats {
     pub recovered: i64,
     /// Turns where the model wrote a tool call as text twice.
     pub failed_twice: i64,
+    /// Prompt tokens over every round, as the engine reported them.
+    pub prompt_tokens: i64,
+    /// Of those, tokens the engine said its prompt cache served, over the
+    /// rounds where it said (issue 25).
+    pub cached_tokens: i64,
+    /// Prompt tokens of the rounds whose engine said how many were cached:
+    /// what `cached_tokens` is a share of.
+    pub cache_reported_prompt_tokens: i64,
 }
 
 impl Store {
@@ -49,6 +57,16 @@ impl Store {
                         count(CASE WHEN r.markup_channel = ?2 THEN 1 END) AS in_reasoning
                  FROM rounds r
                  WHERE r.failure_kind = ?1 GROUP BY r.turn_id
+             ),
+             tokens AS (
+                 SELECT s2.model, s2.engine_url,
+                        coalesce(sum(r.prompt_tokens), 0) AS prompt,
+                        coalesce(sum(r.cached_tokens), 0) AS cached,
+                        coalesce(sum(CASE WHEN r.cached_tokens IS NOT NULL
+                                          THEN r.prompt_tokens END), 0) AS reported
+                 FROM rounds r JOIN turns t2 ON r.turn_id = t2.id
+                 JOIN sessions s2 ON t2.session_id = s2.id
+                 GROUP BY s2.model, s2.engine_url
              )
              SELECT s.model, s.engine_url,
                     count(DISTINCT s.id),
@@ -63,7 +81,13 @@ impl Store {
                     coalesce(sum(m.in_reasoning), 0),
                     count(DISTINCT CASE WHEN t.recovery_used = 1 THEN t.id END),
                     count(DISTINCT CASE WHEN t.recovery_used = 1 AND t.status = 'completed' THEN t.id END),
-                    count(DISTINCT CASE WHEN m.n >= 2 THEN t.id END)
+                    count(DISTINCT CASE WHEN m.n >= 2 THEN t.id END),
+                    coalesce((SELECT k.prompt FROM tokens k
+                       WHERE k.model = s.model AND k.engine_url = s.engine_url), 0),
+                    coalesce((SELECT k.cached FROM tokens k
+                       WHERE k.model = s.model AND k.engine_url = s.engine_url), 0),
+                    coalesce((SELECT k.reported FROM tokens k
+                       WHERE k.model = s.model AND k.engine_url = s.engine_url), 0)
              FROM sessions s
              LEFT JOIN turns t ON t.session_id = s.id
              LEFT JOIN markup m ON m.turn_id = t.id
@@ -86,6 +110,9 @@ impl Store {
                         recoveries: r.get(8)?,
                         recovered: r.get(9)?,
                         failed_twice: r.get(10)?,
+                        prompt_tokens: r.get(11)?,
+                        cached_tokens: r.get(12)?,
+                        cache_reported_prompt_tokens: r.get(13)?,
                     })
                 },
             )?
@@ -103,25 +130,37 @@ pub struct SessionTokens {
     pub completion: u64,
     /// Rounds whose engine reported no usage, not counted above.
     pub unreported_rounds: u64,
+    /// Of the prompt tokens, those the engine said its prompt cache
+    /// served (issue 25), over the rounds where it said.
+    pub cached: u64,
+    /// Prompt tokens of the rounds whose engine said how many were cached:
+    /// what `cached` is a share of; 0 when no engine said.
+    pub cache_reported_prompt: u64,
 }
 
 impl Store {
-    /// What session `id`'s rounds used, summed from `rounds.prompt_tokens`
-    /// and `rounds.completion_tokens`.
+    /// What session `id`'s rounds used, summed from `rounds.prompt_tokens`,
+    /// `rounds.completion_tokens` and `rounds.cached_tokens`.
     pub fn session_tokens(&self, id: &str) -> Result<SessionTokens, StoreError> {
-        let (prompt, completion, unreported): (i64, i64, i64) = self.conn.query_row(
-            "SELECT coalesce(sum(r.prompt_tokens), 0), coalesce(sum(r.completion_tokens), 0),
-                    count(CASE WHEN r.prompt_tokens IS NULL THEN 1 END)
-             FROM rounds r JOIN turns t ON r.turn_id = t.id
-             WHERE t.session_id = ?1",
-            params![id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?;
+        let (prompt, completion, unreported, cached, reported): (i64, i64, i64, i64, i64) =
+            self.conn.query_row(
+                "SELECT coalesce(sum(r.prompt_tokens), 0), coalesce(sum(r.completion_tokens), 0),
+                        count(CASE WHEN r.prompt_tokens IS NULL THEN 1 END),
+                        coalesce(sum(r.cached_tokens), 0),
+                        coalesce(sum(CASE WHEN r.cached_tokens IS NOT NULL
+                                          THEN r.prompt_tokens END), 0)
+                 FROM rounds r JOIN turns t ON r.turn_id = t.id
+                 WHERE t.session_id = ?1",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )?;
         let count = |n: i64| u64::try_from(n).unwrap_or(0);
         Ok(SessionTokens {
             prompt: count(prompt),
             completion: count(completion),
             unreported_rounds: count(unreported),
+            cached: count(cached),
+            cache_reported_prompt: count(reported),
         })
     }
 }

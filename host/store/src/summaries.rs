@@ -1,8 +1,10 @@
 //! Summaries of a session's older turns, written by the model when its
 //! history outgrew the engine's context window (ADR-0073).
 //!
-//! A summary covers every turn up to `through_turn_id`; the next prompt
-//! carries the newest summary instead of those turns. The turns are never
+//! A summary covers every turn up to `through_turn_id`, or, when it reaches
+//! inside that turn (`through_round_id`, issue 25), the turns before it and
+//! that turn's rounds up to `through_round_id`, the turn's request kept;
+//! the next prompt carries the newest summary instead of what it covers. The turns are never
 //! changed or removed: the store keeps the whole record, so compaction
 //! loses nothing a person (or a later GOAT) can read.
 
@@ -53,6 +55,9 @@ pub struct Summary {
     pub id: i64,
     /// The last turn it covers (every turn of the session up to this one).
     pub through_turn_id: i64,
+    /// Where it ends inside that turn: its rounds up to this one (the
+    /// turn's request stays in later prompts); `None` for the whole turn.
+    pub through_round_id: Option<i64>,
     /// What the model wrote.
     pub content: String,
     /// Why it was written.
@@ -70,6 +75,8 @@ pub struct Summary {
 pub struct NewSummary {
     /// The last turn it covers.
     pub through_turn_id: i64,
+    /// Where it ends inside that turn, if it does not cover all of it.
+    pub through_round_id: Option<i64>,
     /// What the model wrote.
     pub content: String,
     /// Why.
@@ -80,8 +87,8 @@ pub struct NewSummary {
     pub completion_tokens: Option<u64>,
 }
 
-const COLUMNS: &str =
-    "id, through_turn_id, content, reason, prompt_tokens, completion_tokens, created_at";
+const COLUMNS: &str = "id, through_turn_id, content, reason, prompt_tokens, completion_tokens, \
+     created_at, through_round_id";
 
 fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
     Ok(Summary {
@@ -96,12 +103,14 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
             .get::<_, Option<i64>>(5)?
             .and_then(|n| u64::try_from(n).ok()),
         created_at: r.get(6)?,
+        through_round_id: r.get(7)?,
     })
 }
 
 impl Store {
     /// Stores a summary of `session_id`'s turns up to
-    /// `summary.through_turn_id`, which must be one of its turns.
+    /// `summary.through_turn_id`, which must be one of its turns (and
+    /// `through_round_id`, if given, one of that turn's rounds).
     pub fn add_summary(
         &mut self,
         session_id: &str,
@@ -115,10 +124,19 @@ impl Store {
         if owner.as_deref() != Some(session_id) {
             return Err(StoreError::NoSession(session_id.to_owned()));
         }
+        if let Some(round) = summary.through_round_id {
+            let turn: Option<i64> = tx
+                .prepare_cached("SELECT turn_id FROM rounds WHERE id = ?1")?
+                .query_row([round], |r| r.get(0))
+                .optional()?;
+            if turn != Some(summary.through_turn_id) {
+                return Err(StoreError::NoSession(session_id.to_owned()));
+            }
+        }
         tx.prepare_cached(
             "INSERT INTO summaries (session_id, through_turn_id, content, reason, prompt_tokens,
-                                    completion_tokens, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                    completion_tokens, created_at, through_round_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             session_id,
@@ -129,7 +147,8 @@ impl Store {
             summary
                 .completion_tokens
                 .and_then(|n| i64::try_from(n).ok()),
-            now()
+            now(),
+            summary.through_round_id,
         ])?;
         let id = tx.last_insert_rowid();
         tx.commit()?;

@@ -458,6 +458,7 @@ mod tests {
             markup_channel: None,
             prompt_tokens: None,
             completion_tokens: None,
+            cached_tokens: None,
             started_at: 60,
             ended_at: None,
             calls,

@@ -111,6 +111,7 @@ async fn exported() -> (GoatRun, Value, PathBuf) {
         let turn = store.turns(&id).unwrap()[0].id;
         let summary = goat_store::NewSummary {
             through_turn_id: turn,
+            through_round_id: None,
             content: "The person asked for hello.txt; it was written.".into(),
             reason: goat_store::CompactReason::Asked,
             prompt_tokens: Some(300),

@@ -90,6 +90,7 @@ async fn sessions_show_says_where_a_summary_begins_and_keeps_the_turns() {
                 &id,
                 &goat_store::NewSummary {
                     through_turn_id: turn,
+                    through_round_id: None,
                     content: "The person said hello.".into(),
                     reason: goat_store::CompactReason::Window,
                     prompt_tokens: None,

@@ -502,9 +502,12 @@ impl Shepherd {
                 self.store(move |s| {
                     s.finish_round_failed(round_id, kind, &content, &failure)?;
                     match usage {
-                        Some(u) => {
-                            s.record_round_usage(round_id, u.prompt_tokens, u.completion_tokens)
-                        }
+                        Some(u) => s.record_round_usage(
+                            round_id,
+                            u.prompt_tokens,
+                            u.completion_tokens,
+                            u.cached_tokens,
+                        ),
                         None => Ok(()),
                     }
                 })
@@ -658,6 +661,7 @@ fn round_ok(r: &Response) -> RoundOk {
         finish_reason: r.finish_reason.as_ref().map(|f| f.as_str().to_owned()),
         prompt_tokens: r.usage.map(|u| u.prompt_tokens),
         completion_tokens: r.usage.map(|u| u.completion_tokens),
+        cached_tokens: r.usage.and_then(|u| u.cached_tokens),
         calls: r
             .tool_calls
             .iter()

@@ -245,7 +245,12 @@ fn keep_usage(
     usage: Option<goat_engine::Usage>,
 ) -> Result<(), goat_store::StoreError> {
     match usage {
-        Some(u) => store.record_round_usage(round_id, u.prompt_tokens, u.completion_tokens),
+        Some(u) => store.record_round_usage(
+            round_id,
+            u.prompt_tokens,
+            u.completion_tokens,
+            u.cached_tokens,
+        ),
         None => Ok(()),
     }
 }

@@ -202,6 +202,7 @@ impl Shepherd {
                 .await?;
             let new = NewSummary {
                 through_turn_id: chosen[end - 1].turn_id,
+                through_round_id: None,
                 content: content.0.clone(),
                 reason,
                 prompt_tokens: content.1,

@@ -661,6 +661,7 @@ fn store_at_version_1(db: &Path) {
         "DROP TABLE summaries;
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
+         ALTER TABLE rounds DROP COLUMN cached_tokens;
          ALTER TABLE rounds DROP COLUMN markup_channel;
          ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;",
     )
@@ -675,6 +676,7 @@ fn store_at_version_2(db: &Path) {
         "DROP TABLE summaries;
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
+         ALTER TABLE rounds DROP COLUMN cached_tokens;
          ALTER TABLE rounds DROP COLUMN markup_channel; PRAGMA user_version = 2;",
     )
     .unwrap();

@@ -108,6 +108,7 @@ fn a_summary_replaces_the_turns_it_covers_only_in_the_history_sent() {
     let summary = NewSummary {
         through_turn_id: turns[1],
         content: "asked one and two".into(),
+        through_round_id: None,
         reason: CompactReason::Window,
         prompt_tokens: Some(900),
         completion_tokens: Some(12),
@@ -136,4 +137,94 @@ fn a_summary_replaces_the_turns_it_covers_only_in_the_history_sent() {
     // Removing the session removes its summaries too.
     assert!(store.remove_session(&session).unwrap());
     assert!(store.summaries(&session).unwrap().is_empty());
+}
+
+#[test]
+fn a_summary_inside_a_turn_keeps_the_request_and_the_rounds_after_it() {
+    use goat_store::{CompactReason, NewSummary, RoundOk};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let first = store.start_turn(&session, "one").unwrap();
+    store
+        .finish_turn(first, TurnStatus::Completed, None)
+        .unwrap();
+    let turn = store.start_turn(&session, "read everything").unwrap();
+    let rounds: Vec<i64> = (0..3)
+        .map(|n| {
+            let r = store.start_round(turn).unwrap();
+            store
+                .finish_round_ok(
+                    r,
+                    &RoundOk {
+                        content: format!("round {n}"),
+                        prompt_tokens: Some(1000 + n),
+                        cached_tokens: Some(900 + n),
+                        ..RoundOk::default()
+                    },
+                )
+                .unwrap();
+            r
+        })
+        .collect();
+    let whole = store.history_since(&session, None).unwrap();
+    assert_eq!(whole.len(), 2);
+    assert_eq!(
+        whole[1].rounds,
+        [(rounds[0], 1), (rounds[1], 2), (rounds[2], 3)]
+    );
+    assert_eq!(whole[1].round_of(0), None);
+    assert_eq!(whole[1].round_of(2), Some(rounds[1]));
+    store
+        .add_summary(
+            &session,
+            &NewSummary {
+                through_turn_id: turn,
+                through_round_id: Some(rounds[1]),
+                content: "read two files".into(),
+                reason: CompactReason::Window,
+                prompt_tokens: None,
+                completion_tokens: None,
+            },
+        )
+        .unwrap();
+    let latest = store.latest_summary(&session).unwrap().unwrap();
+    assert_eq!(latest.through_round_id, Some(rounds[1]));
+    let after = store.history_since(&session, Some(&latest)).unwrap();
+    assert_eq!(after.len(), 1, "the older turn is covered");
+    assert_eq!(
+        after[0].entries,
+        [
+            HistoryEntry::User("read everything".into()),
+            HistoryEntry::Assistant {
+                content: "round 2".into(),
+                calls: vec![]
+            }
+        ],
+        "the request stays; the rounds up to the summary's go"
+    );
+    assert_eq!(after[0].rounds, [(rounds[2], 1)]);
+    // A round of another turn is refused.
+    let wrong = NewSummary {
+        through_turn_id: first,
+        through_round_id: Some(rounds[0]),
+        content: String::new(),
+        reason: CompactReason::Window,
+        prompt_tokens: None,
+        completion_tokens: None,
+    };
+    assert!(store.add_summary(&session, &wrong).is_err());
+    // The engine's cached tokens are kept per round and summed.
+    let tokens = store.session_tokens(&session).unwrap();
+    assert_eq!((tokens.prompt, tokens.cached), (3003, 2703));
+    assert_eq!(tokens.cache_reported_prompt, 3003);
+    let stored = store.turns(&session).unwrap();
+    assert_eq!(stored[1].rounds[2].cached_tokens, Some(902));
+    let stats = store.stats().unwrap();
+    assert_eq!(
+        (stats[0].prompt_tokens, stats[0].cached_tokens),
+        (3003, 2703)
+    );
 }
