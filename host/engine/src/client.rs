@@ -105,6 +105,25 @@ impl EngineConfig {
     }
 }
 
+/// Whether a request carries `cache_prompt: true` (issue 25): llama-server
+/// then keeps the longest common prefix of a slot's last prompt and
+/// prefills only the rest. Builds since late 2024 do so by default; older
+/// ones only when asked. It is sent only to an engine whose `/props` says
+/// it is llama-server: vLLM ignores unknown fields with a warning in its
+/// log for every request, and OpenAI refuses them. (It also overrides a
+/// server started with `--no-cache-prompt`; `/props` does not say that
+/// setting, and an agent's rounds without the cache cost seconds each.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum CachePrompt {
+    /// `/props` has not said the engine is llama-server.
+    Unknown,
+    /// It did: send it.
+    Send,
+    /// The engine refused it: never again.
+    Refused,
+}
+
 /// A client for one engine.
 #[derive(Debug)]
 pub struct EngineClient {
@@ -117,6 +136,8 @@ pub struct EngineClient {
     /// Set once the engine refused `max_tokens` and named
     /// `max_completion_tokens`; later requests use that name.
     completion_cap_name: AtomicBool,
+    /// Whether requests carry `cache_prompt: true` ([`CachePrompt`]).
+    cache_prompt: std::sync::atomic::AtomicU8,
     /// What `/props` said of the template's tools, kept from whichever
     /// asked first ([`EngineClient::discover_window`] or
     /// [`EngineClient::template_tools`]), so the session asks once.
@@ -187,6 +208,7 @@ impl EngineClient {
             http,
             include_usage: AtomicBool::new(true),
             completion_cap_name: AtomicBool::new(false),
+            cache_prompt: std::sync::atomic::AtomicU8::new(CachePrompt::Unknown as u8),
             template_tools: std::sync::Mutex::new(None),
         })
     }
@@ -240,6 +262,10 @@ impl EngineClient {
             };
             let mut body = request.body(&self.config.model, include_usage);
             self.config.sampling.apply(&mut body, cap_name);
+            let cache_prompt = self.cache_prompt.load(Ordering::Relaxed) == CachePrompt::Send as u8;
+            if cache_prompt {
+                body["cache_prompt"] = serde_json::Value::Bool(true);
+            }
             let outcome = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(EngineError::Cancelled),
@@ -255,6 +281,17 @@ impl EngineClient {
                     // This engine does not take stream_options: leave it out
                     // from now on. Nothing was streamed, so this is not a retry.
                     self.include_usage.store(false, Ordering::Relaxed);
+                    let _ = message;
+                }
+                Err(EngineError::Http {
+                    status: 400,
+                    message,
+                }) if cache_prompt && message.contains("cache_prompt") => {
+                    // Something that answered /props as llama-server does
+                    // but refuses the field: leave it out from now on.
+                    // Nothing was streamed, so this is not a retry.
+                    self.cache_prompt
+                        .store(CachePrompt::Refused as u8, Ordering::Relaxed);
                     let _ = message;
                 }
                 Err(EngineError::Http {
@@ -384,7 +421,7 @@ impl EngineClient {
         };
         let props = ask(self.props_url()).await;
         if let Some(body) = &props {
-            self.keep_template_tools(window::props_template_tools(body));
+            self.keep_props(body);
         }
         if let Some(tokens) = props.as_deref().and_then(window::props_window) {
             return WindowProbe::Found {
@@ -422,19 +459,35 @@ impl EngineClient {
         }
         match self.get_small(&self.props_url()).await {
             Ok(body) => {
-                let said = window::props_template_tools(&body);
-                self.keep_template_tools(said);
-                said
+                self.keep_props(&body);
+                window::props_template_tools(&body)
             }
             Err(_) => TemplateTools::NotSaid,
         }
     }
 
-    fn keep_template_tools(&self, said: TemplateTools) {
+    /// Keeps what a `/props` body said: the template's tools, and whether
+    /// the engine is llama-server, which then gets `cache_prompt: true`.
+    fn keep_props(&self, body: &str) {
         *self
             .template_tools
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(said);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(window::props_template_tools(body));
+        if window::props_say_llama_cpp(body) {
+            let _ = self.cache_prompt.compare_exchange(
+                CachePrompt::Unknown as u8,
+                CachePrompt::Send as u8,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Whether requests now carry `cache_prompt: true`: the engine's
+    /// `/props` said it is llama-server, and it has not refused the field.
+    pub fn sends_cache_prompt(&self) -> bool {
+        self.cache_prompt.load(Ordering::Relaxed) == CachePrompt::Send as u8
     }
 
     /// A small JSON `GET`: at most [`MAX_MODELS_BODY_BYTES`] read, the

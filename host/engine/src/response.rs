@@ -95,6 +95,9 @@ pub struct Usage {
 /// llama-server's `timings` (sent with the last chunk), where sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Timings {
+    /// Prompt tokens served from the slot's prompt cache (`cache_n`), where
+    /// sent: with `prompt_n`, how much of the request the server reused.
+    pub cache_n: Option<u64>,
     /// Prompt tokens processed (those not already cached).
     pub prompt_n: u64,
     /// Time processing them, in milliseconds.
@@ -326,6 +329,7 @@ impl StreamAssembler {
             let n = |k: &str| t.get(k).and_then(Value::as_u64).unwrap_or(0);
             let f = |k: &str| t.get(k).and_then(Value::as_f64).unwrap_or(0.0);
             self.response.timings = Some(Timings {
+                cache_n: t.get("cache_n").and_then(Value::as_u64),
                 prompt_n: n("prompt_n"),
                 prompt_ms: f("prompt_ms"),
                 predicted_n: n("predicted_n"),

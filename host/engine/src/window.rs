@@ -85,6 +85,18 @@ pub fn props_window(body: &str) -> Option<u64> {
     .and_then(plausible)
 }
 
+/// Whether a `/props` body is llama-server's: it takes `cache_prompt`
+/// (issue 25). Its `/props` has always carried
+/// `default_generation_settings`; newer builds add `build_info` and
+/// `total_slots`.
+pub fn props_say_llama_cpp(body: &str) -> bool {
+    serde_json::from_str::<Value>(body).is_ok_and(|v| {
+        ["default_generation_settings", "build_info", "total_slots"]
+            .iter()
+            .any(|k| v.get(k).is_some())
+    })
+}
+
 /// Whether the engine's chat template shows the model the tools offered,
 /// as llama-server's `/props` says (`chat_template_caps.supports_tools`).
 /// A template without tools makes llama-server drop a request's `tools`

@@ -176,3 +176,70 @@ async fn timings_and_time_to_first_token_come_with_the_response() {
         .unwrap();
     assert!(plain.timings.is_none());
 }
+
+/// Issue 25: `cache_prompt: true` goes to an engine whose `/props` says it
+/// is llama-server, never to one that does not, and never again once the
+/// engine refused it; llama-server's `timings.cache_n` is read.
+#[tokio::test]
+async fn cache_prompt_is_sent_to_llama_server_only() {
+    let hi = ChatRequest {
+        messages: vec![Message::User {
+            content: "hi".into(),
+        }],
+        tools: vec![],
+    };
+    let answer = || {
+        Reply::sse(
+            [
+                ev_content("ok"),
+                ev_finish("stop"),
+                ev(serde_json::json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}, "timings": {"cache_n": 8, "prompt_n": 2, "prompt_ms": 1.0, "predicted_n": 1, "predicted_ms": 1.0, "predicted_per_second": 1.0}})),
+                ev_done(),
+            ]
+            .concat(),
+        )
+    };
+    let refusal = Reply::error(
+        400,
+        "application/json",
+        r#"{"error":{"code":400,"message":"unknown field cache_prompt"}}"#,
+    );
+    for (props, expect) in [
+        (
+            Some(r#"{"default_generation_settings": {"n_ctx": 4096}}"#),
+            true,
+        ),
+        (None, false),
+    ] {
+        let server =
+            ScriptedServer::start(vec![answer(), refusal.clone(), answer(), answer()]).await;
+        if let Some(body) = props {
+            server.route("/props", json(body));
+        }
+        let mut config = EngineConfig::new(server.base_url(), "qwen");
+        config.retries = 0;
+        let client = EngineClient::new(config).unwrap();
+        client.discover_window().await;
+        assert_eq!(client.sends_cache_prompt(), expect);
+        let cancel = CancellationToken::new();
+        let response = client.stream_chat(&hi, &cancel, &mut |_| {}).await.unwrap();
+        assert_eq!(response.timings.unwrap().cache_n, Some(8));
+        assert_eq!(response.usage.unwrap().cached_tokens, Some(8));
+        let sent = server.requests();
+        assert_eq!(
+            sent[0].body.get("cache_prompt"),
+            expect.then_some(&serde_json::Value::Bool(true))
+        );
+        if expect {
+            // Refused once: sent again without it, and never again.
+            client.stream_chat(&hi, &cancel, &mut |_| {}).await.unwrap();
+            client.stream_chat(&hi, &cancel, &mut |_| {}).await.unwrap();
+            let sent = server.requests();
+            assert_eq!(sent.len(), 4);
+            assert!(sent[1].body.get("cache_prompt").is_some());
+            assert!(sent[2].body.get("cache_prompt").is_none());
+            assert!(sent[3].body.get("cache_prompt").is_none());
+            assert!(!client.sends_cache_prompt());
+        }
+    }
+}
