@@ -163,9 +163,14 @@ impl Printer {
                 };
                 self.status(&line);
             }
-            // ADR-0073: older turns were summarised to fit the window;
-            // `goat sessions show` still has them whole.
-            EventKind::Compaction { turns, reason } => {
+            // ADR-0074, ADR-0081: older turns, or the running turn's older
+            // rounds, were summarised to fit the window; `goat sessions
+            // show` still has them whole.
+            EventKind::Compaction {
+                turns,
+                rounds,
+                reason,
+            } => {
                 self.stop_spinner();
                 self.flush_pending();
                 let why = match reason {
@@ -176,9 +181,20 @@ impl Printer {
                         "to fit the context window"
                     }
                 };
+                let count = |n: u64, noun| {
+                    crate::text::count(usize::try_from(n).unwrap_or(usize::MAX), noun)
+                };
+                let what = match (*turns, *rounds) {
+                    (t, 0) => count(t, "older turn"),
+                    (0, r) => count(r, "earlier round") + " of this turn",
+                    (t, r) => format!(
+                        "{} and {} of this turn",
+                        count(t, "older turn"),
+                        count(r, "earlier round")
+                    ),
+                };
                 self.status(&format!(
-                    "{} summarised {why}; the store keeps them whole",
-                    crate::text::count(usize::try_from(*turns).unwrap_or(usize::MAX), "older turn")
+                    "{what} summarised {why}; the store keeps them whole"
                 ));
             }
             // Issue 22: the repository's instructions take at most a

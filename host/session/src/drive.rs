@@ -511,8 +511,13 @@ impl<'a> Track<'a> {
                 let completed = self.completed(tool, &arguments, &routed);
                 self.emit(EventKind::ToolCallCompleted(completed));
             }
-            TurnEvent::Compacted { turns, reason } => self.emit(EventKind::Compaction {
+            TurnEvent::Compacted {
+                turns,
+                rounds,
+                reason,
+            } => self.emit(EventKind::Compaction {
                 turns: u64::try_from(turns).unwrap_or(u64::MAX),
+                rounds: u64::try_from(rounds).unwrap_or(u64::MAX),
                 reason: match reason {
                     CompactReason::Window => CompactionReason::Window,
                     CompactReason::Overflow => CompactionReason::Overflow,

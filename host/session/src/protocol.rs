@@ -142,12 +142,17 @@ pub enum EventKind {
         /// The markup was in the reasoning channel.
         in_reasoning: bool,
     },
-    /// Older turns were summarised to keep the conversation within the
-    /// context window (ADR-0073); the store keeps them whole.
+    /// Older turns, or the running turn's older rounds, were summarised to
+    /// keep the conversation within the context window (ADR-0074,
+    /// ADR-0081); the store keeps them whole.
     #[serde(rename = "compaction")]
     Compaction {
         /// Turns newly covered by the summary.
         turns: u64,
+        /// Rounds of the running turn newly covered (its request and newest
+        /// round stay in the prompt); 0 when only older turns were.
+        #[serde(default)]
+        rounds: u64,
         /// Why.
         reason: CompactionReason,
     },

@@ -16,7 +16,7 @@
 //! round (a summary asked of the model) adds to what was prefilled and
 //! nothing to the least.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use serde_json::Value;
 
@@ -40,7 +40,7 @@ pub enum Sent {
 #[derive(Clone, Debug, Default)]
 pub struct PrefillMeter {
     previous: Vec<u8>,
-    seen: HashMap<String, u64>,
+    seen: HashSet<String>,
     /// Requests metered.
     pub requests: u64,
     /// Requests that did not extend the one before (their common prefix
@@ -82,11 +82,8 @@ impl PrefillMeter {
                 let key = key(m, i);
                 // A stub of a result seen whole is not new; the first time
                 // a result is seen it is counted at its size then.
-                if !self.seen.contains_key(&key) {
-                    self.seen.insert(key, bytes);
-                    if !first {
-                        self.least_bytes += bytes;
-                    }
+                if self.seen.insert(key) && !first {
+                    self.least_bytes += bytes;
                 }
             }
             if first {

@@ -13,6 +13,20 @@ pub const SUMMARY_INSTRUCTION: &str = "You summarise the earlier part of a codin
      Keep facts exact (names, paths, numbers); leave out pleasantries and anything no longer \
      relevant. Plain text, no preamble, under 400 words.";
 
+/// What the model is told, as the last message of the conversation it was
+/// last sent, when a summary is asked as that request's continuation
+/// (ADR-0081): the engine's prompt cache holds everything before it, so
+/// the summary costs the engine only these words and its answer. The
+/// tools stay offered (they are part of that prefix), so the model is told
+/// not to call them; an answer that calls one is not taken as a summary.
+pub const COMPACT_INSTRUCTION: &str = "[GOAT host] The conversation is about to outgrow the \
+     context window. Write a summary of everything above, the summary in the system message \
+     included, that lets you carry on without it: the person's requests and goals, decisions \
+     made, the files read or changed (by path) and what was learned about them, commands run and \
+     their outcomes, and what is still to do. Keep facts exact (names, paths, numbers); leave \
+     out pleasantries and anything no longer relevant. Do not call any tool: answer with the \
+     summary alone, plain text, no preamble, under 400 words.";
+
 /// Bytes of each tool result shown to the summariser: enough for what a
 /// file or command was about, not the whole of it (the model summarises
 /// what the turns did, and can read again what it needs).

@@ -1,12 +1,17 @@
-//! Fitting one request into the window, without the engine: the history
-//! as messages, then the oldest tool results replaced by one-line stubs
-//! (the call and the fact that it happened stay), the newest kept whole.
-//! Pure, so it is tested as a table of sizes.
+//! Fitting one request into the window, without the engine (ADR-0074,
+//! with ADR-0081's hysteresis): the history as messages, results already
+//! elided sent as their one-line stubs (the call and the fact that it
+//! happened stay), and, only when the request is over the budget, one cut:
+//! the oldest rounds' results become stubs until the request is down to
+//! the low-water mark, the newest round always whole. Between cuts nothing
+//! already sent changes, so each request extends the last one and an
+//! engine's prefix cache prefills only what is new. Pure, so it is tested
+//! as a table of sizes.
 
 use goat_engine::{ChatRequest, Message, RequestToolCall, ToolSchema};
-use goat_store::{CallStatus, HistoryEntry};
+use goat_store::{CallStatus, HistoryEntry, HistoryTurn};
 
-use super::estimate;
+use super::{COMPACT_SHARE, LOW_WATER_SHARE, estimate};
 
 /// A request fitted as far as eliding results goes.
 #[derive(Debug)]
@@ -18,6 +23,17 @@ pub(crate) struct Fitted {
     pub(crate) tokens: u64,
     /// Whether `tokens` is within the budget.
     pub(crate) fits: bool,
+    /// Whether the request was over the budget and cut (results elided
+    /// down to the low-water mark): it rewrites what was sent before.
+    pub(crate) cut: bool,
+    /// Whether, cut, it is still over the compaction mark: eliding was not
+    /// enough, and older turns and rounds should be summarised.
+    pub(crate) compact: bool,
+    /// The newest round in it, with its turn: what a summary asked as the
+    /// continuation of this request covers.
+    pub(crate) newest_round: Option<(i64, i64)>,
+    /// The summary it carries (row id), set by the caller.
+    pub(crate) summary_id: Option<i64>,
 }
 
 /// What an elided result says instead.
@@ -34,38 +50,76 @@ pub(crate) fn stub(tool: &str, status: CallStatus, bytes: usize) -> String {
     )
 }
 
-/// The history as messages; for each tool result, what its stub is.
-fn messages(system: String, entries: Vec<HistoryEntry>) -> (Vec<Message>, Vec<Option<String>>) {
-    let mut messages = vec![Message::System { content: system }];
-    let mut stubs = vec![None];
-    for entry in entries {
-        let stub = match &entry {
-            HistoryEntry::ToolResult {
-                tool,
-                status,
-                content,
-                ..
-            } => Some(stub(tool, *status, content.len())),
-            _ => None,
-        };
-        stubs.push(stub);
-        messages.push(to_message(entry));
-    }
-    (messages, stubs)
+/// The history as messages, results of rounds up to `elided_through` as
+/// stubs; for each message, its round and, for a result still whole, its
+/// stub.
+struct Laid {
+    messages: Vec<Message>,
+    rounds: Vec<Option<i64>>,
+    stubs: Vec<Option<String>>,
 }
 
-/// Builds the request and elides the oldest results, never the newest,
-/// until its estimate is within `budget` tokens.
+fn lay(system: String, turns: &[HistoryTurn], elided_through: Option<i64>) -> Laid {
+    let mut laid = Laid {
+        messages: vec![Message::System { content: system }],
+        rounds: vec![None],
+        stubs: vec![None],
+    };
+    for turn in turns {
+        for (i, entry) in turn.entries.iter().enumerate() {
+            let round = turn.round_of(i);
+            let mut stub = match entry {
+                HistoryEntry::ToolResult {
+                    tool,
+                    status,
+                    content,
+                    ..
+                } => Some(self::stub(tool, *status, content.len()))
+                    .filter(|s| s.len() < content.len()),
+                _ => None,
+            };
+            let mut message = to_message(entry.clone());
+            if round.is_some()
+                && round <= elided_through
+                && let (Some(s), Message::Tool { content, .. }) = (stub.take(), &mut message)
+            {
+                *content = s;
+            }
+            laid.messages.push(message);
+            laid.rounds.push(round);
+            laid.stubs.push(stub);
+        }
+    }
+    laid
+}
+
+/// Builds the request from the history after the summary, with the
+/// results of rounds up to `elided_through` as stubs. Within `budget`
+/// tokens it is sent as it is: it extends the last request. Over it, the
+/// request is cut once: the oldest rounds' results become stubs, never
+/// the newest round's, until it takes at most [`LOW_WATER_SHARE`] of the
+/// budget, and `elided_through` moves on past them for every later
+/// request.
+#[expect(clippy::too_many_arguments, reason = "one pure step, its inputs named")]
 pub(crate) fn fit(
     system: String,
-    entries: Vec<HistoryEntry>,
+    turns: &[HistoryTurn],
     instruction: Option<Message>,
     tools: &[ToolSchema],
     model: &str,
     bytes_per_token: f64,
     budget: u64,
+    elided_through: &mut Option<i64>,
 ) -> Fitted {
-    let (mut messages, mut stubs) = messages(system, entries);
+    let Laid {
+        mut messages,
+        rounds,
+        mut stubs,
+    } = lay(system, turns, *elided_through);
+    let newest_round = turns
+        .iter()
+        .rev()
+        .find_map(|t| t.rounds.last().map(|(r, _)| (t.turn_id, *r)));
     if let Some(m) = instruction {
         messages.push(m);
         stubs.push(None);
@@ -75,23 +129,37 @@ pub(crate) fn fit(
         tools: tools.to_vec(),
     };
     let mut bytes = request.body_bytes(model, true);
-    let newest = stubs.iter().rposition(Option::is_some);
-    for (i, stub) in stubs.iter_mut().enumerate() {
-        if estimate(bytes, bytes_per_token) <= budget {
-            break;
-        }
-        if Some(i) == newest {
-            break;
-        }
-        let Some(stub) = stub.take() else { continue };
-        if let Message::Tool { content, .. } = &mut request.messages[i]
-            && stub.len() < content.len()
-        {
-            let before = request.messages[i].wire_bytes();
-            if let Message::Tool { content, .. } = &mut request.messages[i] {
-                *content = stub;
+    let cut = estimate(bytes, bytes_per_token) > budget;
+    if cut {
+        let low = (budget as f64 * LOW_WATER_SHARE) as u64;
+        // The newest round with a result keeps its results whole.
+        let newest = rounds
+            .iter()
+            .zip(&request.messages)
+            .rev()
+            .find_map(|(r, m)| matches!(m, Message::Tool { .. }).then_some(*r))
+            .flatten();
+        let mut i = 0;
+        while i < rounds.len() && estimate(bytes, bytes_per_token) > low {
+            let Some(round) = rounds[i] else {
+                i += 1;
+                continue;
+            };
+            if Some(round) >= newest {
+                break;
             }
-            bytes = bytes - before + request.messages[i].wire_bytes();
+            // Every result of this round, at once: the watermark is a round.
+            while i < rounds.len() && rounds[i] == Some(round) {
+                if let Some(stub) = stubs[i].take() {
+                    let before = request.messages[i].wire_bytes();
+                    if let Message::Tool { content, .. } = &mut request.messages[i] {
+                        *content = stub;
+                    }
+                    bytes = bytes - before + request.messages[i].wire_bytes();
+                }
+                i += 1;
+            }
+            *elided_through = (*elided_through).max(Some(round));
         }
     }
     let tokens = estimate(bytes, bytes_per_token);
@@ -100,6 +168,10 @@ pub(crate) fn fit(
         bytes,
         tokens,
         fits: tokens <= budget,
+        cut,
+        compact: cut && tokens as f64 > budget as f64 * COMPACT_SHARE,
+        newest_round,
+        summary_id: None,
     }
 }
 
@@ -175,33 +247,41 @@ mod tests {
 
     use super::*;
 
-    fn turn(n: usize, result_bytes: usize) -> Vec<HistoryEntry> {
+    /// Turn `n` of the history: a request, a round that reads a file of
+    /// `result_bytes`, a round that answers. Round ids are `10n + 1` and
+    /// `10n + 2`.
+    fn turn(n: usize, result_bytes: usize) -> HistoryTurn {
         let id = format!("c{n}");
-        vec![
-            HistoryEntry::User(format!("read file {n}")),
-            HistoryEntry::Assistant {
-                content: String::new(),
-                calls: vec![NewCall {
-                    call_id: id.clone(),
+        let round = 10 * n as i64;
+        HistoryTurn {
+            turn_id: n as i64,
+            entries: vec![
+                HistoryEntry::User(format!("read file {n}")),
+                HistoryEntry::Assistant {
+                    content: String::new(),
+                    calls: vec![NewCall {
+                        call_id: id.clone(),
+                        tool: "read_file".into(),
+                        arguments: r#"{"path":"a.txt"}"#.into(),
+                    }],
+                },
+                HistoryEntry::ToolResult {
+                    call_id: id,
                     tool: "read_file".into(),
-                    arguments: r#"{"path":"a.txt"}"#.into(),
-                }],
-            },
-            HistoryEntry::ToolResult {
-                call_id: id,
-                tool: "read_file".into(),
-                status: CallStatus::Ok,
-                content: "x".repeat(result_bytes),
-            },
-            HistoryEntry::Assistant {
-                content: "done".into(),
-                calls: vec![],
-            },
-        ]
+                    status: CallStatus::Ok,
+                    content: "x".repeat(result_bytes),
+                },
+                HistoryEntry::Assistant {
+                    content: "done".into(),
+                    calls: vec![],
+                },
+            ],
+            rounds: vec![(round + 1, 1), (round + 2, 3)],
+        }
     }
 
-    fn history(turns: usize) -> Vec<HistoryEntry> {
-        (0..turns).flat_map(|n| turn(n, 20_000)).collect()
+    fn history(turns: usize) -> Vec<HistoryTurn> {
+        (0..turns).map(|n| turn(n, 20_000)).collect()
     }
 
     fn tool_contents(f: &Fitted) -> Vec<&str> {
@@ -215,18 +295,27 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn under_the_budget_nothing_changes() {
-        let f = fit("s".into(), history(3), None, &[], "m", 3.0, 1_000_000);
-        assert!(f.fits);
-        assert!(tool_contents(&f).iter().all(|c| c.len() == 20_000));
+    fn fit_at(turns: &[HistoryTurn], budget: u64, elided: &mut Option<i64>) -> Fitted {
+        fit("s".into(), turns, None, &[], "m", 3.0, budget, elided)
     }
 
     #[test]
-    fn the_oldest_results_become_stubs_and_the_newest_stays_whole() {
-        // Room for about two whole results.
-        let f = fit("s".into(), history(5), None, &[], "m", 3.0, 16_000);
-        assert!(f.fits, "{}", f.tokens);
+    fn under_the_budget_nothing_changes() {
+        let mut elided = None;
+        let f = fit_at(&history(3), 1_000_000, &mut elided);
+        assert!(f.fits && !f.cut && !f.compact);
+        assert!(tool_contents(&f).iter().all(|c| c.len() == 20_000));
+        assert_eq!(elided, None);
+        assert_eq!(f.newest_round, Some((2, 22)));
+    }
+
+    #[test]
+    fn over_the_budget_the_oldest_become_stubs_down_to_the_low_water_mark() {
+        // Room for about two whole results; the low-water mark is less
+        // than one, so only the newest stays whole.
+        let mut elided = None;
+        let f = fit_at(&history(5), 16_000, &mut elided);
+        assert!(f.fits && f.cut, "{}", f.tokens);
         let contents = tool_contents(&f);
         assert_eq!(contents.len(), 5, "every call keeps its result message");
         assert_eq!(
@@ -234,7 +323,13 @@ mod tests {
             "[result elided to keep the conversation within the context window: this read_file \
              call succeeded, 20000 bytes; call it again if you still need it]"
         );
+        assert_eq!(
+            contents[3].len(),
+            contents[0].len(),
+            "cut well below the budget"
+        );
         assert_eq!(contents[4].len(), 20_000, "the newest is whole");
+        assert_eq!(elided, Some(32), "the watermark is the last round elided");
         assert_eq!(
             f.bytes,
             f.request.body_bytes("m", true),
@@ -243,8 +338,50 @@ mod tests {
     }
 
     #[test]
+    fn between_cuts_each_request_extends_the_last() {
+        // The budget holds three whole results; a cut leaves one.
+        let budget = 23_000;
+        let mut elided = None;
+        let mut turns = history(1);
+        let mut sent: Vec<ChatRequest> = Vec::new();
+        let mut cuts = 0;
+        for n in 1..12 {
+            turns.push(turn(n, 20_000));
+            let f = fit_at(&turns, budget, &mut elided);
+            assert!(f.fits, "turn {n}");
+            if let Some(last) = sent.last() {
+                let extends = f.request.messages.starts_with(&last.messages);
+                assert_eq!(extends, !f.cut, "turn {n}: only a cut rewrites");
+            }
+            cuts += usize::from(f.cut);
+            sent.push(f.request);
+        }
+        assert!((3..=5).contains(&cuts), "{cuts} cuts in 11 requests");
+    }
+
+    #[test]
+    fn a_cut_that_eliding_cannot_bring_to_half_asks_for_compaction() {
+        // Forty small rounds: their calls and stubs alone outgrow half.
+        let mut elided = None;
+        let turns: Vec<HistoryTurn> = (0..40).map(|n| turn(n, 600)).collect();
+        let f = fit_at(&turns, 4_000, &mut elided);
+        assert!(f.cut && f.compact, "{}", f.tokens);
+    }
+
+    #[test]
+    fn results_already_elided_stay_stubs_in_every_later_request() {
+        let mut elided = Some(21);
+        let f = fit_at(&history(4), 1_000_000, &mut elided);
+        assert!(!f.cut);
+        let contents = tool_contents(&f);
+        assert!(contents[0].starts_with("[result elided") && contents[2].starts_with("[result"));
+        assert_eq!(contents[3].len(), 20_000);
+    }
+
+    #[test]
     fn when_stubs_are_not_enough_it_says_so_and_the_cut_is_the_last_resort() {
-        let mut f = fit("s".into(), history(2), None, &[], "m", 3.0, 2_000);
+        let mut elided = None;
+        let mut f = fit_at(&history(2), 2_000, &mut elided);
         assert!(!f.fits);
         assert_eq!(tool_contents(&f)[1].len(), 20_000);
         assert!(cut_newest(&mut f, "m", 3.0, 2_000));

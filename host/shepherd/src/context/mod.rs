@@ -17,10 +17,11 @@ pub(crate) mod compact;
 pub(crate) mod fit;
 
 pub use compact::{
-    MAX_SUMMARY_BYTES, SUMMARY_HEADING, SUMMARY_INPUT_RESULT_BYTES, SUMMARY_INSTRUCTION,
+    COMPACT_INSTRUCTION, MAX_SUMMARY_BYTES, SUMMARY_HEADING, SUMMARY_INPUT_RESULT_BYTES,
+    SUMMARY_INSTRUCTION,
 };
 
-use goat_engine::WindowSource;
+use goat_engine::{ChatRequest, WindowSource};
 
 /// The window assumed when neither the setting nor the engine says one.
 /// llama.cpp and vLLM say theirs; the engines that do not (Ollama, LM
@@ -90,11 +91,36 @@ pub struct ProjectSection {
     pub whole: usize,
 }
 
-/// The bytes the repository's part may take of `budget` tokens at
-/// `bytes_per_token`.
-pub(crate) fn project_bytes(budget: u64, bytes_per_token: f64) -> usize {
-    (budget as f64 * PROJECT_PROMPT_SHARE * bytes_per_token / ESTIMATE_MARGIN) as usize
+/// The bytes the repository's part may take of `budget` tokens. Counted at
+/// [`DEFAULT_BYTES_PER_TOKEN`], not the calibration: the part must be the
+/// same bytes in every request while the window stays (issue 25), or the
+/// engine's prompt cache would be lost at the system prompt each time an
+/// engine's count moved the ratio.
+pub(crate) fn project_bytes(budget: u64) -> usize {
+    (budget as f64 * PROJECT_PROMPT_SHARE * DEFAULT_BYTES_PER_TOKEN / ESTIMATE_MARGIN) as usize
 }
+
+/// The low-water mark: a request over the budget (the high-water mark) is
+/// cut once, its oldest results elided until it takes at most this share
+/// of the budget; then requests only grow, each extending the last, until
+/// the budget is reached again (ADR-0081). A cut makes the engine prefill
+/// again every whole result it keeps after the first one elided, so the
+/// mark weighs what the model still sees whole against what the cut
+/// costs: at a 64k window, 200 reads of 4 KiB were prefilled 1.12 times
+/// over at 0.3, 1.20 at 0.4 and 1.37 at 0.5 (1.07 at 0.2, keeping about
+/// seven results whole where 0.3 keeps eleven).
+pub const LOW_WATER_SHARE: f64 = 0.3;
+
+/// A cut that eliding every result but the newest round's leaves over this
+/// share of the budget also summarises (older turns, and the running
+/// turn's older rounds): the calls and stubs alone would otherwise leave
+/// too little room to grow before the next cut. At a 16k window, 200 reads
+/// of 4 KiB in one turn were summarised 15 times at 0.5 (1.16 times
+/// prefilled), 9 at 0.6 (1.13), 6 at 0.7 (1.11, but about two whole
+/// results between cuts): 0.6 keeps the model's own record, the calls
+/// and their stubs, the longest while leaving two fifths to grow.
+pub const COMPACT_SHARE: f64 = 0.6;
+
 /// The output cap sent when the person sets none (`max_output_tokens`):
 /// the room each request leaves for the answer, so an answer that fits
 /// the reserve is never cut, and a model that repeats itself stops after
@@ -145,6 +171,10 @@ pub struct ContextStatus {
     pub session_completion_tokens: u64,
     /// Summaries written in this process.
     pub compactions: u64,
+    /// Requests in this process that were cut (results elided down to
+    /// the low-water mark, ADR-0081): each rewrote part of what was sent
+    /// before, so the engine's prompt cache could not serve all of it.
+    pub cuts: u64,
 }
 
 /// The context's state for one Shepherd.
@@ -161,6 +191,24 @@ pub(crate) struct ContextState {
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
     pub(crate) compactions: u64,
+    pub(crate) cuts: u64,
+    /// Results of rounds up to this one (row id) are sent as stubs: the
+    /// watermark a cut moves on, and only a cut (ADR-0081).
+    pub(crate) elided_through: Option<i64>,
+    /// The last round request the engine answered.
+    pub(crate) answered: Option<Answered>,
+}
+
+/// The last round request the engine answered, kept so that a summary can
+/// be asked as its continuation: the engine's prompt cache holds it.
+#[derive(Clone, Debug)]
+pub(crate) struct Answered {
+    pub(crate) request: ChatRequest,
+    /// The newest round it carried, with its turn: what the summary covers.
+    pub(crate) newest_round: Option<(i64, i64)>,
+    /// The summary it carried (row id): a continuation is asked only while
+    /// that summary is still the newest.
+    pub(crate) summary_id: Option<i64>,
 }
 
 impl ContextState {
@@ -179,6 +227,9 @@ impl ContextState {
             prompt_tokens: 0,
             completion_tokens: 0,
             compactions: 0,
+            cuts: 0,
+            elided_through: None,
+            answered: None,
         }
     }
 
@@ -244,6 +295,7 @@ impl ContextState {
             session_prompt_tokens: self.prompt_tokens,
             session_completion_tokens: self.completion_tokens,
             compactions: self.compactions,
+            cuts: self.cuts,
         }
     }
 }

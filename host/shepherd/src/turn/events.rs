@@ -40,11 +40,15 @@ pub enum TurnEvent {
         /// How it went.
         routed: Routed,
     },
-    /// Older turns were summarised to keep the conversation within the
-    /// engine's context window (ADR-0073).
+    /// Older turns, or the running turn's older rounds, were summarised to
+    /// keep the conversation within the engine's context window (ADR-0074,
+    /// ADR-0081).
     Compacted {
         /// Turns newly covered by the summary.
         turns: usize,
+        /// Rounds of the running turn newly covered (its request and newest
+        /// round stay); 0 when only older turns were.
+        rounds: usize,
         /// Why.
         reason: CompactReason,
     },

@@ -30,7 +30,7 @@ pub use caps::{MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, too_many_calls_result}
 pub use events::{ToolsNotShown, TurnError, TurnEvent, TurnStats, TurnSummary};
 pub use window::Compacted;
 
-use crate::context::{ContextState, WindowChoice};
+use crate::context::{Answered, ContextState, WindowChoice};
 pub use recovery::RECOVERY_INSTRUCTION;
 use recovery::{Markup, ParseFailure, RecoveryBudget};
 
@@ -123,22 +123,22 @@ impl Shepherd {
         self
     }
 
-    /// The system prompt for a budget of `budget` tokens at
-    /// `bytes_per_token`: GOAT's own, then the repository's part sized to
-    /// its share.
-    pub(super) fn system_prompt(&self, budget: u64, bytes_per_token: f64) -> String {
+    /// The system prompt for a budget of `budget` tokens: GOAT's own, then
+    /// the repository's part sized to its share. The same bytes for as
+    /// long as the budget stays.
+    pub(super) fn system_prompt(&self, budget: u64) -> String {
         format!(
             "{}{}",
             self.system_prompt,
-            self.project_section(budget, bytes_per_token).text
+            self.project_section(budget).text
         )
     }
 
     /// The repository's part for that budget; empty without one.
-    fn project_section(&self, budget: u64, bytes_per_token: f64) -> crate::context::ProjectSection {
+    fn project_section(&self, budget: u64) -> crate::context::ProjectSection {
         self.project
             .as_ref()
-            .map(|p| p.within(crate::context::project_bytes(budget, bytes_per_token)))
+            .map(|p| p.within(crate::context::project_bytes(budget)))
             .unwrap_or_default()
     }
 
@@ -147,11 +147,10 @@ impl Shepherd {
     pub(super) fn tell_project_cut(
         &self,
         budget: u64,
-        bytes_per_token: f64,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) {
         use std::sync::atomic::Ordering;
-        let section = self.project_section(budget, bytes_per_token);
+        let section = self.project_section(budget);
         if section.kept < section.whole && !self.told_project_cut.swap(true, Ordering::Relaxed) {
             on_event(TurnEvent::ProjectInstructionsCut {
                 kept: section.kept,
@@ -234,14 +233,17 @@ impl Shepherd {
             if instruction.is_none() {
                 instruction = recovery.take_instruction();
             }
-            let (round_id, request, bytes) = self
+            let (round_id, sent, bytes) = self
                 .start_round(turn_id, &schemas, instruction.clone(), cancel, on_event)
                 .await?;
             let response = match self
-                .stream_response(round_id, &request, cancel, on_event)
+                .stream_response(round_id, &sent.request, cancel, on_event)
                 .await
             {
-                Ok(Streamed::Response(response)) => response,
+                Ok(Streamed::Response(response)) => {
+                    self.keep_answered(sent);
+                    response
+                }
                 Ok(Streamed::ParseFailure {
                     error,
                     quoted,
@@ -283,6 +285,7 @@ impl Shepherd {
                     if done.summaries > 0 {
                         on_event(TurnEvent::Compacted {
                             turns: done.turns,
+                            rounds: done.rounds,
                             reason: CompactReason::Overflow,
                         });
                     }
@@ -434,8 +437,8 @@ impl Shepherd {
     /// system prompt (with the newest summary of older turns, if any),
     /// then the stored history after that summary (which leaves out
     /// failed responses), then `instruction` if the previous round was a
-    /// recovery; fitted into the context window (ADR-0073) and under the
-    /// byte cap. Also returns the body's bytes, for calibration.
+    /// recovery; fitted into the context window (ADR-0074, ADR-0081) and
+    /// under the byte cap. Also returns the body's bytes, for calibration.
     async fn start_round(
         &self,
         turn_id: i64,
@@ -443,14 +446,19 @@ impl Shepherd {
         instruction: Option<Message>,
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
-    ) -> Result<(i64, ChatRequest, usize), TurnError> {
+    ) -> Result<(i64, Answered, usize), TurnError> {
         let fitted = self
             .fitted_request(turn_id, schemas, instruction, cancel, on_event)
             .await?;
         let mut request = fitted.request;
         caps::fit_request(&mut request, &self.engine.config().model, MAX_REQUEST_BYTES)?;
         let round_id = self.store(move |s| s.start_round(turn_id)).await?;
-        Ok((round_id, request, fitted.bytes))
+        let sent = Answered {
+            request,
+            newest_round: fitted.newest_round,
+            summary_id: fitted.summary_id,
+        };
+        Ok((round_id, sent, fitted.bytes))
     }
 
     /// Streams the answer, passing content and reasoning on as events.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use goat_engine::{CancellationToken, EngineClient, EngineConfig};
-use goat_shepherd::context::{SUMMARY_HEADING, SUMMARY_INSTRUCTION};
+use goat_shepherd::context::{COMPACT_INSTRUCTION, SUMMARY_HEADING, SUMMARY_INSTRUCTION};
 use goat_shepherd::gate::{Interactive, WritePolicy};
 use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd, TurnError, TurnEvent};
 use goat_store::{CompactReason, RoundStatus, Store, TurnStatus};
@@ -21,7 +21,17 @@ fn engine_tokens(r: &Recorded) -> u64 {
     (r.body.to_string().len() / 3) as u64
 }
 
+/// A request for a summary: the turns rendered for a request of its own,
+/// or (ADR-0081) the conversation last sent with the instruction after it.
 fn is_summary_request(r: &Recorded) -> bool {
+    is_rendered_summary_request(r)
+        || r.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m["content"].as_str() == Some(COMPACT_INSTRUCTION))
+}
+
+fn is_rendered_summary_request(r: &Recorded) -> bool {
     r.body.get("tools").is_none()
         && r.body["messages"][0]["content"].as_str() == Some(SUMMARY_INSTRUCTION)
 }
@@ -232,6 +242,7 @@ async fn an_engine_context_error_triggers_one_compaction_and_one_retry() {
     assert_eq!(summary.answer, "done");
     assert!(events.contains(&TurnEvent::Compacted {
         turns: 2,
+        rounds: 0,
         reason: CompactReason::Overflow
     }));
     let requests = s.server.requests();

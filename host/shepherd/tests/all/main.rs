@@ -9,5 +9,6 @@ mod caps;
 mod context;
 mod live_engine;
 mod parse_error;
+mod prefill;
 mod real_engine;
 pub(crate) mod shepherd;
