@@ -6,16 +6,29 @@ use serde_json::{Value, json};
 
 /// `12.3k prompt + 456 completion tokens · context 12800 of 32768 ·
 /// first token 0.81 s · 42.1 tokens/s`, or `None` when the engine
-/// reported neither usage nor timings (nothing worth a line).
+/// reported neither usage nor timings (nothing worth a line). When the
+/// engine said how much of the prompt its cache served (issue 25), the
+/// tokens read `12.3k prompt tokens, 11.6k from cache · 456 completion
+/// tokens`.
 pub(crate) fn stats_line(stats: &TurnStats) -> Option<String> {
     if stats.prompt_tokens == 0 && stats.tokens_per_second.is_none() {
         return None;
     }
-    let mut parts = vec![format!(
-        "{} prompt + {} completion tokens",
-        short(stats.prompt_tokens),
-        short(stats.completion_tokens)
-    )];
+    let mut parts = match stats.cached_tokens {
+        Some(cached) => vec![
+            format!(
+                "{} prompt tokens, {} from cache",
+                short(stats.prompt_tokens),
+                short(cached)
+            ),
+            format!("{} completion tokens", short(stats.completion_tokens)),
+        ],
+        None => vec![format!(
+            "{} prompt + {} completion tokens",
+            short(stats.prompt_tokens),
+            short(stats.completion_tokens)
+        )],
+    };
     if let Some(used) = stats.context_tokens {
         // Exact, as `/status` says them.
         parts.push(format!("context {used} of {}", stats.window));
@@ -37,6 +50,7 @@ pub(crate) fn stats_json(stats: &TurnStats) -> Value {
     json!({
         "prompt_tokens": stats.prompt_tokens,
         "completion_tokens": stats.completion_tokens,
+        "cached_tokens": stats.cached_tokens,
         "context_tokens": stats.context_tokens,
         "window_tokens": stats.window,
         "first_token_ms": stats.first_token_after.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
@@ -80,5 +94,17 @@ mod tests {
              · 42.1 tokens/s"
         );
         assert_eq!(stats_json(&stats)["first_token_ms"], 810);
+        assert_eq!(stats_json(&stats)["cached_tokens"], Value::Null);
+        let cached = TurnStats {
+            prompt_tokens: 12_100,
+            cached_tokens: Some(11_600),
+            ..stats
+        };
+        assert_eq!(
+            stats_line(&cached).unwrap(),
+            "12.1k prompt tokens, 11.6k from cache · 456 completion tokens · context 12800 of \
+             32768 · first token 0.81 s · 42.1 tokens/s"
+        );
+        assert_eq!(stats_json(&cached)["cached_tokens"], 11_600);
     }
 }

@@ -1,6 +1,8 @@
 //! `goat stats`: per model and engine, how turns went and how often the
 //! model wrote tool calls as text, so a persistent engine or chat-template
-//! mismatch shows up as a number rather than a feeling.
+//! mismatch shows up as a number rather than a feeling; and how much of
+//! the prompts the engine's prompt cache served (issue 25), so an engine
+//! that prefills every request again shows up too.
 
 use std::io::{self, Write};
 
@@ -45,6 +47,9 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<Outcome> {
                     "recoveries": s.recoveries,
                     "recovered": s.recovered,
                     "failed_twice": s.failed_twice,
+                    "prompt_tokens": s.prompt_tokens,
+                    "cached_tokens": s.cached_tokens,
+                    "cache_reported_prompt_tokens": s.cache_reported_prompt_tokens,
                 })
             })
             .collect();
@@ -73,6 +78,23 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<Outcome> {
             s.recovered,
             n(s.failed_twice, "turn"),
         )?;
+        if s.cache_reported_prompt_tokens > 0 {
+            writeln!(
+                out,
+                "  prompt tokens: {}; of the {} whose engine said, {} served from its prompt \
+                 cache ({:.0}%)",
+                s.prompt_tokens,
+                s.cache_reported_prompt_tokens,
+                s.cached_tokens,
+                s.cached_tokens as f64 * 100.0 / s.cache_reported_prompt_tokens as f64
+            )?;
+        } else if s.prompt_tokens > 0 {
+            writeln!(
+                out,
+                "  prompt tokens: {}; the engine did not say how many its prompt cache served",
+                s.prompt_tokens
+            )?;
+        }
         if s.markup_in_reasoning > 0 {
             writeln!(
                 out,

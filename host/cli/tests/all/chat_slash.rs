@@ -80,7 +80,7 @@ async fn compact_summarises_the_turns_and_the_next_request_carries_the_summary()
     pty.expect("> ");
     settle();
     pty.type_keys("/status\r");
-    pty.expect("1 summaries written");
+    pty.expect("1 summary written");
     pty.expect("> ");
     settle();
     pty.type_keys("again\r");

@@ -163,3 +163,51 @@ async fn a_context_error_compacts_once_and_the_turn_is_sent_again() {
         "{shown}"
     );
 }
+
+/// Issue 25: what the engine's prompt cache served is kept per round and
+/// shown after the turn, in the run summary, and in `goat stats`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_prompt_tokens_the_engine_cache_served_are_shown_and_kept() {
+    let body = [
+        ev_content("Hi"),
+        ev_finish("stop"),
+        ev(json!({"choices": [], "usage": {"prompt_tokens": 12100, "completion_tokens": 56, "total_tokens": 12156, "prompt_tokens_details": {"cached_tokens": 11600}}})),
+        ev_done(),
+    ]
+    .concat();
+    let run = GoatRun::builder()
+        .replies([Reply::sse(body)])
+        .json()
+        .run("hello")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.summary()["stats"]["cached_tokens"], 11600);
+    assert!(
+        run.stderr()
+            .contains("▌ goat: 12.1k prompt tokens, 11.6k from cache · 56 completion tokens"),
+        "{}",
+        run.stderr()
+    );
+    let id = run.sessions()[0]["id"].as_str().unwrap().to_owned();
+    let store = goat_store::Store::open(&run.env.db).unwrap();
+    assert_eq!(
+        store.turns(&id).unwrap()[0].rounds[0].cached_tokens,
+        Some(11600)
+    );
+    let stats = crate::json_out(&run.env.run(&["stats", "--json"]));
+    assert_eq!(
+        (
+            stats[0]["prompt_tokens"].as_i64(),
+            stats[0]["cached_tokens"].as_i64()
+        ),
+        (Some(12100), Some(11600))
+    );
+    let human = crate::text(&run.env.run(&["stats"]).stdout);
+    assert!(
+        human.contains(
+            "prompt tokens: 12100; of the 12100 whose engine said, 11600 served from its prompt \
+             cache (96%)"
+        ),
+        "{human}"
+    );
+}

@@ -373,7 +373,8 @@ pub fn status_text(opened: &Opened) -> String {
         "turns",
         &turns.map_or_else(|e| format!("unknown ({e})"), |n| n.to_string()),
     );
-    let tokens = match tokens {
+    let tokens_read = tokens;
+    let tokens = match &tokens_read {
         Ok(t) if t.unreported_rounds > 0 => format!(
             "{} prompt + {} completion ({} without usage from the engine)",
             t.prompt,
@@ -387,6 +388,21 @@ pub fn status_text(opened: &Opened) -> String {
         Err(e) => format!("unknown ({e})"),
     };
     line("tokens", &tokens);
+    if let Ok(t) = &tokens_read
+        && t.cache_reported_prompt > 0
+    {
+        // Issue 25: how much of the prompts the engine's cache served, of
+        // the rounds where it said.
+        line(
+            "cache",
+            &format!(
+                "{} of {} prompt tokens served from the engine's prompt cache ({:.0}%)",
+                t.cached,
+                t.cache_reported_prompt,
+                t.cached as f64 * 100.0 / t.cache_reported_prompt as f64
+            ),
+        );
+    }
     let context = opened.shepherd.context_status();
     line(
         "context",
@@ -400,11 +416,7 @@ pub fn status_text(opened: &Opened) -> String {
                     |n| format!("{n} (as the engine counted them)"),
                 ),
                 source.map_or("unknown", |s| s.as_str()),
-                if context.compactions > 0 {
-                    format!("; {} summaries written", context.compactions)
-                } else {
-                    String::new()
-                }
+                context_notes(&context),
             ),
             (None, _) => "window not known yet (asked of the engine at the first turn)".to_owned(),
         },
@@ -432,6 +444,26 @@ pub fn status_text(opened: &Opened) -> String {
     }
     out.push_str(&rules_text(opened));
     out
+}
+
+/// What fitting did in this process, after the context line: requests cut
+/// (older results elided down to the low-water mark, ADR-0081), and
+/// summaries written.
+fn context_notes(context: &goat_shepherd::ContextStatus) -> String {
+    let count = |n: u64, noun| crate::text::count(usize::try_from(n).unwrap_or(usize::MAX), noun);
+    let mut notes = String::new();
+    if context.cuts > 0 {
+        notes.push_str(&format!(
+            "; {} cut to fit (older results elided)",
+            count(context.cuts, "request")
+        ));
+    }
+    match context.compactions {
+        0 => {}
+        1 => notes.push_str("; 1 summary written"),
+        n => notes.push_str(&format!("; {n} summaries written")),
+    }
+    notes
 }
 
 /// The permission rules that apply in this session and workspace now.
