@@ -215,3 +215,122 @@ async fn the_usage_of_a_round_cut_by_length_is_kept() {
         (tokens.prompt, 24)
     );
 }
+
+/// Issue 25, from the server's own counts: each round's request extends
+/// the last one, so llama-server serves all of the last request from its
+/// prompt cache and prefills only what is new. SmolLM2's template shows no
+/// tools, so every turn is one round and the test does not depend on the
+/// model's choices.
+#[tokio::test(flavor = "multi_thread")]
+async fn consecutive_rounds_reuse_the_engines_prompt_cache() {
+    let Some(engine) = RealEngine::start(
+        "consecutive_rounds_reuse_the_engines_prompt_cache",
+        RealModel::SmolLm2,
+        RealTemplate::Embedded,
+        4096,
+    ) else {
+        return;
+    };
+    let real = shepherd_for(&engine, greedy(24), 2);
+    for prompt in [
+        "Say hello in one word.",
+        "Name a colour in one word.",
+        "Name a fruit in one word.",
+        "Name a number in one word.",
+    ] {
+        let result = real
+            .shepherd
+            .run_turn(prompt, &CancellationToken::new(), &mut |_| {})
+            .await;
+        // An answer cut at the output cap is a failed round, and its
+        // tokens were still prefilled: the cache holds the request either
+        // way.
+        assert!(
+            matches!(
+                result,
+                Ok(_) | Err(TurnError::Engine(EngineError::Length { .. }))
+            ),
+            "{result:?}"
+        );
+    }
+    let store = real.store.lock().unwrap();
+    let rounds: Vec<_> = store
+        .turns(&real.session)
+        .unwrap()
+        .into_iter()
+        .flat_map(|t| t.rounds)
+        .collect();
+    assert_eq!(rounds.len(), 4);
+    for pair in rounds.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        let (Some(prompt_before), Some(prompt), Some(cached)) = (
+            before.prompt_tokens,
+            after.prompt_tokens,
+            after.cached_tokens,
+        ) else {
+            panic!("llama-server reports prompt and cached tokens: {pair:?}");
+        };
+        eprintln!(
+            "{cached} of {prompt} prompt tokens from the cache (the request before: {prompt_before})"
+        );
+        // All of the last request but the few tokens of its generation
+        // prompt (where the answer or the next request begins).
+        assert!(
+            cached + 8 >= prompt_before,
+            "round {}: {cached} of {prompt} tokens from the cache, the request before had \
+             {prompt_before}",
+            after.id
+        );
+        assert!(prompt - cached < prompt - prompt_before + 64, "{pair:?}");
+    }
+    drop(store);
+
+    // The server's timings say the same of a request that extends the one
+    // before, and the client sends llama-server `cache_prompt`.
+    let mut config = EngineConfig::new(engine.base_url(), engine.model);
+    config.sampling = greedy(4);
+    let client = EngineClient::new(config).unwrap();
+    client.discover_window().await;
+    assert!(client.sends_cache_prompt());
+    let mut messages = vec![
+        Message::System {
+            content: "You are terse. ".repeat(40),
+        },
+        Message::User {
+            content: "Say yes.".to_owned(),
+        },
+    ];
+    let ask = async |messages: &[Message]| {
+        let request = ChatRequest {
+            messages: messages.to_vec(),
+            tools: vec![],
+        };
+        match client
+            .stream_chat(&request, &CancellationToken::new(), &mut |_| {})
+            .await
+        {
+            Ok(r) => r,
+            Err(EngineError::Length { partial }) => *partial,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let first = ask(&messages).await.timings.unwrap();
+    messages.push(Message::Assistant {
+        content: Some("Yes.".to_owned()),
+        tool_calls: vec![],
+    });
+    messages.push(Message::User {
+        content: "Say no.".to_owned(),
+    });
+    let second = ask(&messages).await.timings.unwrap();
+    let cached = second.cache_n.unwrap();
+    assert!(
+        cached + 8 >= first.cache_n.unwrap_or(0) + first.prompt_n,
+        "{first:?} then {second:?}"
+    );
+    assert!(
+        second.prompt_n < 32,
+        "only the new turn was prefilled: {second:?}"
+    );
+    eprintln!("first {first:?}\nsecond {second:?}");
+}
