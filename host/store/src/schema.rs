@@ -175,7 +175,7 @@ const MIGRATIONS: &[Migration] = &[
     // cached_tokens`, llama-server's `timings.cache_n`); NULL where it said
     // nothing, and for rounds stored before.
     Migration::sql("ALTER TABLE rounds ADD COLUMN cached_tokens INTEGER;"),
-    // 9: a summary that reaches inside a turn (issue 25, ADR-0081): it
+    // 9: a summary that reaches inside a turn (issue 25, ADR-0082): it
     // covers every turn before `through_turn_id` and, of that turn, the
     // rounds up to `through_round_id`; the turn's request stays in later
     // prompts. NULL: the whole of `through_turn_id`, as every summary

@@ -329,10 +329,22 @@ fn write_session(
         writeln!(out)?;
         write_turn(out, n, turn)?;
         for summary in summaries.iter().filter(|s| s.through_turn_id == turn.id) {
+            // ADR-0082: a summary may end inside the turn; its request and
+            // later rounds stayed in the prompts.
+            let inside = summary
+                .through_round_id
+                .and_then(|r| turn.rounds.iter().position(|round| round.id == r))
+                .map(|i| {
+                    format!(
+                        ", this one through its round {} (its request and later rounds kept)",
+                        i + 1
+                    )
+                })
+                .unwrap_or_default();
             writeln!(
                 out,
-                "\n-- summary #{} ({}): the turns up to here were compacted; later prompts carry \
-                 this instead of them --\n  {}",
+                "\n-- summary #{} ({}): the turns up to here were compacted{inside}; later \
+                 prompts carry this instead of them --\n  {}",
                 summary.id,
                 summary.reason.as_str(),
                 text::snippet(&summary.content, EXCERPT_CHARS)

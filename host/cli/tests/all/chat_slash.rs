@@ -150,3 +150,35 @@ async fn a_context_error_in_the_chat_compacts_once_and_the_turn_goes_on() {
     let transcript = pty.transcript();
     assert!(!transcript.contains("the turn failed"), "{transcript}");
 }
+
+/// Issue 25: `/status` sums what the engine's prompt cache served, and the
+/// line after the turn says it.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_says_how_much_of_the_prompts_the_engine_cache_served() {
+    let env = Env::new();
+    let cached = |text: &str| {
+        Reply::sse(
+            [
+                goat_testkit::ev_content(text),
+                goat_testkit::ev_finish("stop"),
+                goat_testkit::ev(serde_json::json!({"choices": [], "usage": {"prompt_tokens": 2000, "completion_tokens": 5, "total_tokens": 2005, "prompt_tokens_details": {"cached_tokens": 1500}}})),
+                goat_testkit::ev_done(),
+            ]
+            .concat(),
+        )
+    };
+    let server = ScriptedServer::start(vec![cached("One."), cached("Two.")]).await;
+    let mut pty = chat(&env, &server.base_url(), &["--context-tokens", "32768"]);
+    pty.type_keys("first\r");
+    pty.expect("2.0k prompt tokens, 1.5k from cache · 5 completion tokens");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("second\r");
+    pty.expect("Two.");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("/status\r");
+    pty.expect("3000 of 4000 prompt tokens served from the engine's prompt cache (75%)");
+    pty.expect("> ");
+    leave(&mut pty);
+}

@@ -84,27 +84,40 @@ async fn sessions_show_says_where_a_summary_begins_and_keeps_the_turns() {
     let id = run.sessions()[0]["id"].as_str().unwrap().to_owned();
     {
         let mut store = goat_store::Store::open(&run.env.db).unwrap();
-        let turn = store.turns(&id).unwrap()[0].id;
-        store
-            .add_summary(
-                &id,
-                &goat_store::NewSummary {
-                    through_turn_id: turn,
-                    through_round_id: None,
-                    content: "The person said hello.".into(),
-                    reason: goat_store::CompactReason::Window,
-                    prompt_tokens: None,
-                    completion_tokens: None,
-                },
-            )
-            .unwrap();
+        let turn = &store.turns(&id).unwrap()[0];
+        let (turn, round) = (turn.id, turn.rounds[0].id);
+        // ADR-0082: one ending inside the turn, then one covering it.
+        for (through_round_id, content) in [
+            (Some(round), "The person asked; nothing was done yet."),
+            (None, "The person said hello."),
+        ] {
+            store
+                .add_summary(
+                    &id,
+                    &goat_store::NewSummary {
+                        through_turn_id: turn,
+                        through_round_id,
+                        content: content.into(),
+                        reason: goat_store::CompactReason::Window,
+                        prompt_tokens: None,
+                        completion_tokens: None,
+                    },
+                )
+                .unwrap();
+        }
     }
     let shown = crate::text(&run.env.run(&["sessions", "show", &id]).stdout);
     let at = shown.find("first request").unwrap();
-    let summary = shown
-        .find("-- summary #1 (window): the turns up to here were compacted")
+    let inside = shown
+        .find(
+            "-- summary #1 (window): the turns up to here were compacted, this one through its \
+             round 1 (its request and later rounds kept); later prompts",
+        )
         .unwrap_or_else(|| panic!("{shown}"));
-    assert!(at < summary, "{shown}");
+    let summary = shown
+        .find("-- summary #2 (window): the turns up to here were compacted; later prompts")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(at < inside && inside < summary, "{shown}");
     assert!(shown.ends_with("  The person said hello.\n"), "{shown}");
 }
 

@@ -22,7 +22,7 @@ fn engine_tokens(r: &Recorded) -> u64 {
 }
 
 /// A request for a summary: the turns rendered for a request of its own,
-/// or (ADR-0081) the conversation last sent with the instruction after it.
+/// or (ADR-0082) the conversation last sent with the instruction after it.
 fn is_summary_request(r: &Recorded) -> bool {
     is_rendered_summary_request(r)
         || r.body["messages"]
