@@ -183,6 +183,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration::sql(
         "ALTER TABLE summaries ADD COLUMN through_round_id INTEGER REFERENCES rounds(id);",
     ),
+    // 10: the results a session's prompts send as stubs (issue 25,
+    // ADR-0082): those of its rounds up to this one. Kept so a resumed
+    // session lays its first request out as the last process did, and the
+    // engine's prompt cache still serves it; NULL: none yet.
+    Migration::sql("ALTER TABLE sessions ADD COLUMN elided_through_round INTEGER;"),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

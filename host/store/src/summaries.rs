@@ -155,6 +155,29 @@ impl Store {
         Ok(id)
     }
 
+    /// The round up to which `session_id`'s prompts send tool results as
+    /// stubs (ADR-0082), as the last cut left it; `None` before any cut.
+    pub fn elided_through(&self, session_id: &str) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT elided_through_round FROM sessions WHERE id = ?1")?
+            .query_row([session_id], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| StoreError::NoSession(session_id.to_owned()))
+    }
+
+    /// Records that `session_id`'s prompts send the results of its rounds
+    /// up to `round` as stubs from now on. It only moves forward.
+    pub fn set_elided_through(&mut self, session_id: &str, round: i64) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.prepare_cached(
+            "UPDATE sessions SET elided_through_round = ?2
+             WHERE id = ?1 AND (elided_through_round IS NULL OR elided_through_round < ?2)",
+        )?
+        .execute(params![session_id, round])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// The session's newest summary: the one the next prompt carries.
     pub fn latest_summary(&self, session_id: &str) -> Result<Option<Summary>, StoreError> {
         Ok(self

@@ -80,15 +80,31 @@ impl Shepherd {
         });
     }
 
-    /// The newest summary and the history after it.
+    /// The newest summary and the history after it. The stubs' watermark
+    /// a process before this one left is taken up, so a resumed session's
+    /// first request is laid out as its last one was.
     async fn context_history(&self) -> Result<(Option<Summary>, Vec<HistoryTurn>), TurnError> {
         let session = self.session_id.clone();
-        self.store(move |s| {
-            let summary = s.latest_summary(&session)?;
-            let turns = s.history_since(&session, summary.as_ref())?;
-            Ok((summary, turns))
-        })
-        .await
+        let (summary, turns, elided) = self
+            .store(move |s| {
+                let summary = s.latest_summary(&session)?;
+                let turns = s.history_since(&session, summary.as_ref())?;
+                Ok((summary, turns, s.elided_through(&session)?))
+            })
+            .await?;
+        self.state(|s| s.elided_through = s.elided_through.max(elided));
+        Ok((summary, turns))
+    }
+
+    /// Keeps the stubs' watermark in the store when a cut moved it.
+    async fn keep_elided(&self, before: Option<i64>) -> Result<(), TurnError> {
+        let now = self.state(|s| s.elided_through);
+        if let Some(round) = now.filter(|_| now > before) {
+            let session = self.session_id.clone();
+            self.store(move |s| s.set_elided_through(&session, round))
+                .await?;
+        }
+        Ok(())
     }
 
     /// The request from the history, laid out as the last one was (the
@@ -136,8 +152,10 @@ impl Shepherd {
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<Fitted, TurnError> {
         let (summary, turns) = self.context_history().await?;
+        let before = self.state(|s| s.elided_through);
         let mut fitted = self.fit_now(summary.as_ref(), &turns, schemas, instruction.clone());
         self.state(|s| s.cuts += u64::from(fitted.cut));
+        self.keep_elided(before).await?;
         if fitted.compact {
             let done = self
                 .compact_for_window(turn_id, summary.as_ref(), &turns, cancel)
@@ -149,7 +167,9 @@ impl Shepherd {
                     reason: CompactReason::Window,
                 });
                 let (summary, turns) = self.context_history().await?;
+                let before = self.state(|s| s.elided_through);
                 fitted = self.fit_now(summary.as_ref(), &turns, schemas, instruction);
+                self.keep_elided(before).await?;
             }
         }
         let (bpt, budget) = self.state(|s| (s.bytes_per_token, s.budget()));

@@ -76,7 +76,7 @@ fn agent(window: u64) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
 }
 
 struct Session {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     server: ScriptedServer,
     store: Arc<Mutex<Store>>,
     session: String,
@@ -107,35 +107,45 @@ async fn session(
         .create_session(&ws, &server.base_url(), "qwen")
         .unwrap();
     let store = Arc::new(Mutex::new(store));
+    let shepherd = shepherd(&server, &store, &session, dir.path());
+    Session {
+        dir,
+        server,
+        store,
+        session,
+        shepherd,
+    }
+}
+
+/// A Shepherd for `session`, as a new process makes one.
+fn shepherd(
+    server: &ScriptedServer,
+    store: &Arc<Mutex<Store>>,
+    session: &str,
+    dir: &std::path::Path,
+) -> Shepherd {
     let (sandbox, tools) = shared_sandbox();
     let router = AppToolRouter::new(
         sandbox,
         tools,
         RouterConfig {
-            workspace: ws.clone(),
-            permissions_db: dir.path().join("state/permissions.db"),
-            session_id: session.clone(),
+            workspace: dir.join("ws"),
+            permissions_db: dir.join("state/permissions.db"),
+            session_id: session.to_owned(),
             interactive: Interactive::No,
             writes: WritePolicy::Default,
         },
     );
     let mut config = EngineConfig::new(server.base_url(), "qwen");
     config.retries = 0;
-    let shepherd = Shepherd::new(
+    Shepherd::new(
         EngineClient::new(config).unwrap(),
         router,
         store.clone(),
-        session.clone(),
+        session.to_owned(),
         "You are a coding agent.".to_owned(),
         8,
-    );
-    Session {
-        _dir: dir,
-        server,
-        store,
-        session,
-        shepherd,
-    }
+    )
 }
 
 impl Session {
@@ -318,4 +328,31 @@ async fn a_second_context_error_fails_the_turn_saying_what_to_do() {
     let turns = store.turns(&s.session).unwrap();
     assert_eq!(turns[1].status, TurnStatus::Failed);
     assert!(!turns[1].error.as_deref().unwrap().contains("recovered"));
+}
+
+/// ADR-0082: which results go as stubs is kept with the session, so a
+/// resumed session (a new process) lays its first request out as the last
+/// one was, and the engine's prompt cache still serves it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_session_extends_the_last_request_of_the_process_before() {
+    const WINDOW: u64 = 32_768;
+    let s = session(agent(WINDOW), WINDOW).await;
+    for n in 0..5 {
+        s.turn(&format!("read big.txt ({n})")).await.0.unwrap();
+    }
+    let before = s.server.requests();
+    let last = before.last().unwrap().body["messages"].clone();
+    assert!(
+        last.to_string().contains("[result elided"),
+        "the session was cut before it stopped"
+    );
+    let again = shepherd(&s.server, &s.store, &s.session, s.dir.path());
+    again
+        .run_turn("and once more", &CancellationToken::new(), &mut |_| {})
+        .await
+        .unwrap();
+    let first = &s.server.requests()[before.len()].body["messages"];
+    let (last, first) = (last.as_array().unwrap(), first.as_array().unwrap());
+    assert_eq!(&first[..last.len()], last.as_slice());
+    assert_eq!(first[last.len() + 1]["content"], "and once more");
 }

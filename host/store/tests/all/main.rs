@@ -662,6 +662,7 @@ fn store_at_version_1(db: &Path) {
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN cached_tokens;
+         ALTER TABLE sessions DROP COLUMN elided_through_round;
          ALTER TABLE rounds DROP COLUMN markup_channel;
          ALTER TABLE rounds DROP COLUMN failure_kind; PRAGMA user_version = 1;",
     )
@@ -677,6 +678,7 @@ fn store_at_version_2(db: &Path) {
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN cached_tokens;
+         ALTER TABLE sessions DROP COLUMN elided_through_round;
          ALTER TABLE rounds DROP COLUMN markup_channel; PRAGMA user_version = 2;",
     )
     .unwrap();

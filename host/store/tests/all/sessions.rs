@@ -216,6 +216,12 @@ fn a_summary_inside_a_turn_keeps_the_request_and_the_rounds_after_it() {
         completion_tokens: None,
     };
     assert!(store.add_summary(&session, &wrong).is_err());
+    // The stubs' watermark only moves forward.
+    assert_eq!(store.elided_through(&session).unwrap(), None);
+    store.set_elided_through(&session, rounds[1]).unwrap();
+    store.set_elided_through(&session, rounds[0]).unwrap();
+    assert_eq!(store.elided_through(&session).unwrap(), Some(rounds[1]));
+    assert!(store.elided_through("nope").is_err());
     // The engine's cached tokens are kept per round and summed.
     let tokens = store.session_tokens(&session).unwrap();
     assert_eq!((tokens.prompt, tokens.cached), (3003, 2703));
