@@ -295,7 +295,7 @@ impl Shepherd {
     /// Summarises turns before `keep` (all of them when `None`) by
     /// rendering them for a request of their own: for
     /// [`CompactReason::Window`] only as many of the oldest as leave the
-    /// rest within half the budget, and when even all of them are not
+    /// rest within the compaction mark, and when even all of them are not
     /// enough, also the running turn's (`keep`'s) rounds but the newest;
     /// otherwise all older turns. What does not fit one summarising
     /// request is summarised in order, each summary carrying the one
