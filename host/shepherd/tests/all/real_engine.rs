@@ -253,8 +253,10 @@ async fn consecutive_rounds_reuse_the_engines_prompt_cache() {
             "{result:?}"
         );
     }
-    let store = real.store.lock().unwrap();
-    let rounds: Vec<_> = store
+    let rounds: Vec<_> = real
+        .store
+        .lock()
+        .unwrap()
         .turns(&real.session)
         .unwrap()
         .into_iter()
@@ -283,7 +285,6 @@ async fn consecutive_rounds_reuse_the_engines_prompt_cache() {
         );
         assert!(prompt - cached < prompt - prompt_before + 64, "{pair:?}");
     }
-    drop(store);
 
     // The server's timings say the same of a request that extends the one
     // before, and the client sends llama-server `cache_prompt`.
