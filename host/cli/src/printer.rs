@@ -163,7 +163,7 @@ impl Printer {
                 };
                 self.status(&line);
             }
-            // ADR-0074, ADR-0082: older turns, or the running turn's older
+            // ADR-0074, ADR-0083: older turns, or the running turn's older
             // rounds, were summarised to fit the window; `goat sessions
             // show` still has them whole.
             EventKind::Compaction {

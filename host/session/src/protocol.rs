@@ -144,7 +144,7 @@ pub enum EventKind {
     },
     /// Older turns, or the running turn's older rounds, were summarised to
     /// keep the conversation within the context window (ADR-0074,
-    /// ADR-0082); the store keeps them whole.
+    /// ADR-0083); the store keeps them whole.
     #[serde(rename = "compaction")]
     Compaction {
         /// Turns newly covered by the summary.

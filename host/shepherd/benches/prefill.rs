@@ -1,4 +1,4 @@
-//! Prefill amplification (issue 25, ADR-0082): what an engine's prefix
+//! Prefill amplification (issue 25, ADR-0083): what an engine's prefix
 //! cache must prefill over a whole session, against the least any fitting
 //! of it must send, driving the real Shepherd, router, sandbox and store
 //! against a scripted engine at the window's limit (see

@@ -175,7 +175,7 @@ const MIGRATIONS: &[Migration] = &[
     // cached_tokens`, llama-server's `timings.cache_n`); NULL where it said
     // nothing, and for rounds stored before.
     Migration::sql("ALTER TABLE rounds ADD COLUMN cached_tokens INTEGER;"),
-    // 9: a summary that reaches inside a turn (issue 25, ADR-0082): it
+    // 9: a summary that reaches inside a turn (issue 25, ADR-0083): it
     // covers every turn before `through_turn_id` and, of that turn, the
     // rounds up to `through_round_id`; the turn's request stays in later
     // prompts. NULL: the whole of `through_turn_id`, as every summary
@@ -184,7 +184,7 @@ const MIGRATIONS: &[Migration] = &[
         "ALTER TABLE summaries ADD COLUMN through_round_id INTEGER REFERENCES rounds(id);",
     ),
     // 10: the results a session's prompts send as stubs (issue 25,
-    // ADR-0082): those of its rounds up to this one. Kept so a resumed
+    // ADR-0083): those of its rounds up to this one. Kept so a resumed
     // session lays its first request out as the last process did, and the
     // engine's prompt cache still serves it; NULL: none yet.
     Migration::sql("ALTER TABLE sessions ADD COLUMN elided_through_round INTEGER;"),

@@ -156,7 +156,7 @@ impl Store {
     }
 
     /// The round up to which `session_id`'s prompts send tool results as
-    /// stubs (ADR-0082), as the last cut left it; `None` before any cut.
+    /// stubs (ADR-0083), as the last cut left it; `None` before any cut.
     pub fn elided_through(&self, session_id: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .prepare_cached("SELECT elided_through_round FROM sessions WHERE id = ?1")?

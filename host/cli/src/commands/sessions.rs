@@ -329,7 +329,7 @@ fn write_session(
         writeln!(out)?;
         write_turn(out, n, turn)?;
         for summary in summaries.iter().filter(|s| s.through_turn_id == turn.id) {
-            // ADR-0082: a summary may end inside the turn; its request and
+            // ADR-0083: a summary may end inside the turn; its request and
             // later rounds stayed in the prompts.
             let inside = summary
                 .through_round_id

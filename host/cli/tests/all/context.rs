@@ -86,7 +86,7 @@ async fn sessions_show_says_where_a_summary_begins_and_keeps_the_turns() {
         let mut store = goat_store::Store::open(&run.env.db).unwrap();
         let turn = &store.turns(&id).unwrap()[0];
         let (turn, round) = (turn.id, turn.rounds[0].id);
-        // ADR-0082: one ending inside the turn, then one covering it.
+        // ADR-0083: one ending inside the turn, then one covering it.
         for (through_round_id, content) in [
             (Some(round), "The person asked; nothing was done yet."),
             (None, "The person said hello."),

@@ -15,7 +15,7 @@ pub const SUMMARY_INSTRUCTION: &str = "You summarise the earlier part of a codin
 
 /// What the model is told, as the last message of the conversation it was
 /// last sent, when a summary is asked as that request's continuation
-/// (ADR-0082): the engine's prompt cache holds everything before it, so
+/// (ADR-0083): the engine's prompt cache holds everything before it, so
 /// the summary costs the engine only these words and its answer. The
 /// tools stay offered (they are part of that prefix), so the model is told
 /// not to call them; an answer that calls one is not taken as a summary.

@@ -1,5 +1,5 @@
 //! Fitting one request into the window, without the engine (ADR-0074,
-//! with ADR-0082's hysteresis): the history as messages, results already
+//! with ADR-0083's hysteresis): the history as messages, results already
 //! elided sent as their one-line stubs (the call and the fact that it
 //! happened stay), and, only when the request is over the budget, one cut:
 //! the oldest rounds' results become stubs until the request is down to

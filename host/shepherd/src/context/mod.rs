@@ -103,7 +103,7 @@ pub(crate) fn project_bytes(budget: u64) -> usize {
 /// The low-water mark: a request over the budget (the high-water mark) is
 /// cut once, its oldest results elided until it takes at most this share
 /// of the budget; then requests only grow, each extending the last, until
-/// the budget is reached again (ADR-0082). A cut makes the engine prefill
+/// the budget is reached again (ADR-0083). A cut makes the engine prefill
 /// again every whole result it keeps after the first one elided, so the
 /// mark weighs what the model still sees whole against what the cut
 /// costs: at a 64k window, 200 reads of 4 KiB were prefilled 1.12 times
@@ -172,7 +172,7 @@ pub struct ContextStatus {
     /// Summaries written in this process.
     pub compactions: u64,
     /// Requests in this process that were cut (results elided down to
-    /// the low-water mark, ADR-0082): each rewrote part of what was sent
+    /// the low-water mark, ADR-0083): each rewrote part of what was sent
     /// before, so the engine's prompt cache could not serve all of it.
     pub cuts: u64,
 }
@@ -193,7 +193,7 @@ pub(crate) struct ContextState {
     pub(crate) compactions: u64,
     pub(crate) cuts: u64,
     /// Results of rounds up to this one (row id) are sent as stubs: the
-    /// watermark a cut moves on, and only a cut (ADR-0082).
+    /// watermark a cut moves on, and only a cut (ADR-0083).
     pub(crate) elided_through: Option<i64>,
     /// The last round request the engine answered.
     pub(crate) answered: Option<Answered>,

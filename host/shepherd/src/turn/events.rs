@@ -42,7 +42,7 @@ pub enum TurnEvent {
     },
     /// Older turns, or the running turn's older rounds, were summarised to
     /// keep the conversation within the engine's context window (ADR-0074,
-    /// ADR-0082).
+    /// ADR-0083).
     Compacted {
         /// Turns newly covered by the summary.
         turns: usize,

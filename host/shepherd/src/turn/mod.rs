@@ -437,7 +437,7 @@ impl Shepherd {
     /// system prompt (with the newest summary of older turns, if any),
     /// then the stored history after that summary (which leaves out
     /// failed responses), then `instruction` if the previous round was a
-    /// recovery; fitted into the context window (ADR-0074, ADR-0082) and
+    /// recovery; fitted into the context window (ADR-0074, ADR-0083) and
     /// under the byte cap. Also returns the body's bytes, for calibration.
     async fn start_round(
         &self,

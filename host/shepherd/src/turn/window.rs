@@ -1,4 +1,4 @@
-//! The Shepherd's side of the context (ADR-0074, ADR-0082): learning the
+//! The Shepherd's side of the context (ADR-0074, ADR-0083): learning the
 //! window, fitting each round's request into it, compacting older turns
 //! and the running turn's older rounds into a summary the model writes,
 //! and what `/status` and `/compact` call.
@@ -136,7 +136,7 @@ impl Shepherd {
         fitted
     }
 
-    /// The round's request, fitted into the window (ADR-0082). Within the
+    /// The round's request, fitted into the window (ADR-0083). Within the
     /// budget it extends the last one. Over it, it is cut once: results
     /// elided down to the low-water mark, and when that is not enough,
     /// older turns and the running turn's older rounds (never its request

@@ -22,7 +22,7 @@ fn engine_tokens(r: &Recorded) -> u64 {
 }
 
 /// A request for a summary: the turns rendered for a request of its own,
-/// or (ADR-0082) the conversation last sent with the instruction after it.
+/// or (ADR-0083) the conversation last sent with the instruction after it.
 fn is_summary_request(r: &Recorded) -> bool {
     is_rendered_summary_request(r)
         || r.body["messages"]
@@ -330,7 +330,7 @@ async fn a_second_context_error_fails_the_turn_saying_what_to_do() {
     assert!(!turns[1].error.as_deref().unwrap().contains("recovered"));
 }
 
-/// ADR-0082: which results go as stubs is kept with the session, so a
+/// ADR-0083: which results go as stubs is kept with the session, so a
 /// resumed session (a new process) lays its first request out as the last
 /// one was, and the engine's prompt cache still serves it.
 #[tokio::test(flavor = "multi_thread")]

@@ -447,7 +447,7 @@ pub fn status_text(opened: &Opened) -> String {
 }
 
 /// What fitting did in this process, after the context line: requests cut
-/// (older results elided down to the low-water mark, ADR-0082), and
+/// (older results elided down to the low-water mark, ADR-0083), and
 /// summaries written.
 fn context_notes(context: &goat_shepherd::ContextStatus) -> String {
     let count = |n: u64, noun| crate::text::count(usize::try_from(n).unwrap_or(usize::MAX), noun);
