@@ -45,5 +45,6 @@ pub use layer::{ChangeSet, Node, PathChange};
 pub use output::Captured;
 pub use run::{
     Changes, CommandError, CommandOutcome, CommandRequest, Containment, ContainmentMode, Exit,
-    Network, Pending, PidsCgroup, Unsupported, Used, namespace_support, resolve_mode, run, support,
+    Network, Pending, PidsCgroup, Unsupported, Used, namespace_support, resolve, resolve_mode, run,
+    support, workspace_support,
 };

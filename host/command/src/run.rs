@@ -317,54 +317,97 @@ pub fn support() -> Result<(), Unsupported> {
 
 /// Whether a view can be made here: a trial command in one, run once per
 /// process (a user namespace, the mounts, overlayfs and the fresh `/proc`
-/// all have to work).
+/// all have to work), its layer in the system's temporary directory.
+/// Whether a given workspace can have one is [`workspace_support`].
 pub fn namespace_support() -> Result<(), Unsupported> {
     static SUPPORT: OnceLock<Result<(), Unsupported>> = OnceLock::new();
     SUPPORT
         .get_or_init(|| {
             support()?;
-            let trial = || -> Result<(), String> {
-                let base = std::env::temp_dir();
-                let ws = Layer::create(&base).map_err(|e| e.to_string())?;
-                let workspace = ws.dir.join("tmp");
-                let containment = Containment {
-                    workspace: workspace.clone(),
-                    read_paths: Vec::new(),
-                    network: Network::Closed,
-                    env: Vec::new(),
-                    pids_cgroup: PidsCgroup::Never,
-                    mode: ContainmentMode::Namespace,
-                    home: None,
-                    layers_dir: Some(base),
-                };
-                let out = run_namespace(
-                    &containment,
-                    &NoRules,
-                    &CommandRequest {
-                        command: "echo ok > probe",
-                        cwd: None,
-                        timeout: Duration::from_secs(10),
-                    },
-                )
-                .map_err(|e| e.to_string())?;
-                match (&out.exit, &out.changes) {
-                    (Exit::Code(0), Changes::Pending(p))
-                        if p.set.changes.iter().any(|c| c.path == "probe") =>
-                    {
-                        Ok(())
-                    }
-                    _ => Err(format!("a trial command failed: {}", out.render().trim())),
-                }
-            };
-            trial().map_err(|why| {
+            trial_in(&std::env::temp_dir()).map_err(|why| {
                 Unsupported(format!(
-                    "a namespace view cannot be made here (a user namespace, overlayfs in it \
-                     and a fresh /proc are needed; Docker's default seccomp profile refuses \
-                     user namespaces): {why}"
+                    "a namespace view cannot be made here (it needs a user namespace, overlayfs \
+                     in it and a fresh /proc; in a container, docs/harness.md says which \
+                     settings give them): {why}"
                 ))
             })
         })
         .clone()
+}
+
+/// Whether `containment`'s workspace can have a view: a place for the
+/// command's layer on the workspace's own mount, and overlayfs working
+/// with its upper layer there (it does not on overlayfs, the root of most
+/// containers). A trial command in a directory of that mount, once per
+/// mount and process.
+pub fn workspace_support(containment: &Containment) -> Result<(), Unsupported> {
+    /// A workspace's mount and layers directory, and what its trial found.
+    type Tried = (Option<u64>, PathBuf, Result<(), Unsupported>);
+    static TRIED: std::sync::Mutex<Vec<Tried>> = std::sync::Mutex::new(Vec::new());
+    namespace_support()?;
+    let key = (
+        mount_id(&containment.workspace),
+        containment.layers_dir.clone().unwrap_or_default(),
+    );
+    let mut tried = TRIED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, _, result)) = tried.iter().find(|(m, l, _)| (m, l) == (&key.0, &key.1)) {
+        return result.clone();
+    }
+    let result = layer_base(containment)
+        .map_err(|e| e.to_string())
+        .and_then(|base| trial_in(&base))
+        .map_err(|why| {
+            Unsupported(format!(
+                "no namespace view for the workspace {}: {why}",
+                containment.workspace.display()
+            ))
+        });
+    tried.push((key.0, key.1, result.clone()));
+    result
+}
+
+/// A trial command in a view whose workspace and layer are in `base`.
+fn trial_in(base: &Path) -> Result<(), String> {
+    let ws = Layer::create(base).map_err(|e| e.to_string())?;
+    let workspace = ws.dir.join("tmp");
+    let containment = Containment {
+        workspace: workspace.clone(),
+        read_paths: Vec::new(),
+        network: Network::Closed,
+        env: Vec::new(),
+        pids_cgroup: PidsCgroup::Never,
+        mode: ContainmentMode::Namespace,
+        home: None,
+        layers_dir: Some(base.to_path_buf()),
+    };
+    let out = run_namespace(
+        &containment,
+        &NoRules,
+        &CommandRequest {
+            command: "echo ok > probe",
+            cwd: None,
+            timeout: Duration::from_secs(10),
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    match (&out.exit, &out.changes) {
+        (Exit::Code(0), Changes::Pending(p)) if p.set.changes.iter().any(|c| c.path == "probe") => {
+            Ok(())
+        }
+        _ => Err(format!("a trial command failed: {}", out.render().trim())),
+    }
+}
+
+/// The mount a path is on (`statx` `STATX_MNT_ID`); `None` where the
+/// kernel does not say.
+fn mount_id(path: &Path) -> Option<u64> {
+    use rustix::fs::{AtFlags, StatxFlags};
+    let st = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), StatxFlags::MNT_ID).ok()?;
+    StatxFlags::from_bits_retain(st.stx_mask)
+        .contains(StatxFlags::MNT_ID)
+        .then_some(st.stx_mnt_id)
 }
 
 /// The rules of the support trial: nothing hidden or protected.
@@ -385,8 +428,25 @@ impl WorkspaceRules for NoRules {
     }
 }
 
-/// The mechanism `mode` comes to here: `Auto` takes the view where it
-/// works; a forced mode that cannot work is an error, never a weaker run.
+/// Which containment `containment` gets for its workspace: as
+/// [`resolve_mode`], and a view only where [`workspace_support`] says its
+/// workspace can have one.
+pub fn resolve(containment: &Containment) -> Result<Used, Unsupported> {
+    support()?;
+    match containment.mode {
+        ContainmentMode::Landlock => Ok(Used::Landlock),
+        ContainmentMode::Namespace => workspace_support(containment).map(|()| Used::Namespace),
+        ContainmentMode::Auto => Ok(if workspace_support(containment).is_ok() {
+            Used::Namespace
+        } else {
+            Used::Landlock
+        }),
+    }
+}
+
+/// The mechanism `mode` comes to here, for any workspace: `Auto` takes
+/// the view where it works; a forced mode that cannot work is an error,
+/// never a weaker run. [`resolve`] also asks the workspace.
 pub fn resolve_mode(mode: ContainmentMode) -> Result<Used, Unsupported> {
     support()?;
     match mode {
@@ -412,7 +472,7 @@ pub fn run(
     rules: &dyn WorkspaceRules,
     request: &CommandRequest<'_>,
 ) -> Result<CommandOutcome, CommandError> {
-    match resolve_mode(containment.mode)? {
+    match resolve(containment)? {
         Used::Namespace => run_namespace(containment, rules, request),
         Used::Landlock => run_landlock(containment, rules, request),
     }
@@ -473,9 +533,14 @@ fn run_landlock(
 
 /// Where the command's layer goes: the first of the configured layers
 /// directory and the system's temporary directory that is on the
-/// workspace's filesystem.
+/// workspace's own mount. The same filesystem is not enough: a rename
+/// between two mounts of one filesystem fails (`EXDEV`), so the mount is
+/// compared (or, where the kernel does not say, the device).
 fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
-    let dev = |p: &Path| rustix::fs::stat(p).ok().map(|s| s.st_dev);
+    let dev = |p: &Path| match mount_id(p) {
+        Some(id) => Some((0, id)),
+        None => rustix::fs::stat(p).ok().map(|s| (1, s.st_dev)),
+    };
     let want = dev(&containment.workspace);
     let candidates: Vec<PathBuf> = containment
         .layers_dir
@@ -490,9 +555,9 @@ fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
         }
     }
     Err(CommandError::Containment(format!(
-        "no place for the command's change layer on the workspace's filesystem ({} is on \
-         another one than {}); set commands.layers_dir to a directory on the workspace's \
-         filesystem, or commands.containment = \"landlock\"",
+        "no place for the command's change layer on the workspace's mount ({} is on another \
+         mount than {}); set commands.layers_dir to a directory on the workspace's mount, or \
+         commands.containment = \"landlock\"",
         containment.workspace.display(),
         candidates
             .iter()

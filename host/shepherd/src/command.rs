@@ -36,11 +36,11 @@ pub struct CommandTool {
     pub policy: CommandPolicy,
 }
 
-/// The tool's arguments, as the model sees them.
-pub fn command_schema() -> ToolSchema {
+/// The tool as the model sees it, for the containment its workspace gets.
+pub fn command_schema(containment: &Containment) -> ToolSchema {
     ToolSchema {
         name: RUN_COMMAND.to_owned(),
-        description: command_description(),
+        description: command_description(containment),
         parameters: json!({
             "type": "object",
             "properties": {
@@ -68,8 +68,8 @@ pub fn command_schema() -> ToolSchema {
 }
 
 /// What the model is told the command tool does, for the containment
-/// that works here.
-fn command_description() -> String {
+/// its workspace gets.
+fn command_description(containment: &Containment) -> String {
     let common = format!(
         "Run a shell command line (sh -c) in the workspace, for builds and tests. stdin is \
          empty; stdout and stderr are returned together, the start and the end kept when long, \
@@ -78,7 +78,7 @@ fn command_description() -> String {
         goat_command::limits::DEFAULT_TIMEOUT.as_secs(),
         goat_command::limits::MAX_TIMEOUT.as_secs()
     );
-    match goat_command::resolve_mode(goat_command::ContainmentMode::Auto) {
+    match goat_command::resolve(containment) {
         Ok(Used::Namespace) | Err(_) => format!(
             "{common} It runs in a sandbox: it may create, change and remove anything in the \
              workspace, but its changes reach the workspace only when it has ended and GOAT \
@@ -136,7 +136,7 @@ impl AppToolRouter {
                 );
             }
         };
-        if let Err(why) = schema::validate(&command_schema().parameters, args) {
+        if let Err(why) = schema::validate(&command_schema(&tool.containment).parameters, args) {
             return failed(
                 CallErrorKind::InvalidArguments,
                 format!("invalid arguments for {RUN_COMMAND}: {why}"),
@@ -475,7 +475,7 @@ impl AppToolRouter {
             Network::Closed => "network closed",
             Network::Open => "NETWORK OPEN",
         };
-        let limits = match goat_command::resolve_mode(self.containment_mode()) {
+        let limits = match self.command_containment() {
             Ok(used @ Used::Landlock) => format!("; {}", used.limits()),
             Ok(Used::Namespace) | Err(_) => String::new(),
         };
@@ -567,13 +567,16 @@ pub fn command_support() -> Result<(), String> {
 /// The containment commands get here under `mode`, and if none, why: the
 /// tool is then not offered (a forced `namespace` that cannot work is
 /// never run weaker).
-pub fn command_containment(mode: goat_command::ContainmentMode) -> Result<Used, String> {
-    goat_command::resolve_mode(mode).map_err(|e| e.0)
+pub fn command_containment(containment: &Containment) -> Result<Used, String> {
+    goat_command::resolve(containment).map_err(|e| e.0)
 }
 
-/// Why no namespace view can be made here, if it cannot.
-pub fn view_unavailable() -> Option<String> {
-    goat_command::namespace_support().err().map(|e| e.0)
+/// Why no namespace view can be made for `containment`'s workspace, if
+/// it cannot.
+pub fn view_unavailable(containment: &Containment) -> Option<String> {
+    goat_command::workspace_support(containment)
+        .err()
+        .map(|e| e.0)
 }
 
 /// [`Containment`] defaults a host starts from: the toolchain directories

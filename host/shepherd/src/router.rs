@@ -272,11 +272,14 @@ impl AppToolRouter {
         }
     }
 
-    /// The containment mode commands are run under.
-    pub(crate) fn containment_mode(&self) -> goat_command::ContainmentMode {
-        self.commands
-            .as_ref()
-            .map_or(goat_command::ContainmentMode::Auto, |c| c.containment.mode)
+    /// The containment commands get in this workspace.
+    pub(crate) fn command_containment(
+        &self,
+    ) -> Result<goat_command::Used, goat_command::Unsupported> {
+        match &self.commands {
+            Some(c) => goat_command::resolve(&c.containment),
+            None => goat_command::resolve_mode(goat_command::ContainmentMode::Auto),
+        }
     }
 
     /// Reads the approval mode from `mode` at every call (ask, without).
@@ -318,7 +321,11 @@ impl AppToolRouter {
                 description: t.spec().description.clone(),
                 parameters: t.spec().parameters.clone(),
             })
-            .chain(self.commands.is_some().then(command_schema))
+            .chain(
+                self.commands
+                    .as_ref()
+                    .map(|c| command_schema(&c.containment)),
+            )
             .collect()
     }
 

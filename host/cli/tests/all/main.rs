@@ -15,6 +15,7 @@ mod chat_slash;
 mod command;
 mod composer;
 mod config;
+mod containers;
 mod context;
 mod demo;
 mod detect;

@@ -83,7 +83,8 @@ impl Settings {
             };
             if !path.is_absolute() {
                 bail!(
-                    "commands.read_paths: '{raw}' is not an absolute path (or one under ~/);                      name the directory in full"
+                    "commands.read_paths: '{raw}' is not an absolute path (or one under ~/); \
+                     name the directory in full"
                 );
             }
             containment.read_paths.push(path);
@@ -96,7 +97,8 @@ impl Settings {
                     .starts_with(&real)
             }) {
                 bail!(
-                    "run_command would be able to read {} through the readable directory {};                      remove it from commands.read_paths or keep GOAT's files elsewhere",
+                    "run_command would be able to read {} through the readable directory {}; \
+                     remove it from commands.read_paths or keep GOAT's files elsewhere",
                     file.display(),
                     dir.display()
                 );
