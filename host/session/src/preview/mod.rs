@@ -343,7 +343,7 @@ fn edit_preview(
 
 #[cfg(test)]
 mod tests {
-    use super::super::diff::PREVIEW_LINES;
+    use super::diff::PREVIEW_LINES;
     use super::*;
     use serde_json::json;
 
