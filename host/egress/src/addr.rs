@@ -11,7 +11,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// What kind of address a destination is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum AddressClass {
     /// Routable on the internet.
     Public,

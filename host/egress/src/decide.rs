@@ -35,9 +35,9 @@ pub enum Admission {
     Refused(Refusal),
 }
 
-/// Why a destination was refused.
+/// Why a destination was refused. Not `#[non_exhaustive]`: whoever stores or
+/// shows a refusal matches every kind, so a new one cannot pass unnamed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Refusal {
     /// No entry names this host on this port.
     NotListed,

@@ -262,6 +262,21 @@ impl AppToolRouter {
         }
     }
 
+    /// Records the current call's egress proxy decisions. A failure to
+    /// write them is not the call's: the result already says what was
+    /// refused.
+    pub(crate) fn record_egress(&self, records: &[goat_store::EgressRecord]) {
+        if records.is_empty() {
+            return;
+        }
+        if let Some((store, Some(row))) = &self.journal {
+            let _ = store
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .record_egress(*row, records);
+        }
+    }
+
     /// Removes what [`journal`](Self::journal) wrote for the current call.
     pub(crate) fn unjournal(&self) {
         if let Some((store, Some(row))) = &self.journal {

@@ -414,6 +414,7 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
             ..goat_shepherd::default_containment(&f.ws, None)
         },
         policy: goat_shepherd::gate::CommandPolicy::Default,
+        egress: None,
     };
     let mut router = f
         .router("s1", vec![Approval::Always])
