@@ -24,6 +24,7 @@ mod instructions;
 mod jsonl;
 mod listing;
 mod lock;
+mod network;
 mod patch;
 mod permissions;
 mod plugins;
