@@ -241,6 +241,12 @@ attempt("direct", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[1]
 attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM) and "made")
 attempt("mptcp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262) and "made")
 attempt("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132) and "made")
+def mptcp_connect():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+    s.settimeout(3)
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    return "connected"
+attempt("mptcp_connect", mptcp_connect)
 def fastopen():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     return s.sendto(b"x", 0x20000000, ("127.0.0.1", int(sys.argv[1])))
@@ -289,6 +295,7 @@ fn a_proxied_command_reaches_the_proxy_and_nothing_else() {
             "udp refused 1",
             "mptcp refused 1",
             "sctp refused 1",
+            "mptcp_connect refused",
         ] {
             assert!(text.contains(refused), "{mode:?}: {refused}: {text}");
         }
