@@ -193,17 +193,28 @@ fn a_listed_localhost_port_is_fetched_through_the_proxy_by_curl_python_and_cargo
 #[test]
 fn a_connection_around_the_proxy_and_a_server_on_an_unlisted_port_get_nothing() {
     let env = Env::new();
+    // Node's own fetch reads no proxy variable (npm does): it goes
+    // straight for the address, and gets nowhere.
+    let node = have("node");
     for mode in modes(&env) {
         let listed = Server::start();
         let unlisted = Server::start();
         let (a, b) = (listed.port, unlisted.port);
+        let node = if node {
+            format!(
+                "node -e 'fetch(\"http://localhost:{a}/node\").then(r => console.log(r.status), \
+                 e => console.log(\"node fetch failed\", e.cause && e.cause.code))'"
+            )
+        } else {
+            "true".to_owned()
+        };
         let command = format!(
             "curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{a}/around; \
              python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {a}), 3)' \
                2>&1 | tail -1; \
              curl -sS --max-time 5 http://localhost:{b}/unlisted; \
              curl -sS --max-time 5 https://localhost:{b}/tunnel 2>&1; \
-             curl -sS --max-time 5 http://localhost:{a}/listed"
+             curl -sS --max-time 5 http://localhost:{a}/listed; {node}"
         );
         let out = proxied(&env, mode, &format!("localhost:{a}"), &command);
         let result = shown(&out);
@@ -218,6 +229,7 @@ fn a_connection_around_the_proxy_and_a_server_on_an_unlisted_port_get_nothing() 
         assert!(seen_a[0].starts_with("GET /listed "), "{mode}: {seen_a:?}");
         assert_eq!(unlisted.seen(), Vec::<String>::new(), "{mode}");
         assert!(!result.contains("/around"), "{mode}: {result}");
+        assert!(!result.contains("/node"), "{mode}: {result}");
         assert!(
             result.contains("CONNECT tunnel failed, response 403"),
             "{mode}: {result}"
