@@ -415,6 +415,21 @@ mod tests {
     }
 
     #[test]
+    fn every_named_set_and_host_is_in_the_documented_table() {
+        let page = include_str!("../../../docs/configuration.md");
+        for set in NAMED_SETS {
+            assert!(
+                page.contains(&format!("| `{}` |", set.name)),
+                "{}",
+                set.name
+            );
+            for (host, _) in set.hosts {
+                assert!(page.contains(&format!("| `{host}` |")), "{host}");
+            }
+        }
+    }
+
+    #[test]
     fn a_wildcard_covers_names_below_and_not_the_name_itself() {
         let e = one("*.example.com").unwrap();
         let name = |s: &str| Host::Name(s.to_owned());
