@@ -40,9 +40,10 @@ use crate::inspect::Inspection;
 use crate::land::LandError;
 use crate::layer::{ChangeSet, Layer};
 use crate::limits::MAX_WALK_ENTRIES;
+use crate::net::{self, NetRules, ProxyLink};
 use crate::output::Captured;
 use crate::seccomp;
-use crate::view::{self, UserNs, ViewInput, ViewPlan};
+use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan};
 
 /// Whether the command may use the network. Exhaustive: whoever shows a
 /// command to a person must say which.
@@ -53,6 +54,13 @@ pub enum Network {
     Closed,
     /// Sockets as for any process (`commands.network = true`).
     Open,
+    /// A TCP connection to GOAT's egress proxy and nothing else
+    /// (`commands.network = [...]`, ADR-0082): the request's
+    /// [`ProxyLink`] serves it, and the proxy variables point at it. In a
+    /// view, a network namespace of its own where only the proxy's
+    /// listener is; with Landlock only, TCP connect to the proxy's port
+    /// alone ([`crate::net`]).
+    Proxied,
 }
 
 /// Which mechanism contains a command (`commands.containment`).
@@ -146,6 +154,9 @@ pub struct CommandRequest<'a> {
     pub cwd: Option<&'a Path>,
     /// The wall-clock limit.
     pub timeout: Duration,
+    /// The proxy serving this command, for [`Network::Proxied`] (required
+    /// then: without one the command does not run); ignored otherwise.
+    pub proxy: Option<&'a dyn ProxyLink>,
 }
 
 /// How the command ended.
@@ -303,7 +314,7 @@ pub fn support() -> Result<(), Unsupported> {
     SUPPORT
         .get_or_init(|| {
             fs::probe().map_err(Unsupported)?;
-            seccomp::program(Network::Closed)
+            seccomp::program(NetRules::Closed)
                 .map_err(|why| Unsupported(format!("the seccomp filter cannot be built: {why}")))?;
             let me = Pid::from_raw(std::process::id().cast_signed())
                 .ok_or_else(|| Unsupported("no process id".to_owned()))?;
@@ -389,6 +400,7 @@ fn trial_in(base: &Path) -> Result<(), String> {
             command: "echo ok > probe",
             cwd: None,
             timeout: Duration::from_secs(10),
+            proxy: None,
         },
     )
     .map_err(|e| e.to_string())?;
@@ -486,18 +498,38 @@ fn run_landlock(
 ) -> Result<CommandOutcome, CommandError> {
     let cwd = working_dir(&containment.workspace, request.cwd)?;
     let tmpdir = PrivateTmp::create()?;
+    // Proxied: GOAT's proxy on a loopback port the kernel picks, served
+    // before the command starts; Landlock lets it connect there alone.
+    let (net_rules, proxy_port) = match containment.network {
+        Network::Closed => (NetRules::Closed, None),
+        Network::Open => (NetRules::Open, None),
+        Network::Proxied => {
+            let link = proxy_link(request)?;
+            let listener = net::host_listener()
+                .map_err(|e| CommandError::Containment(format!("the proxy's port: {e}")))?;
+            let port = listener
+                .local_addr()
+                .map_err(|e| CommandError::Containment(format!("the proxy's port: {e}")))?
+                .port();
+            link.serve(listener)
+                .map_err(|e| CommandError::Containment(format!("the proxy: {e}")))?;
+            (NetRules::ConnectPort(port), Some(port))
+        }
+    };
     let ruleset = fs::ruleset(&FsPlan {
         workspace: &containment.workspace,
         tmpdir: &tmpdir.0,
         read_paths: &containment.read_paths,
         rules,
-        network: containment.network,
+        network: net_rules,
     })?;
-    let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let before = crate::snapshot::Snapshot::take(&containment.workspace, rules);
-    let mut command = shell(request, &cwd, environment(containment, &tmpdir.0));
+    let mut env = environment(containment, &tmpdir.0);
+    env.extend(proxy_port.map(net::proxy_env).unwrap_or_default());
+    let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
     let child_setup = move || -> io::Result<()> {
         first_steps(join_fd)?;
@@ -528,6 +560,16 @@ fn run_landlock(
         timeout: request.timeout,
         used: Used::Landlock,
         changes,
+    })
+}
+
+/// The proxy a [`Network::Proxied`] command must have.
+fn proxy_link<'a>(request: &CommandRequest<'a>) -> Result<&'a dyn ProxyLink, CommandError> {
+    request.proxy.ok_or_else(|| {
+        CommandError::Containment(
+            "the network is to go through GOAT's proxy, and there is none for this command"
+                .to_owned(),
+        )
     })
 }
 
@@ -657,6 +699,25 @@ fn run_namespace(
     } else {
         UserNs::New
     };
+    // Proxied: the view's first child makes the proxy's listener in the
+    // view's own network namespace and sends it back over this pair.
+    let (view_net, net_rules, link) = match containment.network {
+        Network::Closed => (ViewNet::Empty, NetRules::Closed, None),
+        Network::Open => (ViewNet::Host, NetRules::Open, None),
+        Network::Proxied => {
+            let link = proxy_link(request)?;
+            let pair = net::channel().map_err(|e| failed("the proxy's channel", e))?;
+            let view_net = ViewNet::Proxy {
+                port: net::VIEW_PROXY_PORT,
+                channel: pair.1.as_raw_fd(),
+            };
+            (
+                view_net,
+                NetRules::ConnectPort(net::VIEW_PROXY_PORT),
+                Some((link, pair)),
+            )
+        }
+    };
     let plan = ViewPlan::prepare(&ViewInput {
         workspace: &containment.workspace,
         cwd: &cwd,
@@ -671,24 +732,23 @@ fn run_namespace(
         empty_file: &layer.dir.join("empty"),
         empty_dir: &layer.dir.join("emptydir"),
         user_ns,
-        network_closed: containment.network == Network::Closed,
+        net: view_net,
     })
     .map_err(|e| failed("cannot plan the command's view", e))?;
     // The rules made before the fork hold for bound paths (a bind mount
     // keeps its inodes); the overlay, the scratch home and /proc are new
     // and get theirs inside.
-    let ruleset = fs::view_ruleset(
-        &containment.read_paths,
-        &layer.dir.join("tmp"),
-        containment.network,
-    )?;
-    let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
+    let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), net_rules)?;
+    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let mut env = environment(containment, Path::new("/tmp"));
     if let Some(home) = &containment.home {
         env.retain(|(k, _)| k != "HOME");
         env.push(("HOME".into(), home.as_os_str().to_owned()));
+    }
+    if link.is_some() {
+        env.extend(net::proxy_env(net::VIEW_PROXY_PORT));
     }
     let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
@@ -723,8 +783,18 @@ fn run_namespace(
         seccomp::install(&program)
     };
     install_pre_exec(&mut command, child_setup);
+    // Once spawned (the listener is sent before the command can start),
+    // the proxy serves it; if it cannot, the command is killed unserved.
+    let mut link = link;
+    let mut serve = || -> io::Result<()> {
+        let Some((link, (ours, theirs))) = link.take() else {
+            return Ok(());
+        };
+        drop(theirs);
+        link.serve(net::receive_listener(&ours)?)
+    };
     let (exit, duration, output, group) =
-        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0))?;
+        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0), &mut serve)?;
     // The first child is reaped; every process of the view must be gone too
     // (one in uninterruptible sleep dies late) before its upper layer is read.
     wait_group_gone(group);

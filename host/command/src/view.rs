@@ -11,9 +11,11 @@
 //! The shape of the child:
 //!
 //! - the first child (the one `std::process::Command` forked) unshares the
-//!   user, mount, PID, IPC and (when the network is closed) network
-//!   namespaces, writes its id maps, and forks again; it then only waits
-//!   for that second child and exits as it did. The second child is PID 1
+//!   user, mount, PID, IPC and (unless the network is open) network
+//!   namespaces, writes its id maps, makes the proxy's listener in the new
+//!   network namespace when the network is proxied ([`crate::net`]), and
+//!   forks again; it then only waits for that second child and exits as it
+//!   did. The second child is PID 1
 //!   of the new PID namespace: when it exits, the kernel kills everything
 //!   still in the namespace.
 //! - the second child builds the new root on a `tmpfs`: system
@@ -35,6 +37,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -136,7 +139,20 @@ pub(crate) struct ViewPlan {
     user_ns: UserNs,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
-    new_net: bool,
+    net: ViewNet,
+}
+
+/// The view's network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ViewNet {
+    /// The host's (the network is open).
+    Host,
+    /// A namespace of its own with nothing in it.
+    Empty,
+    /// A namespace of its own where only the proxy's listener, on this
+    /// port, is reachable; the listener goes to GOAT over `channel` (the
+    /// child's end of a socket pair GOAT keeps open until the spawn).
+    Proxy { port: u16, channel: RawFd },
 }
 
 /// What the view is built from; every path canonical.
@@ -159,7 +175,7 @@ pub(crate) struct ViewInput<'a> {
     pub empty_file: &'a Path,
     pub empty_dir: &'a Path,
     pub user_ns: UserNs,
-    pub network_closed: bool,
+    pub net: ViewNet,
 }
 
 fn cstring(path: &Path) -> io::Result<CString> {
@@ -433,7 +449,7 @@ impl ViewPlan {
             user_ns: input.user_ns,
             uid_map,
             gid_map,
-            new_net: input.network_closed,
+            net: input.net,
         })
     }
 
@@ -535,7 +551,7 @@ pub(crate) fn unshare(plan: &ViewPlan) -> io::Result<()> {
     if plan.user_ns == UserNs::New {
         flags |= UnshareFlags::NEWUSER;
     }
-    if plan.new_net {
+    if plan.net != ViewNet::Host {
         flags |= UnshareFlags::NEWNET;
     }
     #[expect(
@@ -551,6 +567,9 @@ pub(crate) fn unshare(plan: &ViewPlan) -> io::Result<()> {
         write_file(c"/proc/self/setgroups", b"deny\n")?;
         write_file(c"/proc/self/uid_map", &plan.uid_map)?;
         write_file(c"/proc/self/gid_map", &plan.gid_map)?;
+    }
+    if let ViewNet::Proxy { port, channel } = plan.net {
+        crate::net::listen_in_view(port, channel)?;
     }
     Ok(())
 }

@@ -409,6 +409,7 @@ pub fn command_tool(
         } else {
             goat_shepherd::gate::CommandPolicy::Default
         },
+        egress: settings.command_egress()?,
     }))
 }
 

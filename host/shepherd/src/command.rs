@@ -17,6 +17,7 @@ use goat_engine::{ToolCall, ToolSchema};
 use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus, EntryKind, FileChange};
 use serde_json::{Value, json};
 
+use crate::egress::{self, CallProxy};
 use crate::gate::{
     self, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb, Scope,
 };
@@ -34,6 +35,10 @@ pub struct CommandTool {
     pub containment: Containment,
     /// `--allow-commands` or not.
     pub policy: CommandPolicy,
+    /// The session's egress proxy, which a [`Network::Proxied`] command
+    /// reaches the network through (`commands.network = [...]`); such a
+    /// command does not run without one.
+    pub egress: Option<goat_egress::Proxy>,
 }
 
 /// The tool as the model sees it, for the containment its workspace gets.
@@ -86,13 +91,17 @@ fn command_description(containment: &Containment) -> String {
              rules protect, a device node or a setuid bit refuses all of them (the result says \
              which); a private /tmp and an empty scratch home are writable and discarded; \
              system and toolchain directories are read-only; the rest of the machine is not \
-             there; the network is closed unless the user opened it."
+             there; the network is closed unless the user opened it, or lets it reach listed \
+             hosts only through GOAT's proxy (HTTPS_PROXY and HTTP_PROXY are then set; a \
+             refused host is named in the result)."
         ),
         Ok(Used::Landlock) => format!(
             "{common} It runs in a sandbox: the workspace is writable except version-control \
              metadata (.git) and paths the rules protect, a private TMPDIR is writable, system \
              and toolchain directories are read-only, the rest of the machine is not readable, \
-             and the network is closed unless the user opened it. Nothing can be created or \
+             and the network is closed unless the user opened it, or lets it reach listed hosts \
+             only through GOAT's proxy (HTTPS_PROXY and HTTP_PROXY are then set; a refused host \
+             is named in the result). Nothing can be created or \
              removed directly in a directory that holds .git (the root of a repository); \
              existing files there stay writable."
         ),
@@ -177,12 +186,10 @@ impl AppToolRouter {
         let granted = match &evaluation.decision {
             Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
             Decision::Deny(why) => return crate::router::denied_because(why, evaluation.reason()),
-            Decision::Ask { .. } => {
-                match self.ask_command(command, cwd.as_deref(), tool.containment.network, args) {
-                    Ok(granted) => granted,
-                    Err(outcome) => return outcome,
-                }
-            }
+            Decision::Ask { .. } => match self.ask_command(command, cwd.as_deref(), tool, args) {
+                Ok(granted) => granted,
+                Err(outcome) => return outcome,
+            },
         };
         let Some(boundary) = boundary else {
             return denied(
@@ -199,6 +206,11 @@ impl AppToolRouter {
             );
         }
         let rules = BoundaryRules(boundary);
+        // The proxy serves this call only, and stops when it ends.
+        let proxy = match tool.containment.network {
+            Network::Proxied => tool.egress.as_ref().map(CallProxy::new),
+            Network::Closed | Network::Open => None,
+        };
         let outcome = goat_command::run(
             &tool.containment,
             &rules,
@@ -206,8 +218,14 @@ impl AppToolRouter {
                 command,
                 cwd: cwd.as_deref().map(Path::new),
                 timeout,
+                proxy: proxy.as_ref().map(|p| p as &dyn goat_command::ProxyLink),
             },
         );
+        let egress_note = proxy.map(|proxy| {
+            let served = proxy.finish();
+            self.record_egress(&egress::records(&served));
+            egress::refusals_note(&served, egress::COMMANDS_NETWORK)
+        });
         let (decision, reason) = granted;
         match outcome {
             Ok(mut outcome) => {
@@ -271,6 +289,7 @@ impl AppToolRouter {
                 {
                     result.push_str(&hint);
                 }
+                result.push_str(egress_note.as_deref().unwrap_or_default());
                 CallOutcome {
                     status,
                     result,
@@ -462,22 +481,20 @@ impl AppToolRouter {
     }
 
     /// Puts a command to the person: the command, the directory, the
-    /// network. "Session" and "always" save the exact command line as a
-    /// command rule (never a bare `*`).
+    /// network (where a proxied one may go). "Session" and "always" save
+    /// the exact command line as a command rule (never a bare `*`).
     fn ask_command(
         &mut self,
         command: &str,
         cwd: Option<&str>,
-        network: Network,
+        tool: &CommandTool,
         args: &Value,
     ) -> Result<(CallDecision, String), CallOutcome> {
-        let network = match network {
-            Network::Closed => "network closed",
-            Network::Open => "NETWORK OPEN",
-        };
-        let limits = match self.command_containment() {
-            Ok(used @ Used::Landlock) => format!("; {}", used.limits()),
-            Ok(Used::Namespace) | Err(_) => String::new(),
+        let used = goat_command::resolve(&tool.containment).ok();
+        let network = egress::describe(tool.containment.network, tool.egress.as_ref(), used);
+        let limits = match used {
+            Some(used @ Used::Landlock) => format!("; {}", used.limits()),
+            Some(Used::Namespace) | None => String::new(),
         };
         let question = format!(
             "{RUN_COMMAND} wants to run '{command}' in '{}' ({network}{limits}); allow it?",

@@ -262,6 +262,21 @@ impl AppToolRouter {
         }
     }
 
+    /// Records the current call's egress proxy decisions. A failure to
+    /// write them is not the call's: the result already says what was
+    /// refused.
+    pub(crate) fn record_egress(&self, records: &[goat_store::EgressRecord]) {
+        if records.is_empty() {
+            return;
+        }
+        if let Some((store, Some(row))) = &self.journal {
+            let _ = store
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .record_egress(*row, records);
+        }
+    }
+
     /// Removes what [`journal`](Self::journal) wrote for the current call.
     pub(crate) fn unjournal(&self) {
         if let Some((store, Some(row))) = &self.journal {
@@ -269,16 +284,6 @@ impl AppToolRouter {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .drop_journal(*row);
-        }
-    }
-
-    /// The containment commands get in this workspace.
-    pub(crate) fn command_containment(
-        &self,
-    ) -> Result<goat_command::Used, goat_command::Unsupported> {
-        match &self.commands {
-            Some(c) => goat_command::resolve(&c.containment),
-            None => goat_command::resolve_mode(goat_command::ContainmentMode::Auto),
         }
     }
 

@@ -170,6 +170,27 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE file_changes ADD COLUMN after_mode INTEGER;
     ALTER TABLE file_changes ADD COLUMN landed INTEGER NOT NULL DEFAULT 1;",
     ),
+    // 8: what a command's network proxy decided (issue 28, ADR-0082): each
+    // destination asked for, against the call, allowed or refused and why
+    // (`verdict` a code, `detail` in words), with the list entry that
+    // allowed it or would, and the address connected to or refused.
+    Migration::sql(
+        "CREATE TABLE egress_decisions (
+        id INTEGER PRIMARY KEY,
+        call_row INTEGER NOT NULL REFERENCES tool_calls(id),
+        at INTEGER NOT NULL,
+        request TEXT NOT NULL CHECK (request IN ('connect', 'http')),
+        host TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('allowed', 'unreachable', 'not-listed',
+            'ip-literal', 'non-public', 'bad-name', 'unresolved', 'sni-mismatch', 'not-tls',
+            'bad-request')),
+        detail TEXT NOT NULL,
+        entry TEXT,
+        address TEXT
+    );
+    CREATE INDEX egress_decisions_by_call ON egress_decisions(call_row, id);",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -25,6 +25,7 @@ mod instructions;
 mod jsonl;
 mod listing;
 mod lock;
+mod network;
 mod patch;
 mod permissions;
 mod plugins;
