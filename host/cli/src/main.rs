@@ -86,10 +86,14 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether `e` is stdout closed by its reader (`goat ... | head`), also
+/// when a JSON writer wrapped the I/O error.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(io::ErrorKind::BrokenPipe))
     })
 }
 

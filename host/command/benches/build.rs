@@ -97,6 +97,7 @@ fn contained(containment: &Containment, command: &str) -> (Duration, Duration, u
             command,
             cwd: None,
             timeout: Duration::from_secs(600),
+            proxy: None,
         },
     )
     .unwrap();

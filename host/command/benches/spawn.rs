@@ -109,6 +109,7 @@ fn contained(containment: &Containment, command: &str) -> Duration {
             command,
             cwd: None,
             timeout: Duration::from_secs(60),
+            proxy: None,
         },
     )
     .unwrap();

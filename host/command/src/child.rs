@@ -224,14 +224,18 @@ pub(crate) fn wait_group_gone(pgid: Pid) {
 /// its first one was reaped (they were all killed already).
 const GROUP_GONE_WAIT: Duration = Duration::from_secs(10);
 
-/// [`spawn_and_watch`], also giving the group the command ran in.
+/// [`spawn_and_watch`], also giving the group the command ran in, with
+/// `spawned` called once the command is spawned and before it is watched
+/// (its failure kills the command: what it sets up is needed).
 pub(crate) fn spawn_and_watch_group(
     command: Command,
     request: &CommandRequest<'_>,
     pids: Option<&PidsGroup>,
+    spawned: &mut dyn FnMut() -> io::Result<()>,
 ) -> Result<(Exit, Duration, Captured, Pid), CommandError> {
     let mut pgid = None;
-    let (exit, duration, output) = spawn_and_watch_inner(command, request, pids, &mut pgid)?;
+    let (exit, duration, output) =
+        spawn_and_watch_inner(command, request, pids, &mut pgid, spawned)?;
     let pgid = pgid.ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::NotFound)))?;
     Ok((exit, duration, output, pgid))
 }
@@ -243,7 +247,7 @@ pub(crate) fn spawn_and_watch(
     request: &CommandRequest<'_>,
     pids: Option<&PidsGroup>,
 ) -> Result<(Exit, Duration, Captured), CommandError> {
-    spawn_and_watch_inner(command, request, pids, &mut None)
+    spawn_and_watch_inner(command, request, pids, &mut None, &mut || Ok(()))
 }
 
 fn spawn_and_watch_inner(
@@ -251,6 +255,7 @@ fn spawn_and_watch_inner(
     request: &CommandRequest<'_>,
     pids: Option<&PidsGroup>,
     pgid: &mut Option<Pid>,
+    spawned: &mut dyn FnMut() -> io::Result<()>,
 ) -> Result<(Exit, Duration, Captured), CommandError> {
     let (reader, writer) = io::pipe().map_err(CommandError::Spawn)?;
     command
@@ -264,6 +269,13 @@ fn spawn_and_watch_inner(
     let pid = Pid::from_raw(child.id().cast_signed())
         .ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::InvalidData)))?;
     *pgid = Some(pid);
+    if let Err(e) = spawned() {
+        kill_group(pid, pids);
+        let _ = child.wait();
+        return Err(CommandError::Containment(format!(
+            "the command was stopped as it started: {e}"
+        )));
+    }
     let watched = watch(pid, reader, request.timeout, pids);
     // Reap the shell whatever happened above: it was killed with its group.
     if watched.is_err() {
@@ -310,7 +322,10 @@ pub(crate) fn environment(containment: &Containment, tmpdir: &Path) -> Vec<(OsSt
         .into_iter()
         .chain(containment.env.iter().map(String::as_str))
     {
-        if matches!(name, "PATH" | "TMPDIR") {
+        // The proxy's variables are GOAT's to set, never the person's
+        // environment's: a NO_PROXY passed on would only send a client at
+        // a wall, and an old HTTPS_PROXY at the wrong port.
+        if matches!(name, "PATH" | "TMPDIR") || crate::net::is_proxy_variable(name) {
             continue;
         }
         if let Some(value) = std::env::var_os(name) {

@@ -32,13 +32,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 use rustix::fs::{FileType, Mode, OFlags};
 
 use crate::limits::MAX_WALK_ENTRIES;
-use crate::run::{CommandError, Network};
+use crate::net::NetRules;
+use crate::run::CommandError;
 
 /// The Landlock ABI the containment is written for: 6 (Linux 6.12) brings
 /// the signal and abstract-socket scopes, without which a command could
@@ -179,7 +180,7 @@ fn read_paths_for(home: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
 /// Whether the kernel can enforce the containment, by making (and
 /// dropping) the ruleset it needs.
 pub(crate) fn probe() -> Result<(), String> {
-    base_ruleset(Network::Closed)
+    base_ruleset(NetRules::Closed)
         .and_then(|r| r.create().map_err(|e| e.to_string()))
         .map(drop)
         .map_err(|why| {
@@ -191,17 +192,18 @@ pub(crate) fn probe() -> Result<(), String> {
         })
 }
 
-fn base_ruleset(network: Network) -> Result<Ruleset, String> {
+fn base_ruleset(network: NetRules) -> Result<Ruleset, String> {
     let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(REQUIRED_ABI))
         .map_err(|e| e.to_string())?;
     let ruleset = match network {
-        // Handled with no rule: every TCP bind and connect is refused.
-        Network::Closed => ruleset
+        // Handled: every TCP bind and connect is refused but the one
+        // connect a rule allows (the proxy's port, added once created).
+        NetRules::Closed | NetRules::ConnectPort(_) => ruleset
             .handle_access(AccessNet::from_all(REQUIRED_ABI))
             .map_err(|e| e.to_string())?,
-        Network::Open => ruleset,
+        NetRules::Open => ruleset,
     };
     ruleset
         .scope(Scope::from_all(REQUIRED_ABI))
@@ -216,7 +218,7 @@ fn base_ruleset(network: Network) -> Result<Ruleset, String> {
 pub(crate) fn view_ruleset(
     read_paths: &[PathBuf],
     tmpdir: &Path,
-    network: Network,
+    network: NetRules,
 ) -> Result<RulesetCreated, CommandError> {
     host_grants(
         network,
@@ -247,7 +249,7 @@ fn add_rule(
 /// paths in `groups` (where they exist), the toolchains readable, the
 /// private temporary directory writable.
 fn host_grants(
-    network: Network,
+    network: NetRules,
     groups: &[(&[&str], Grant)],
     read_paths: &[PathBuf],
     tmpdir: &Path,
@@ -257,6 +259,13 @@ fn host_grants(
         .map_err(failed)?
         .create()
         .map_err(|e| failed(e.to_string()))?;
+    if let NetRules::ConnectPort(port) = network {
+        // One port, on every address: Landlock's network rules know no
+        // address (ADR-0082 says what holds the rest).
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| failed(e.to_string()))?;
+    }
     let mut add = add_rule;
     for (paths, grant) in groups {
         for path in *paths {
@@ -333,7 +342,7 @@ pub(crate) struct FsPlan<'a> {
     pub tmpdir: &'a Path,
     pub read_paths: &'a [PathBuf],
     pub rules: &'a dyn WorkspaceRules,
-    pub network: Network,
+    pub network: NetRules,
 }
 
 /// The ruleset for one command, ready for `restrict_self` in the child.

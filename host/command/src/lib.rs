@@ -13,7 +13,8 @@
 //!   nothing else, the rest of the home directory included, even readable.
 //! - **Network** ([`seccomp`] and Landlock): no TCP bind or connect, no
 //!   socket family but Unix; no io_uring (it would bypass both). Opened
-//!   only by the host's [`Network::Open`].
+//!   only by the host's [`Network::Open`]; [`Network::Proxied`] allows one
+//!   TCP port, where the host's egress proxy listens ([`net`]).
 //! - **Process** ([`run`]): no new privileges, its own session and process
 //!   group which it cannot leave (`setsid`/`setpgid` refused), no signals
 //!   to processes outside its Landlock domain, stdin from `/dev/null`, a
@@ -31,6 +32,7 @@ pub mod inspect;
 mod land;
 pub mod layer;
 pub mod limits;
+pub mod net;
 pub mod output;
 mod pids;
 pub mod run;
@@ -42,8 +44,10 @@ pub use fs::{WorkspaceRules, default_read_paths};
 pub use inspect::{Guard, Inspection};
 pub use land::LandError;
 pub use layer::{ChangeSet, Node, PathChange};
+pub use net::{ProxyLink, VIEW_PROXY_PORT};
 pub use output::Captured;
 pub use run::{
     Changes, CommandError, CommandOutcome, CommandRequest, Containment, ContainmentMode, Exit,
-    Network, Pending, PidsCgroup, Unsupported, Used, namespace_support, resolve_mode, run, support,
+    Network, Pending, PidsCgroup, Unsupported, Used, namespace_support, resolve, resolve_mode, run,
+    support, workspace_support,
 };

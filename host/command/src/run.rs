@@ -40,9 +40,10 @@ use crate::inspect::Inspection;
 use crate::land::LandError;
 use crate::layer::{ChangeSet, Layer};
 use crate::limits::MAX_WALK_ENTRIES;
+use crate::net::{self, NetRules, ProxyLink};
 use crate::output::Captured;
 use crate::seccomp;
-use crate::view::{self, UserNs, ViewInput, ViewPlan};
+use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan};
 
 /// Whether the command may use the network. Exhaustive: whoever shows a
 /// command to a person must say which.
@@ -53,6 +54,13 @@ pub enum Network {
     Closed,
     /// Sockets as for any process (`commands.network = true`).
     Open,
+    /// A TCP connection to GOAT's egress proxy and nothing else
+    /// (`commands.network = [...]`, ADR-0082): the request's
+    /// [`ProxyLink`] serves it, and the proxy variables point at it. In a
+    /// view, a network namespace of its own where only the proxy's
+    /// listener is; with Landlock only, TCP connect to the proxy's port
+    /// alone ([`crate::net`]).
+    Proxied,
 }
 
 /// Which mechanism contains a command (`commands.containment`).
@@ -146,6 +154,9 @@ pub struct CommandRequest<'a> {
     pub cwd: Option<&'a Path>,
     /// The wall-clock limit.
     pub timeout: Duration,
+    /// The proxy serving this command, for [`Network::Proxied`] (required
+    /// then: without one the command does not run); ignored otherwise.
+    pub proxy: Option<&'a dyn ProxyLink>,
 }
 
 /// How the command ended.
@@ -303,7 +314,7 @@ pub fn support() -> Result<(), Unsupported> {
     SUPPORT
         .get_or_init(|| {
             fs::probe().map_err(Unsupported)?;
-            seccomp::program(Network::Closed)
+            seccomp::program(NetRules::Closed)
                 .map_err(|why| Unsupported(format!("the seccomp filter cannot be built: {why}")))?;
             let me = Pid::from_raw(std::process::id().cast_signed())
                 .ok_or_else(|| Unsupported("no process id".to_owned()))?;
@@ -317,54 +328,98 @@ pub fn support() -> Result<(), Unsupported> {
 
 /// Whether a view can be made here: a trial command in one, run once per
 /// process (a user namespace, the mounts, overlayfs and the fresh `/proc`
-/// all have to work).
+/// all have to work), its layer in the system's temporary directory.
+/// Whether a given workspace can have one is [`workspace_support`].
 pub fn namespace_support() -> Result<(), Unsupported> {
     static SUPPORT: OnceLock<Result<(), Unsupported>> = OnceLock::new();
     SUPPORT
         .get_or_init(|| {
             support()?;
-            let trial = || -> Result<(), String> {
-                let base = std::env::temp_dir();
-                let ws = Layer::create(&base).map_err(|e| e.to_string())?;
-                let workspace = ws.dir.join("tmp");
-                let containment = Containment {
-                    workspace: workspace.clone(),
-                    read_paths: Vec::new(),
-                    network: Network::Closed,
-                    env: Vec::new(),
-                    pids_cgroup: PidsCgroup::Never,
-                    mode: ContainmentMode::Namespace,
-                    home: None,
-                    layers_dir: Some(base),
-                };
-                let out = run_namespace(
-                    &containment,
-                    &NoRules,
-                    &CommandRequest {
-                        command: "echo ok > probe",
-                        cwd: None,
-                        timeout: Duration::from_secs(10),
-                    },
-                )
-                .map_err(|e| e.to_string())?;
-                match (&out.exit, &out.changes) {
-                    (Exit::Code(0), Changes::Pending(p))
-                        if p.set.changes.iter().any(|c| c.path == "probe") =>
-                    {
-                        Ok(())
-                    }
-                    _ => Err(format!("a trial command failed: {}", out.render().trim())),
-                }
-            };
-            trial().map_err(|why| {
+            trial_in(&std::env::temp_dir()).map_err(|why| {
                 Unsupported(format!(
-                    "a namespace view cannot be made here (a user namespace, overlayfs in it \
-                     and a fresh /proc are needed; Docker's default seccomp profile refuses \
-                     user namespaces): {why}"
+                    "a namespace view cannot be made here (it needs a user namespace, overlayfs \
+                     in it and a fresh /proc; in a container, docs/harness.md says which \
+                     settings give them): {why}"
                 ))
             })
         })
         .clone()
+}
+
+/// Whether `containment`'s workspace can have a view: a place for the
+/// command's layer on the workspace's own mount, and overlayfs working
+/// with its upper layer there (it does not on overlayfs, the root of most
+/// containers). A trial command in a directory of that mount, once per
+/// mount and process.
+pub fn workspace_support(containment: &Containment) -> Result<(), Unsupported> {
+    /// A workspace's mount and layers directory, and what its trial found.
+    type Tried = (Option<u64>, PathBuf, Result<(), Unsupported>);
+    static TRIED: std::sync::Mutex<Vec<Tried>> = std::sync::Mutex::new(Vec::new());
+    namespace_support()?;
+    let key = (
+        mount_id(&containment.workspace),
+        containment.layers_dir.clone().unwrap_or_default(),
+    );
+    let mut tried = TRIED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, _, result)) = tried.iter().find(|(m, l, _)| (m, l) == (&key.0, &key.1)) {
+        return result.clone();
+    }
+    let result = layer_base(containment)
+        .map_err(|e| e.to_string())
+        .and_then(|base| trial_in(&base))
+        .map_err(|why| {
+            Unsupported(format!(
+                "no namespace view for the workspace {}: {why}",
+                containment.workspace.display()
+            ))
+        });
+    tried.push((key.0, key.1, result.clone()));
+    result
+}
+
+/// A trial command in a view whose workspace and layer are in `base`.
+fn trial_in(base: &Path) -> Result<(), String> {
+    let ws = Layer::create(base).map_err(|e| e.to_string())?;
+    let workspace = ws.dir.join("tmp");
+    let containment = Containment {
+        workspace: workspace.clone(),
+        read_paths: Vec::new(),
+        network: Network::Closed,
+        env: Vec::new(),
+        pids_cgroup: PidsCgroup::Never,
+        mode: ContainmentMode::Namespace,
+        home: None,
+        layers_dir: Some(base.to_path_buf()),
+    };
+    let out = run_namespace(
+        &containment,
+        &NoRules,
+        &CommandRequest {
+            command: "echo ok > probe",
+            cwd: None,
+            timeout: Duration::from_secs(10),
+            proxy: None,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    match (&out.exit, &out.changes) {
+        (Exit::Code(0), Changes::Pending(p)) if p.set.changes.iter().any(|c| c.path == "probe") => {
+            Ok(())
+        }
+        _ => Err(format!("a trial command failed: {}", out.render().trim())),
+    }
+}
+
+/// The mount a path is on (`statx` `STATX_MNT_ID`); `None` where the
+/// kernel does not say.
+fn mount_id(path: &Path) -> Option<u64> {
+    use rustix::fs::{AtFlags, StatxFlags};
+    let st = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), StatxFlags::MNT_ID).ok()?;
+    StatxFlags::from_bits_retain(st.stx_mask)
+        .contains(StatxFlags::MNT_ID)
+        .then_some(st.stx_mnt_id)
 }
 
 /// The rules of the support trial: nothing hidden or protected.
@@ -385,8 +440,25 @@ impl WorkspaceRules for NoRules {
     }
 }
 
-/// The mechanism `mode` comes to here: `Auto` takes the view where it
-/// works; a forced mode that cannot work is an error, never a weaker run.
+/// Which containment `containment` gets for its workspace: as
+/// [`resolve_mode`], and a view only where [`workspace_support`] says its
+/// workspace can have one.
+pub fn resolve(containment: &Containment) -> Result<Used, Unsupported> {
+    support()?;
+    match containment.mode {
+        ContainmentMode::Landlock => Ok(Used::Landlock),
+        ContainmentMode::Namespace => workspace_support(containment).map(|()| Used::Namespace),
+        ContainmentMode::Auto => Ok(if workspace_support(containment).is_ok() {
+            Used::Namespace
+        } else {
+            Used::Landlock
+        }),
+    }
+}
+
+/// The mechanism `mode` comes to here, for any workspace: `Auto` takes
+/// the view where it works; a forced mode that cannot work is an error,
+/// never a weaker run. [`resolve`] also asks the workspace.
 pub fn resolve_mode(mode: ContainmentMode) -> Result<Used, Unsupported> {
     support()?;
     match mode {
@@ -412,7 +484,7 @@ pub fn run(
     rules: &dyn WorkspaceRules,
     request: &CommandRequest<'_>,
 ) -> Result<CommandOutcome, CommandError> {
-    match resolve_mode(containment.mode)? {
+    match resolve(containment)? {
         Used::Namespace => run_namespace(containment, rules, request),
         Used::Landlock => run_landlock(containment, rules, request),
     }
@@ -426,18 +498,38 @@ fn run_landlock(
 ) -> Result<CommandOutcome, CommandError> {
     let cwd = working_dir(&containment.workspace, request.cwd)?;
     let tmpdir = PrivateTmp::create()?;
+    // Proxied: GOAT's proxy on a loopback port the kernel picks, served
+    // before the command starts; Landlock lets it connect there alone.
+    let (net_rules, proxy_port) = match containment.network {
+        Network::Closed => (NetRules::Closed, None),
+        Network::Open => (NetRules::Open, None),
+        Network::Proxied => {
+            let link = proxy_link(request)?;
+            let listener = net::host_listener()
+                .map_err(|e| CommandError::Containment(format!("the proxy's port: {e}")))?;
+            let port = listener
+                .local_addr()
+                .map_err(|e| CommandError::Containment(format!("the proxy's port: {e}")))?
+                .port();
+            link.serve(listener)
+                .map_err(|e| CommandError::Containment(format!("the proxy: {e}")))?;
+            (NetRules::ConnectPort(port), Some(port))
+        }
+    };
     let ruleset = fs::ruleset(&FsPlan {
         workspace: &containment.workspace,
         tmpdir: &tmpdir.0,
         read_paths: &containment.read_paths,
         rules,
-        network: containment.network,
+        network: net_rules,
     })?;
-    let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let before = crate::snapshot::Snapshot::take(&containment.workspace, rules);
-    let mut command = shell(request, &cwd, environment(containment, &tmpdir.0));
+    let mut env = environment(containment, &tmpdir.0);
+    env.extend(proxy_port.map(net::proxy_env).unwrap_or_default());
+    let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
     let child_setup = move || -> io::Result<()> {
         first_steps(join_fd)?;
@@ -471,11 +563,26 @@ fn run_landlock(
     })
 }
 
+/// The proxy a [`Network::Proxied`] command must have.
+fn proxy_link<'a>(request: &CommandRequest<'a>) -> Result<&'a dyn ProxyLink, CommandError> {
+    request.proxy.ok_or_else(|| {
+        CommandError::Containment(
+            "the network is to go through GOAT's proxy, and there is none for this command"
+                .to_owned(),
+        )
+    })
+}
+
 /// Where the command's layer goes: the first of the configured layers
 /// directory and the system's temporary directory that is on the
-/// workspace's filesystem.
+/// workspace's own mount. The same filesystem is not enough: a rename
+/// between two mounts of one filesystem fails (`EXDEV`), so the mount is
+/// compared (or, where the kernel does not say, the device).
 fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
-    let dev = |p: &Path| rustix::fs::stat(p).ok().map(|s| s.st_dev);
+    let dev = |p: &Path| match mount_id(p) {
+        Some(id) => Some((0, id)),
+        None => rustix::fs::stat(p).ok().map(|s| (1, s.st_dev)),
+    };
     let want = dev(&containment.workspace);
     let candidates: Vec<PathBuf> = containment
         .layers_dir
@@ -490,9 +597,9 @@ fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
         }
     }
     Err(CommandError::Containment(format!(
-        "no place for the command's change layer on the workspace's filesystem ({} is on \
-         another one than {}); set commands.layers_dir to a directory on the workspace's \
-         filesystem, or commands.containment = \"landlock\"",
+        "no place for the command's change layer on the workspace's mount ({} is on another \
+         mount than {}); set commands.layers_dir to a directory on the workspace's mount, or \
+         commands.containment = \"landlock\"",
         containment.workspace.display(),
         candidates
             .iter()
@@ -592,6 +699,25 @@ fn run_namespace(
     } else {
         UserNs::New
     };
+    // Proxied: the view's first child makes the proxy's listener in the
+    // view's own network namespace and sends it back over this pair.
+    let (view_net, net_rules, link) = match containment.network {
+        Network::Closed => (ViewNet::Empty, NetRules::Closed, None),
+        Network::Open => (ViewNet::Host, NetRules::Open, None),
+        Network::Proxied => {
+            let link = proxy_link(request)?;
+            let pair = net::channel().map_err(|e| failed("the proxy's channel", e))?;
+            let view_net = ViewNet::Proxy {
+                port: net::VIEW_PROXY_PORT,
+                channel: pair.1.as_raw_fd(),
+            };
+            (
+                view_net,
+                NetRules::ConnectPort(net::VIEW_PROXY_PORT),
+                Some((link, pair)),
+            )
+        }
+    };
     let plan = ViewPlan::prepare(&ViewInput {
         workspace: &containment.workspace,
         cwd: &cwd,
@@ -606,24 +732,23 @@ fn run_namespace(
         empty_file: &layer.dir.join("empty"),
         empty_dir: &layer.dir.join("emptydir"),
         user_ns,
-        network_closed: containment.network == Network::Closed,
+        net: view_net,
     })
     .map_err(|e| failed("cannot plan the command's view", e))?;
     // The rules made before the fork hold for bound paths (a bind mount
     // keeps its inodes); the overlay, the scratch home and /proc are new
     // and get theirs inside.
-    let ruleset = fs::view_ruleset(
-        &containment.read_paths,
-        &layer.dir.join("tmp"),
-        containment.network,
-    )?;
-    let program = seccomp::program(containment.network).map_err(CommandError::Containment)?;
+    let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), net_rules)?;
+    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let mut env = environment(containment, Path::new("/tmp"));
     if let Some(home) = &containment.home {
         env.retain(|(k, _)| k != "HOME");
         env.push(("HOME".into(), home.as_os_str().to_owned()));
+    }
+    if link.is_some() {
+        env.extend(net::proxy_env(net::VIEW_PROXY_PORT));
     }
     let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
@@ -658,8 +783,18 @@ fn run_namespace(
         seccomp::install(&program)
     };
     install_pre_exec(&mut command, child_setup);
+    // Once spawned (the listener is sent before the command can start),
+    // the proxy serves it; if it cannot, the command is killed unserved.
+    let mut link = link;
+    let mut serve = || -> io::Result<()> {
+        let Some((link, (ours, theirs))) = link.take() else {
+            return Ok(());
+        };
+        drop(theirs);
+        link.serve(net::receive_listener(&ours)?)
+    };
     let (exit, duration, output, group) =
-        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0))?;
+        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0), &mut serve)?;
     // The first child is reaped; every process of the view must be gone too
     // (one in uninterruptible sleep dies late) before its upper layer is read.
     wait_group_gone(group);

@@ -10,7 +10,12 @@
 //! - `keyctl`, `add_key` and `request_key`: the kernel keyrings of the
 //!   session GOAT was started in hold secrets no build needs;
 //! - with the network closed, `socket` for any family but `AF_UNIX` (UDP,
-//!   raw and netlink sockets are beyond Landlock's TCP rules).
+//!   raw and netlink sockets are beyond Landlock's TCP rules);
+//! - with the network proxied ([`crate::net`]), `socket` for anything but
+//!   `AF_UNIX` and plain TCP over IPv4 or IPv6 (`SOCK_STREAM`, protocol 0
+//!   or `IPPROTO_TCP`: MPTCP and SCTP streams are outside Landlock's TCP
+//!   rules), and `sendto`, `sendmsg`, `sendmmsg` with `MSG_FASTOPEN`,
+//!   which connects without the `connect` Landlock checks.
 //!
 //! Everything else is allowed: the filter is a fence for a few doors, not
 //! an allowlist of a build's system calls.
@@ -22,14 +27,14 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use crate::run::Network;
+use crate::net::NetRules;
 
 /// The `errno` a refused call returns: "operation not permitted", which
 /// programs report sensibly.
 const REFUSED: u32 = rustix::io::Errno::PERM.raw_os_error() as u32;
 
 /// The filter for a command, as a program ready to install.
-pub fn program(network: Network) -> Result<BpfProgram, String> {
+pub(crate) fn program(network: NetRules) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for call in [
@@ -45,14 +50,19 @@ pub fn program(network: Network) -> Result<BpfProgram, String> {
         // An empty rule list matches the call whatever its arguments.
         rules.insert(call, Vec::new());
     }
-    if network == Network::Closed {
-        let not_unix =
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, AF_UNIX as u64)
-                .map_err(|e| e.to_string())?;
-        rules.insert(
-            libc_nr::SOCKET,
-            vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?],
-        );
+    match network {
+        NetRules::Open => {}
+        NetRules::Closed => {
+            let not_unix = cond(0, SeccompCmpOp::Ne, AF_UNIX)?;
+            rules.insert(libc_nr::SOCKET, vec![rule(vec![not_unix])?]);
+        }
+        NetRules::ConnectPort(_) => {
+            rules.insert(libc_nr::SOCKET, tcp_only()?);
+            let fast_open = |arg| cond(arg, SeccompCmpOp::MaskedEq(MSG_FASTOPEN), MSG_FASTOPEN);
+            rules.insert(libc_nr::SENDTO, vec![rule(vec![fast_open(3)?])?]);
+            rules.insert(libc_nr::SENDMSG, vec![rule(vec![fast_open(2)?])?]);
+            rules.insert(libc_nr::SENDMMSG, vec![rule(vec![fast_open(3)?])?]);
+        }
     }
     let filter = SeccompFilter::new(
         rules,
@@ -64,8 +74,56 @@ pub fn program(network: Network) -> Result<BpfProgram, String> {
     BpfProgram::try_from(filter).map_err(|e| e.to_string())
 }
 
-/// `AF_UNIX`.
-const AF_UNIX: u32 = 1;
+/// One comparison of a 32-bit argument.
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+}
+
+/// A rule that matches when every condition does.
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conditions).map_err(|e| e.to_string())
+}
+
+/// The `socket` calls refused with the network proxied: any family but
+/// Unix, IPv4 and IPv6; for IPv4 and IPv6, any type but a stream (the
+/// type's low four bits; the high ones are `SOCK_NONBLOCK` and
+/// `SOCK_CLOEXEC`), and any protocol but 0 and TCP. A rule matches when
+/// all its conditions do, and the call is refused when any rule matches.
+fn tcp_only() -> Result<Vec<SeccompRule>, String> {
+    let mut refused = vec![rule(vec![
+        cond(0, SeccompCmpOp::Ne, AF_UNIX)?,
+        cond(0, SeccompCmpOp::Ne, AF_INET)?,
+        cond(0, SeccompCmpOp::Ne, AF_INET6)?,
+    ])?];
+    for family in [AF_INET, AF_INET6] {
+        for kind in (0..16).filter(|k| *k != SOCK_STREAM) {
+            refused.push(rule(vec![
+                cond(0, SeccompCmpOp::Eq, family)?,
+                cond(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+            ])?);
+        }
+        refused.push(rule(vec![
+            cond(0, SeccompCmpOp::Eq, family)?,
+            cond(2, SeccompCmpOp::Ne, 0)?,
+            cond(2, SeccompCmpOp::Ne, IPPROTO_TCP)?,
+        ])?);
+    }
+    Ok(refused)
+}
+
+/// `AF_UNIX`, `AF_INET`, `AF_INET6`.
+const AF_UNIX: u64 = 1;
+const AF_INET: u64 = 2;
+const AF_INET6: u64 = 10;
+
+/// `SOCK_STREAM`.
+const SOCK_STREAM: u64 = 1;
+
+/// `IPPROTO_TCP`.
+const IPPROTO_TCP: u64 = 6;
+
+/// `MSG_FASTOPEN`: send data with the SYN, connecting implicitly.
+const MSG_FASTOPEN: u64 = 0x2000_0000;
 
 /// System call numbers for this architecture.
 mod libc_nr {
@@ -74,6 +132,9 @@ mod libc_nr {
         pub const SETSID: i64 = 112;
         pub const SETPGID: i64 = 109;
         pub const SOCKET: i64 = 41;
+        pub const SENDTO: i64 = 44;
+        pub const SENDMSG: i64 = 46;
+        pub const SENDMMSG: i64 = 307;
         pub const ADD_KEY: i64 = 248;
         pub const REQUEST_KEY: i64 = 249;
         pub const KEYCTL: i64 = 250;
@@ -83,6 +144,9 @@ mod libc_nr {
         pub const SETSID: i64 = 157;
         pub const SETPGID: i64 = 154;
         pub const SOCKET: i64 = 198;
+        pub const SENDTO: i64 = 206;
+        pub const SENDMSG: i64 = 211;
+        pub const SENDMMSG: i64 = 269;
         pub const ADD_KEY: i64 = 217;
         pub const REQUEST_KEY: i64 = 218;
         pub const KEYCTL: i64 = 219;

@@ -11,9 +11,11 @@
 //! The shape of the child:
 //!
 //! - the first child (the one `std::process::Command` forked) unshares the
-//!   user, mount, PID, IPC and (when the network is closed) network
-//!   namespaces, writes its id maps, and forks again; it then only waits
-//!   for that second child and exits as it did. The second child is PID 1
+//!   user, mount, PID, IPC and (unless the network is open) network
+//!   namespaces, writes its id maps, makes the proxy's listener in the new
+//!   network namespace when the network is proxied ([`crate::net`]), and
+//!   forks again; it then only waits for that second child and exits as it
+//!   did. The second child is PID 1
 //!   of the new PID namespace: when it exits, the kernel kills everything
 //!   still in the namespace.
 //! - the second child builds the new root on a `tmpfs`: system
@@ -35,6 +37,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -81,6 +84,17 @@ enum Step {
         at: CString,
         read_only: Option<MountFlags>,
     },
+    /// A read-only bind of a directory with mounts below it (Docker mounts
+    /// `/etc/hosts`, `/etc/hostname` and `/etc/resolv.conf`): bound with
+    /// them (the kernel refuses to bind such a directory alone in a user
+    /// namespace, as that would show what they cover), then it and each of
+    /// them, at `below`, remounted read-only with its locked flags kept.
+    BindTree {
+        from: CString,
+        at: CString,
+        read_only: MountFlags,
+        below: Vec<(CString, MountFlags)>,
+    },
     /// A fresh `/proc` for the new PID namespace.
     Proc(CString),
     /// The workspace overlay.
@@ -125,7 +139,20 @@ pub(crate) struct ViewPlan {
     user_ns: UserNs,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
-    new_net: bool,
+    net: ViewNet,
+}
+
+/// The view's network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ViewNet {
+    /// The host's (the network is open).
+    Host,
+    /// A namespace of its own with nothing in it.
+    Empty,
+    /// A namespace of its own where only the proxy's listener, on this
+    /// port, is reachable; the listener goes to GOAT over `channel` (the
+    /// child's end of a socket pair GOAT keeps open until the spawn).
+    Proxy { port: u16, channel: RawFd },
 }
 
 /// What the view is built from; every path canonical.
@@ -148,7 +175,7 @@ pub(crate) struct ViewInput<'a> {
     pub empty_file: &'a Path,
     pub empty_dir: &'a Path,
     pub user_ns: UserNs,
-    pub network_closed: bool,
+    pub net: ViewNet,
 }
 
 fn cstring(path: &Path) -> io::Result<CString> {
@@ -197,6 +224,49 @@ fn ssh_host_keys() -> Vec<PathBuf> {
 
 /// The locked flags of the mount `path` is on, which a read-only remount
 /// inside a user namespace must keep.
+/// The mount points strictly below `dir`, outermost first, from
+/// `/proc/self/mountinfo` (GOAT's own mount namespace); none where it
+/// cannot be read.
+fn mounts_below(dir: &Path) -> Vec<PathBuf> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut below: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| PathBuf::from(unescape_mountinfo(field)))
+        .filter(|point| point != dir && point.starts_with(dir))
+        .collect();
+    below.sort_by_key(|p| p.components().count());
+    below.dedup();
+    below
+}
+
+/// A mount point as `mountinfo` writes it: space, tab, newline and
+/// backslash as three octal digits after a backslash.
+fn unescape_mountinfo(field: &str) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt as _;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (bytes[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    std::ffi::OsString::from_vec(out)
+}
+
 fn locked_flags(path: &Path) -> MountFlags {
     let Ok(st) = rustix::fs::statvfs(path) else {
         return MountFlags::NOSUID | MountFlags::NODEV;
@@ -379,7 +449,7 @@ impl ViewPlan {
             user_ns: input.user_ns,
             uid_map,
             gid_map,
-            new_net: input.network_closed,
+            net: input.net,
         })
     }
 
@@ -440,6 +510,24 @@ impl Planner {
     fn bind_ro(&mut self, from: &Path, at: &Path, is_dir: bool) -> io::Result<()> {
         if is_dir {
             self.mkdirs(at)?;
+            let below = mounts_below(from);
+            if !below.is_empty() {
+                let inside = self.inside(at);
+                let below = below
+                    .iter()
+                    .filter_map(|mount| {
+                        let rel = mount.strip_prefix(from).ok()?;
+                        Some(cstring(&inside.join(rel)).map(|c| (c, locked_flags(mount))))
+                    })
+                    .collect::<io::Result<Vec<_>>>()?;
+                self.steps.push(Step::BindTree {
+                    from: cstring(from)?,
+                    at: cstring(&inside)?,
+                    read_only: locked_flags(from),
+                    below,
+                });
+                return Ok(());
+            }
         } else {
             if let Some(parent) = at.parent() {
                 self.mkdirs(parent)?;
@@ -463,7 +551,7 @@ pub(crate) fn unshare(plan: &ViewPlan) -> io::Result<()> {
     if plan.user_ns == UserNs::New {
         flags |= UnshareFlags::NEWUSER;
     }
-    if plan.new_net {
+    if plan.net != ViewNet::Host {
         flags |= UnshareFlags::NEWNET;
     }
     #[expect(
@@ -479,6 +567,9 @@ pub(crate) fn unshare(plan: &ViewPlan) -> io::Result<()> {
         write_file(c"/proc/self/setgroups", b"deny\n")?;
         write_file(c"/proc/self/uid_map", &plan.uid_map)?;
         write_file(c"/proc/self/gid_map", &plan.gid_map)?;
+    }
+    if let ViewNet::Proxy { port, channel } = plan.net {
+        crate::net::listen_in_view(port, channel)?;
     }
     Ok(())
 }
@@ -561,6 +652,19 @@ fn run_step(step: &Step) -> io::Result<()> {
             }
             Ok(())
         }
+        Step::BindTree {
+            from,
+            at,
+            read_only,
+            below,
+        } => {
+            rustix::mount::mount_bind_recursive(from.as_c_str(), at.as_c_str())?;
+            rustix::mount::mount_remount(at.as_c_str(), *read_only | MountFlags::BIND, c"")?;
+            for (at, flags) in below {
+                rustix::mount::mount_remount(at.as_c_str(), *flags | MountFlags::BIND, c"")?;
+            }
+            Ok(())
+        }
         Step::Proc(at) => Ok(rustix::mount::mount(
             c"proc",
             at.as_c_str(),
@@ -615,8 +719,28 @@ fn run_step(step: &Step) -> io::Result<()> {
 
 /// Every capability gone, in every set, and root given none back at
 /// `exec` (the bounding set is empty and the secure bits are locked).
+///
+/// A process without `CAP_SETPCAP` (a user that is not root, or root in a
+/// container that dropped it) may neither empty the bounding set nor lock
+/// the secure bits; it has no capabilities to lose, and with
+/// `no_new_privs`, which Landlock and seccomp set before `exec`, `exec`
+/// gives it none (set-user-ID bits and file capabilities are ignored, and
+/// root's at `exec` is cut to what it had). So for it the sets are only
+/// emptied.
 pub(crate) fn drop_capabilities() -> io::Result<()> {
     use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
+    let held = rustix::thread::capabilities(None)?;
+    if !held.effective.contains(CapabilitySet::SETPCAP) {
+        rustix::thread::clear_ambient_capability_set()?;
+        return Ok(rustix::thread::set_capabilities(
+            None,
+            CapabilitySets {
+                effective: CapabilitySet::empty(),
+                permitted: CapabilitySet::empty(),
+                inheritable: CapabilitySet::empty(),
+            },
+        )?);
+    }
     // Capability numbers up to the highest any kernel knows; one the
     // running kernel does not know answers EINVAL and is not there.
     for cap in 0..=63u32 {

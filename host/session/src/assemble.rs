@@ -398,7 +398,7 @@ pub fn command_tool(
     notes: Notes<'_>,
 ) -> anyhow::Result<Option<goat_shepherd::CommandTool>> {
     let containment = settings.command_containment(workspace, host_files)?;
-    if let Err(why) = goat_shepherd::command_containment(containment.mode) {
+    if let Err(why) = goat_shepherd::command_containment(&containment) {
         notes(&format!("run_command is not offered: {why}"));
         return Ok(None);
     }
@@ -409,6 +409,7 @@ pub fn command_tool(
         } else {
             goat_shepherd::gate::CommandPolicy::Default
         },
+        egress: settings.command_egress()?,
     }))
 }
 

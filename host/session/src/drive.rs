@@ -146,6 +146,7 @@ impl Approver for Said {
                 paths: request.paths.to_vec(),
                 arguments: request.arguments.clone(),
                 details: request.details.to_vec(),
+                preview: crate::preview::preview(request, crate::preview::Extent::Short),
                 answers,
             }));
         let answer = self.inner.approve(request);

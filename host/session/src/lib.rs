@@ -21,6 +21,7 @@ pub mod config;
 pub mod drive;
 pub mod instructions;
 pub mod paths;
+pub mod preview;
 pub mod protocol;
 pub mod text;
 

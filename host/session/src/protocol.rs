@@ -360,6 +360,13 @@ pub struct ApprovalRequested {
     pub arguments: serde_json::Value,
     /// For a command's change set: one line per path it changes.
     pub details: Vec<String>,
+    /// What the call would change, as the chat shows it: a diff against
+    /// the file as it is now for `write_file` and `edit_file`, what is lost
+    /// for `delete_file` and a `move_file` that replaces a file, the
+    /// command or change set for `run_command`, the arguments otherwise.
+    /// Lines for display, their control characters already escaped, each
+    /// side of a change cut to a few lines.
+    pub preview: Vec<String>,
     /// The answers that may be given.
     pub answers: Vec<ApprovalAnswer>,
 }

@@ -17,6 +17,7 @@ use goat_engine::{ToolCall, ToolSchema};
 use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus, EntryKind, FileChange};
 use serde_json::{Value, json};
 
+use crate::egress::{self, CallProxy};
 use crate::gate::{
     self, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb, Scope,
 };
@@ -34,13 +35,17 @@ pub struct CommandTool {
     pub containment: Containment,
     /// `--allow-commands` or not.
     pub policy: CommandPolicy,
+    /// The session's egress proxy, which a [`Network::Proxied`] command
+    /// reaches the network through (`commands.network = [...]`); such a
+    /// command does not run without one.
+    pub egress: Option<goat_egress::Proxy>,
 }
 
-/// The tool's arguments, as the model sees them.
-pub fn command_schema() -> ToolSchema {
+/// The tool as the model sees it, for the containment its workspace gets.
+pub fn command_schema(containment: &Containment) -> ToolSchema {
     ToolSchema {
         name: RUN_COMMAND.to_owned(),
-        description: command_description(),
+        description: command_description(containment),
         parameters: json!({
             "type": "object",
             "properties": {
@@ -68,8 +73,8 @@ pub fn command_schema() -> ToolSchema {
 }
 
 /// What the model is told the command tool does, for the containment
-/// that works here.
-fn command_description() -> String {
+/// its workspace gets.
+fn command_description(containment: &Containment) -> String {
     let common = format!(
         "Run a shell command line (sh -c) in the workspace, for builds and tests. stdin is \
          empty; stdout and stderr are returned together, the start and the end kept when long, \
@@ -78,7 +83,7 @@ fn command_description() -> String {
         goat_command::limits::DEFAULT_TIMEOUT.as_secs(),
         goat_command::limits::MAX_TIMEOUT.as_secs()
     );
-    match goat_command::resolve_mode(goat_command::ContainmentMode::Auto) {
+    match goat_command::resolve(containment) {
         Ok(Used::Namespace) | Err(_) => format!(
             "{common} It runs in a sandbox: it may create, change and remove anything in the \
              workspace, but its changes reach the workspace only when it has ended and GOAT \
@@ -86,13 +91,17 @@ fn command_description() -> String {
              rules protect, a device node or a setuid bit refuses all of them (the result says \
              which); a private /tmp and an empty scratch home are writable and discarded; \
              system and toolchain directories are read-only; the rest of the machine is not \
-             there; the network is closed unless the user opened it."
+             there; the network is closed unless the user opened it, or lets it reach listed \
+             hosts only through GOAT's proxy (HTTPS_PROXY and HTTP_PROXY are then set; a \
+             refused host is named in the result)."
         ),
         Ok(Used::Landlock) => format!(
             "{common} It runs in a sandbox: the workspace is writable except version-control \
              metadata (.git) and paths the rules protect, a private TMPDIR is writable, system \
              and toolchain directories are read-only, the rest of the machine is not readable, \
-             and the network is closed unless the user opened it. Nothing can be created or \
+             and the network is closed unless the user opened it, or lets it reach listed hosts \
+             only through GOAT's proxy (HTTPS_PROXY and HTTP_PROXY are then set; a refused host \
+             is named in the result). Nothing can be created or \
              removed directly in a directory that holds .git (the root of a repository); \
              existing files there stay writable."
         ),
@@ -136,7 +145,7 @@ impl AppToolRouter {
                 );
             }
         };
-        if let Err(why) = schema::validate(&command_schema().parameters, args) {
+        if let Err(why) = schema::validate(&command_schema(&tool.containment).parameters, args) {
             return failed(
                 CallErrorKind::InvalidArguments,
                 format!("invalid arguments for {RUN_COMMAND}: {why}"),
@@ -177,12 +186,10 @@ impl AppToolRouter {
         let granted = match &evaluation.decision {
             Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
             Decision::Deny(why) => return crate::router::denied_because(why, evaluation.reason()),
-            Decision::Ask { .. } => {
-                match self.ask_command(command, cwd.as_deref(), tool.containment.network, args) {
-                    Ok(granted) => granted,
-                    Err(outcome) => return outcome,
-                }
-            }
+            Decision::Ask { .. } => match self.ask_command(command, cwd.as_deref(), tool, args) {
+                Ok(granted) => granted,
+                Err(outcome) => return outcome,
+            },
         };
         let Some(boundary) = boundary else {
             return denied(
@@ -199,6 +206,11 @@ impl AppToolRouter {
             );
         }
         let rules = BoundaryRules(boundary);
+        // The proxy serves this call only, and stops when it ends.
+        let proxy = match tool.containment.network {
+            Network::Proxied => tool.egress.as_ref().map(CallProxy::new),
+            Network::Closed | Network::Open => None,
+        };
         let outcome = goat_command::run(
             &tool.containment,
             &rules,
@@ -206,8 +218,14 @@ impl AppToolRouter {
                 command,
                 cwd: cwd.as_deref().map(Path::new),
                 timeout,
+                proxy: proxy.as_ref().map(|p| p as &dyn goat_command::ProxyLink),
             },
         );
+        let egress_note = proxy.map(|proxy| {
+            let served = proxy.finish();
+            self.record_egress(&egress::records(&served));
+            egress::refusals_note(&served, egress::COMMANDS_NETWORK)
+        });
         let (decision, reason) = granted;
         match outcome {
             Ok(mut outcome) => {
@@ -271,6 +289,7 @@ impl AppToolRouter {
                 {
                     result.push_str(&hint);
                 }
+                result.push_str(egress_note.as_deref().unwrap_or_default());
                 CallOutcome {
                     status,
                     result,
@@ -462,22 +481,20 @@ impl AppToolRouter {
     }
 
     /// Puts a command to the person: the command, the directory, the
-    /// network. "Session" and "always" save the exact command line as a
-    /// command rule (never a bare `*`).
+    /// network (where a proxied one may go). "Session" and "always" save
+    /// the exact command line as a command rule (never a bare `*`).
     fn ask_command(
         &mut self,
         command: &str,
         cwd: Option<&str>,
-        network: Network,
+        tool: &CommandTool,
         args: &Value,
     ) -> Result<(CallDecision, String), CallOutcome> {
-        let network = match network {
-            Network::Closed => "network closed",
-            Network::Open => "NETWORK OPEN",
-        };
-        let limits = match goat_command::resolve_mode(self.containment_mode()) {
-            Ok(used @ Used::Landlock) => format!("; {}", used.limits()),
-            Ok(Used::Namespace) | Err(_) => String::new(),
+        let used = goat_command::resolve(&tool.containment).ok();
+        let network = egress::describe(tool.containment.network, tool.egress.as_ref(), used);
+        let limits = match used {
+            Some(used @ Used::Landlock) => format!("; {}", used.limits()),
+            Some(Used::Namespace) | None => String::new(),
         };
         let question = format!(
             "{RUN_COMMAND} wants to run '{command}' in '{}' ({network}{limits}); allow it?",
@@ -567,13 +584,16 @@ pub fn command_support() -> Result<(), String> {
 /// The containment commands get here under `mode`, and if none, why: the
 /// tool is then not offered (a forced `namespace` that cannot work is
 /// never run weaker).
-pub fn command_containment(mode: goat_command::ContainmentMode) -> Result<Used, String> {
-    goat_command::resolve_mode(mode).map_err(|e| e.0)
+pub fn command_containment(containment: &Containment) -> Result<Used, String> {
+    goat_command::resolve(containment).map_err(|e| e.0)
 }
 
-/// Why no namespace view can be made here, if it cannot.
-pub fn view_unavailable() -> Option<String> {
-    goat_command::namespace_support().err().map(|e| e.0)
+/// Why no namespace view can be made for `containment`'s workspace, if
+/// it cannot.
+pub fn view_unavailable(containment: &Containment) -> Option<String> {
+    goat_command::workspace_support(containment)
+        .err()
+        .map(|e| e.0)
 }
 
 /// [`Containment`] defaults a host starts from: the toolchain directories

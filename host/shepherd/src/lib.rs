@@ -21,6 +21,7 @@ pub use goat_gate as gate;
 pub mod checkpoint;
 mod command;
 pub mod context;
+pub mod egress;
 mod mode;
 mod router;
 pub mod schema;
@@ -35,6 +36,8 @@ pub use context::{
     ProjectPrompt, ProjectSection, WindowChoice,
 };
 pub use goat_command::{Containment, ContainmentMode, Network, Used as ContainmentUsed};
+/// The egress proxy, re-exported: a session makes one from `commands.network`.
+pub use goat_egress as network;
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, OfferedTool, Routed,

@@ -262,6 +262,21 @@ impl AppToolRouter {
         }
     }
 
+    /// Records the current call's egress proxy decisions. A failure to
+    /// write them is not the call's: the result already says what was
+    /// refused.
+    pub(crate) fn record_egress(&self, records: &[goat_store::EgressRecord]) {
+        if records.is_empty() {
+            return;
+        }
+        if let Some((store, Some(row))) = &self.journal {
+            let _ = store
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .record_egress(*row, records);
+        }
+    }
+
     /// Removes what [`journal`](Self::journal) wrote for the current call.
     pub(crate) fn unjournal(&self) {
         if let Some((store, Some(row))) = &self.journal {
@@ -270,13 +285,6 @@ impl AppToolRouter {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .drop_journal(*row);
         }
-    }
-
-    /// The containment mode commands are run under.
-    pub(crate) fn containment_mode(&self) -> goat_command::ContainmentMode {
-        self.commands
-            .as_ref()
-            .map_or(goat_command::ContainmentMode::Auto, |c| c.containment.mode)
     }
 
     /// Reads the approval mode from `mode` at every call (ask, without).
@@ -318,7 +326,11 @@ impl AppToolRouter {
                 description: t.spec().description.clone(),
                 parameters: t.spec().parameters.clone(),
             })
-            .chain(self.commands.is_some().then(command_schema))
+            .chain(
+                self.commands
+                    .as_ref()
+                    .map(|c| command_schema(&c.containment)),
+            )
             .collect()
     }
 

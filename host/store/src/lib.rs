@@ -22,11 +22,13 @@
 //! the next prompt is rebuilt from), `summaries` (the model's summaries of
 //! older turns, which later prompts carry instead of them), `stats` (counts
 //! per model and engine), `changes` (checkpoints of the files tools
-//! changed, for undo and `sessions diff`) and `lock` (one process drives a session at a time: an OS
+//! changed, for undo and `sessions diff`), `egress` (what a command's network
+//! proxy allowed and refused, ADR-0082) and `lock` (one process drives a session at a time: an OS
 //! advisory lock per session, which the kernel releases when the process
 //! ends, however it ends).
 
 mod changes;
+mod egress;
 mod error;
 mod history;
 mod lock;
@@ -39,6 +41,7 @@ mod store;
 mod summaries;
 
 pub use changes::{ChangeRecord, EntryKind, FileChange};
+pub use egress::{EgressRecord, EgressRequest, EgressRow, EgressVerdict};
 pub use error::StoreError;
 /// Re-exported from `goat_state`, where every host-state directory is made.
 pub use goat_state::fs::create_private_dir;

@@ -6,8 +6,8 @@ use crate::{Store, StoreError};
 
 impl Store {
     /// Removes session `id` with its turns, rounds, tool calls, file
-    /// changes, recovery events and summaries, in one transaction: all of it
-    /// or none. Whether it existed.
+    /// changes, proxy decisions, recovery events and summaries, in one
+    /// transaction: all of it or none. Whether it existed.
     ///
     /// The caller holds the session's lock (or knows no other process can
     /// drive it): a session being driven is never removed under its driver.
@@ -23,6 +23,13 @@ impl Store {
         tx.execute(
             &format!(
                 "DELETE FROM file_changes WHERE call_row IN
+                   (SELECT id FROM tool_calls WHERE round_id IN ({rounds}))"
+            ),
+            params![id],
+        )?;
+        tx.execute(
+            &format!(
+                "DELETE FROM egress_decisions WHERE call_row IN
                    (SELECT id FROM tool_calls WHERE round_id IN ({rounds}))"
             ),
             params![id],

@@ -170,12 +170,33 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE file_changes ADD COLUMN after_mode INTEGER;
     ALTER TABLE file_changes ADD COLUMN landed INTEGER NOT NULL DEFAULT 1;",
     ),
-    // 8: of a round's prompt tokens, those the engine served from its
+    // 8: what a command's network proxy decided (issue 28, ADR-0082): each
+    // destination asked for, against the call, allowed or refused and why
+    // (`verdict` a code, `detail` in words), with the list entry that
+    // allowed it or would, and the address connected to or refused.
+    Migration::sql(
+        "CREATE TABLE egress_decisions (
+        id INTEGER PRIMARY KEY,
+        call_row INTEGER NOT NULL REFERENCES tool_calls(id),
+        at INTEGER NOT NULL,
+        request TEXT NOT NULL CHECK (request IN ('connect', 'http')),
+        host TEXT NOT NULL,
+        port INTEGER NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('allowed', 'unreachable', 'not-listed',
+            'ip-literal', 'non-public', 'bad-name', 'unresolved', 'sni-mismatch', 'not-tls',
+            'bad-request')),
+        detail TEXT NOT NULL,
+        entry TEXT,
+        address TEXT
+    );
+    CREATE INDEX egress_decisions_by_call ON egress_decisions(call_row, id);",
+    ),
+    // 9: of a round's prompt tokens, those the engine served from its
     // prompt cache, as it said (issue 25: `usage.prompt_tokens_details.
     // cached_tokens`, llama-server's `timings.cache_n`); NULL where it said
     // nothing, and for rounds stored before.
     Migration::sql("ALTER TABLE rounds ADD COLUMN cached_tokens INTEGER;"),
-    // 9: a summary that reaches inside a turn (issue 25, ADR-0083): it
+    // 10: a summary that reaches inside a turn (issue 25, ADR-0083): it
     // covers every turn before `through_turn_id` and, of that turn, the
     // rounds up to `through_round_id`; the turn's request stays in later
     // prompts. NULL: the whole of `through_turn_id`, as every summary
@@ -183,7 +204,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration::sql(
         "ALTER TABLE summaries ADD COLUMN through_round_id INTEGER REFERENCES rounds(id);",
     ),
-    // 10: the results a session's prompts send as stubs (issue 25,
+    // 11: the results a session's prompts send as stubs (issue 25,
     // ADR-0083): those of its rounds up to this one. Kept so a resumed
     // session lays its first request out as the last process did, and the
     // engine's prompt cache still serves it; NULL: none yet.

@@ -1,5 +1,7 @@
 //! Where a turn, a round and a tool call stand, as stored.
 
+use crate::egress::{EgressRequest, EgressVerdict};
+
 /// How a turn ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TurnStatus {
@@ -220,7 +222,23 @@ macro_rules! sql_text {
     )*};
 }
 
+text_enum!(EgressRequest { Connect => "connect", Http => "http" });
+text_enum!(EgressVerdict {
+    Allowed => "allowed",
+    Unreachable => "unreachable",
+    NotListed => "not-listed",
+    IpLiteral => "ip-literal",
+    NonPublic => "non-public",
+    BadName => "bad-name",
+    Unresolved => "unresolved",
+    SniMismatch => "sni-mismatch",
+    NotTls => "not-tls",
+    BadRequest => "bad-request",
+});
+
 sql_text!(
+    EgressRequest,
+    EgressVerdict,
     TurnStatus,
     RoundStatus,
     CallStatus,

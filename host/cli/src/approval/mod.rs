@@ -10,17 +10,14 @@
 //! Everything shown that came from the model or the workspace is escaped:
 //! a diff line cannot move the cursor or forge a prompt.
 
-mod diff;
 mod pager;
-mod preview;
 
 use std::io::Write;
 
 use goat_shepherd::{Approval, ApprovalRequest, Approver};
 
-use diff::Extent;
+use goat_session::preview::{Extent, preview};
 pub use pager::Pager;
-use preview::preview;
 
 use crate::style::{Style, clear_spinner_line};
 use crate::terminal::Input;

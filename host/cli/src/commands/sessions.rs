@@ -288,15 +288,17 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
     } else {
         // Where a summary begins (ADR-0074): the turns it covers stay here
         // whole; later prompts carried the summary instead of them.
-        let (summaries, changes) = match open_existing(db)? {
+        let (summaries, changes, egress) = match open_existing(db)? {
             Some(store) => (
                 store.summaries(&session.id)?,
                 store.file_changes(&session.id)?,
+                store.egress(&session.id)?,
             ),
-            None => (Vec::new(), Vec::new()),
+            None => (Vec::new(), Vec::new(), Vec::new()),
         };
         write_session(&mut out, &session, &turns, &summaries)?;
         write_unlanded(&mut out, &session, &changes)?;
+        write_egress(&mut out, &egress)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -379,6 +381,43 @@ fn write_unlanded(
             text::escape_controls(&record.change.path),
             state.as_str()
         )?;
+    }
+    Ok(())
+}
+
+/// What commands' network proxy decided (ADR-0082), one line each.
+fn write_egress(out: &mut impl Write, rows: &[goat_store::EgressRow]) -> io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nnetwork, through GOAT's proxy:")?;
+    for row in rows {
+        let r = &row.record;
+        let what = if r.verdict.refused() {
+            "refused"
+        } else {
+            r.verdict.as_str()
+        };
+        let mut line = format!(
+            "  call #{} {} {} {}:{}",
+            row.call_row,
+            what,
+            r.request.as_str(),
+            r.host,
+            r.port
+        );
+        if r.verdict.refused() {
+            line.push_str(&format!(" ({}): {}", r.verdict.as_str(), r.detail));
+        }
+        match (&r.entry, r.verdict.refused()) {
+            (Some(entry), false) => line.push_str(&format!(" by {entry}")),
+            (Some(entry), true) => line.push_str(&format!("; \"{entry}\" would allow it")),
+            (None, _) => {}
+        }
+        if let (Some(address), false) = (&r.address, r.verdict.refused()) {
+            line.push_str(&format!(", at {address}"));
+        }
+        writeln!(out, "{}", text::snippet(&line, REASON_CHARS * 3))?;
     }
     Ok(())
 }

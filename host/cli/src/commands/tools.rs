@@ -95,11 +95,12 @@ pub fn tools(command: ToolsCommand) -> anyhow::Result<Outcome> {
 fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let settings = crate::config::Settings::load()?;
     let sandbox = session::read_only_sandbox(&settings.limits())?;
-    let mode = settings
-        .command_containment(Path::new("."), &[])
-        .map(|c| c.mode)
-        .unwrap_or_default();
-    let contained = goat_shepherd::command_containment(mode);
+    // The workspace a command would run in here: the current directory.
+    let workspace = paths::workspace(None).unwrap_or_else(|_| Path::new(".").to_path_buf());
+    let containment = settings
+        .command_containment(&workspace, &[])
+        .unwrap_or_else(|_| goat_shepherd::default_containment(&workspace, None));
+    let contained = goat_shepherd::command_containment(&containment);
     let tools = session::tools_in(
         &sandbox,
         session::Plugins::Approved {
@@ -123,7 +124,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             })
             .collect::<serde_json::Result<_>>()?;
         let mut specs: Vec<serde_json::Value> = specs;
-        let schema = goat_shepherd::command_schema();
+        let schema = goat_shepherd::command_schema(&containment);
         specs.push(match &contained {
             Ok(used) => serde_json::json!({
                 "name": schema.name,
@@ -137,7 +138,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                     goat_shepherd::ContainmentUsed::Landlock => "landlock",
                 },
                 "limits": used.limits(),
-                "no_view": goat_shepherd::view_unavailable(),
+                "no_view": goat_shepherd::view_unavailable(&containment),
             }),
             Err(why) => serde_json::json!({
                 "name": schema.name,
@@ -188,7 +189,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                  (Landlock, seccomp, limits); {}{}",
                 "command",
                 used.limits(),
-                goat_shepherd::view_unavailable()
+                goat_shepherd::view_unavailable(&containment)
                     .map(|why| format!(" ({})", text::escape_controls(&why)))
                     .unwrap_or_default()
             )?,

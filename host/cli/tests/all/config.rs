@@ -220,3 +220,70 @@ fn a_config_file_inside_the_workspace_is_refused() {
     assert!(!env.ws.join("a.txt").exists());
     assert!(!env.db.exists());
 }
+
+/// `commands.network` takes false, true or a list of destinations; a list
+/// is checked entry by entry as the file is read, and the environment
+/// gives one separated by commas (a destination holds a colon).
+#[test]
+fn commands_network_takes_a_list_of_destinations_checked_as_it_is_read() {
+    let env = Env::new();
+    let file = env.write_config(
+        "[commands]\nnetwork = [\"registries.rust\", \"localhost:8080\", \"*.example.com\"]\n",
+    );
+    let shown = json_out(&env.run(&["config", "show", "--json"]));
+    assert_eq!(
+        setting(&shown, "commands.network")["value"],
+        "[\"registries.rust\", \"localhost:8080\", \"*.example.com\"]"
+    );
+    assert_eq!(
+        setting(&shown, "commands.network")["source"],
+        format!("{}:2", file.display())
+    );
+    let out = env
+        .cmd()
+        .args(["config", "show", "--json"])
+        .env("GOAT_COMMANDS_NETWORK", "registries.python, [::1]:3000")
+        .output()
+        .unwrap();
+    let shown = json_out(&out);
+    assert_eq!(
+        setting(&shown, "commands.network")["value"],
+        "[\"registries.python\", \"[::1]:3000\"]"
+    );
+    let on = env
+        .cmd()
+        .args(["config", "show", "--json"])
+        .env("GOAT_COMMANDS_NETWORK", "1")
+        .output()
+        .unwrap();
+    assert_eq!(setting(&json_out(&on), "commands.network")["value"], "true");
+
+    for (bad, says) in [
+        ("[\"https://crates.io\"]", "is a URL; write the host alone"),
+        (
+            "[\"registries.ruby\"]",
+            "not a named set; the sets are registries.rust",
+        ),
+        (
+            "[\"127.1\"]",
+            "an IPv4 address written in a form other than a.b.c.d",
+        ),
+        ("[\"*\"]", "set commands.network = true"),
+        (
+            "\"crates.io\"",
+            "invalid type: string \"crates.io\", expected a sequence",
+        ),
+    ] {
+        let file = env.write_config(&format!("[commands]\nnetwork = {bad}\n"));
+        let out = env.run(&["config", "show"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "config file {}, line 2, key `commands.network`",
+                file.display()
+            )) && err.contains(says),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -540,3 +540,66 @@ fn check_stream_unvalidated(lines: &[Value]) -> &Value {
     assert_eq!(lines[0]["type"], "session.started");
     lines.last().unwrap()
 }
+
+/// At a terminal, a write no rule decides is asked, and the question and
+/// the answer are events too, with the preview the person saw.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_at_a_terminal_is_two_events_with_the_preview() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![crate::pty::write_call(), Reply::text("Done.")]).await;
+    let url = server.base_url();
+    let logs = env.root.join("logs");
+    let args = [
+        "run",
+        "--engine",
+        &url,
+        "--model",
+        "qwen",
+        "--output",
+        "jsonl",
+        "--logs-dir",
+        logs.to_str().unwrap(),
+        "make notes/a.txt",
+    ];
+    let mut pty = crate::pty::Pty::spawn(&env, &args, &[("NO_COLOR", "1")]);
+    pty.expect("(default deny): ");
+    pty.type_keys("o\r");
+    pty.expect("turn.completed");
+    assert_eq!(pty.exit_code(), Some(0));
+    let lines = lines(&std::fs::read(logs.join("events.jsonl")).unwrap());
+    let end = check_stream(&lines);
+    assert_eq!(end["outcome"], "completed");
+    let asked = lines
+        .iter()
+        .find(|l| l["type"] == "approval.requested")
+        .unwrap();
+    assert_eq!(asked["tool"], "write_file");
+    assert_eq!(asked["paths"], json!(["notes/a.txt"]));
+    assert!(
+        asked["preview"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("+ hello")),
+        "{asked}"
+    );
+    assert!(
+        asked["answers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("once"))
+    );
+    let answered = lines
+        .iter()
+        .find(|l| l["type"] == "approval.resolved")
+        .unwrap();
+    assert_eq!(answered["approval"], asked["approval"]);
+    assert_eq!(answered["answer"], "once");
+    let call = lines
+        .iter()
+        .find(|l| l["type"] == "tool_call.completed")
+        .unwrap();
+    assert_eq!(call["decision"], "ask_allowed_once");
+    assert!(asked["seq"].as_u64() < answered["seq"].as_u64());
+    assert!(answered["seq"].as_u64() < call["seq"].as_u64());
+}

@@ -309,3 +309,23 @@ async fn a_store_that_needs_migrating_is_reported_not_upgraded() {
         );
     }
 }
+
+/// A reader that stops early (`goat tools list --json | head -c0`) is no
+/// error: no message, exit 0, also when the JSON writer met the closed
+/// pipe.
+#[test]
+fn a_closed_stdout_is_not_an_error_for_json_listings() {
+    let env = crate::Env::new();
+    let mut child = env
+        .cmd()
+        .args(["tools", "list", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Closed before the child has started writing.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::text(&out.stderr));
+    assert_eq!(crate::text(&out.stderr), "");
+}

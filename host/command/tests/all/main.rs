@@ -54,6 +54,7 @@ fn run_landed(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
             command,
             cwd: None,
             timeout: Duration::from_secs(20),
+            proxy: None,
         },
     )
     .unwrap();
@@ -116,6 +117,7 @@ fn run(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
             command,
             cwd: None,
             timeout: Duration::from_secs(10),
+            proxy: None,
         },
     )
     .unwrap()
@@ -177,6 +179,7 @@ fn a_file_changed_after_the_command_is_never_replaced_by_its_landing() {
             command: "echo cmd > a.txt; echo cmd > b.txt; echo new > c.txt",
             cwd: None,
             timeout: Duration::from_secs(20),
+            proxy: None,
         },
     )
     .unwrap();
@@ -198,4 +201,142 @@ fn a_file_changed_after_the_command_is_never_replaced_by_its_landing() {
         "old"
     );
     assert!(!ws.path().join("c.txt").exists());
+}
+
+/// A stand-in for GOAT's proxy: answers every connection with one line
+/// and counts them.
+#[derive(Debug, Default)]
+struct Greeter {
+    served: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl goat_command::ProxyLink for Greeter {
+    fn serve(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        let served = self.served.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = std::io::Write::write_all(&mut stream, b"via-proxy\n");
+            }
+        });
+        Ok(())
+    }
+}
+
+/// What a proxied command may and may not do with sockets, in Python.
+const SOCKET_PROBE: &str = r#"
+import os, socket, sys
+port = int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1])
+def attempt(name, f):
+    try:
+        print(name, "ok", f())
+    except OSError as e:
+        print(name, "refused", e.errno)
+def proxy():
+    s = socket.create_connection(("127.0.0.1", port), 3)
+    return s.recv(100).decode().strip()
+attempt("proxy", proxy)
+attempt("direct", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[1])), 3) and "connected")
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM) and "made")
+attempt("mptcp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262) and "made")
+attempt("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132) and "made")
+def mptcp_connect():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+    s.settimeout(3)
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    return "connected"
+attempt("mptcp_connect", mptcp_connect)
+def fastopen():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    return s.sendto(b"x", 0x20000000, ("127.0.0.1", int(sys.argv[1])))
+attempt("fastopen", fastopen)
+attempt("bind", lambda: socket.socket().bind(("127.0.0.1", 0)) or "bound")
+print("vars", os.environ.get("http_proxy"), os.environ.get("ALL_PROXY"), os.environ.get("NO_PROXY"))
+"#;
+
+/// A proxied command reaches the proxy and nothing else, in either
+/// containment: a listener on the host's loopback gets no connection, and
+/// UDP, MPTCP, SCTP, TCP Fast Open and binding are refused.
+#[test]
+fn a_proxied_command_reaches_the_proxy_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("probe.py"), SOCKET_PROBE).unwrap();
+    let direct = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    direct.set_nonblocking(true).unwrap();
+    let direct_port = direct.local_addr().unwrap().port();
+    for mode in [ContainmentMode::Namespace, ContainmentMode::Landlock] {
+        if mode == ContainmentMode::Namespace && goat_command::namespace_support().is_err() {
+            eprintln!("skipped the view: no namespace view here");
+            continue;
+        }
+        let greeter = Greeter::default();
+        let mut contained = containment(dir.path(), mode);
+        contained.network = Network::Proxied;
+        contained.env = vec!["NO_PROXY".to_owned()];
+        let command = format!("/usr/bin/python3 probe.py {direct_port}");
+        let out = goat_command::run(
+            &contained,
+            &Protected,
+            &CommandRequest {
+                command: &command,
+                cwd: None,
+                timeout: Duration::from_secs(20),
+                proxy: Some(&greeter),
+            },
+        )
+        .unwrap();
+        let text = out.output.text.clone();
+        eprintln!("{mode:?}:\n{text}");
+        assert_eq!(out.exit, Exit::Code(0), "{mode:?}: {text}");
+        assert!(text.contains("proxy ok via-proxy"), "{mode:?}: {text}");
+        for refused in [
+            "direct refused",
+            "udp refused 1",
+            "mptcp refused 1",
+            "sctp refused 1",
+            "mptcp_connect refused",
+        ] {
+            assert!(text.contains(refused), "{mode:?}: {refused}: {text}");
+        }
+        assert!(text.contains("fastopen refused"), "{mode:?}: {text}");
+        assert!(text.contains("bind refused"), "{mode:?}: {text}");
+        let port = match mode {
+            ContainmentMode::Namespace => goat_command::VIEW_PROXY_PORT.to_string(),
+            _ => String::new(),
+        };
+        assert!(
+            text.contains(&format!("vars http://127.0.0.1:{port}")),
+            "{mode:?}: {text}"
+        );
+        assert!(
+            text.trim_end().ends_with("None"),
+            "NO_PROXY passed on: {text}"
+        );
+        assert_eq!(greeter.served.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(
+            matches!(direct.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{mode:?}: the listener outside got a connection"
+        );
+    }
+}
+
+/// Without a proxy to serve it, a proxied command does not run.
+#[test]
+fn a_proxied_command_without_a_proxy_does_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut contained = containment(dir.path(), ContainmentMode::Landlock);
+    contained.network = Network::Proxied;
+    let out = goat_command::run(
+        &contained,
+        &Protected,
+        &CommandRequest {
+            command: "touch ran",
+            cwd: None,
+            timeout: Duration::from_secs(20),
+            proxy: None,
+        },
+    );
+    assert!(out.is_err());
+    assert!(!dir.path().join("ran").exists());
 }

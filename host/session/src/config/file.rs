@@ -81,6 +81,10 @@ fn collect(
                 RawType::List => {
                     Vec::<String>::deserialize(ValueDeserializer::from(value)).map(Raw::List)
                 }
+                RawType::BoolOrList => match value.get_ref() {
+                    DeValue::Boolean(on) => Ok(Raw::Bool(*on)),
+                    _ => Vec::<String>::deserialize(ValueDeserializer::from(value)).map(Raw::List),
+                },
             }
             .map_err(|e| (e.span().unwrap_or(span.clone()), e.message().to_owned()))?;
             given.push(Given { def, raw, span });

@@ -83,7 +83,8 @@ impl Settings {
             };
             if !path.is_absolute() {
                 bail!(
-                    "commands.read_paths: '{raw}' is not an absolute path (or one under ~/);                      name the directory in full"
+                    "commands.read_paths: '{raw}' is not an absolute path (or one under ~/); \
+                     name the directory in full"
                 );
             }
             containment.read_paths.push(path);
@@ -96,15 +97,18 @@ impl Settings {
                     .starts_with(&real)
             }) {
                 bail!(
-                    "run_command would be able to read {} through the readable directory {};                      remove it from commands.read_paths or keep GOAT's files elsewhere",
+                    "run_command would be able to read {} through the readable directory {}; \
+                     remove it from commands.read_paths or keep GOAT's files elsewhere",
                     file.display(),
                     dir.display()
                 );
             }
         }
-        if self.commands_network.value == Some(true) {
-            containment.network = goat_shepherd::Network::Open;
-        }
+        containment.network = match self.commands_network.value {
+            Some(CommandsNetwork::Open) => goat_shepherd::Network::Open,
+            Some(CommandsNetwork::Only(_)) => goat_shepherd::Network::Proxied,
+            Some(CommandsNetwork::Closed) | None => goat_shepherd::Network::Closed,
+        };
         containment.env = self.commands_env.value.clone().unwrap_or_default();
         containment.mode = match self.commands_containment.value.as_deref() {
             None | Some("auto") => goat_shepherd::ContainmentMode::Auto,
@@ -128,6 +132,20 @@ impl Settings {
             containment.layers_dir = Some(first.join("layers"));
         }
         Ok(containment)
+    }
+}
+
+impl Settings {
+    /// The egress proxy for commands when `commands.network` lists
+    /// destinations; `None` otherwise. It starts serving only when a
+    /// command runs.
+    pub fn command_egress(&self) -> anyhow::Result<Option<goat_shepherd::network::Proxy>> {
+        let Some(CommandsNetwork::Only(items)) = &self.commands_network.value else {
+            return Ok(None);
+        };
+        let list = goat_shepherd::network::Allowlist::parse(items)
+            .map_err(|e| anyhow::anyhow!("commands.network: {e}"))?;
+        Ok(Some(goat_shepherd::network::Proxy::new(list)))
     }
 }
 
@@ -205,6 +223,18 @@ impl<T> Setting<T> {
     }
 }
 
+/// What network a command gets (`commands.network`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandsNetwork {
+    /// None (`false`, the default).
+    Closed,
+    /// All of it (`true`).
+    Open,
+    /// These destinations, through GOAT's egress proxy (ADR-0082); each
+    /// checked when the setting was read.
+    Only(Vec<String>),
+}
+
 /// What writes no rule decides get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Writes {
@@ -269,7 +299,7 @@ pub struct Settings {
     pub first_byte_timeout_secs: Setting<u64>,
     pub idle_timeout_secs: Setting<u64>,
     pub total_timeout_secs: Setting<u64>,
-    pub commands_network: Setting<bool>,
+    pub commands_network: Setting<CommandsNetwork>,
     pub commands_read_paths: Setting<Vec<String>>,
     pub commands_containment: Setting<String>,
     pub commands_layers_dir: Setting<String>,

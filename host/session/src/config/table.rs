@@ -14,7 +14,7 @@ use goat_engine::{
 use goat_sandbox::Limits;
 use goat_shepherd::{DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_ROUNDS};
 
-use super::{Setting, Settings, Source, Writes};
+use super::{CommandsNetwork, Setting, Settings, Source, Writes};
 
 /// One setting.
 pub struct SettingDef {
@@ -90,6 +90,10 @@ pub(super) enum Kind {
     /// A list of strings (in the environment separated by `:`), default
     /// empty.
     List(Field<Vec<String>>),
+    /// `false`, `true`, or a list of destinations (in the environment
+    /// `0`, `1` or a list separated by `,`, since a destination holds
+    /// `:`), default false: `commands.network`.
+    Network(Field<CommandsNetwork>),
     /// A whole number in `range`; no default (unset, nothing is sent).
     Whole {
         field: Field<u64>,
@@ -382,9 +386,9 @@ pub static SETTINGS: &[SettingDef] = &[
         key: "commands.network",
         env: "GOAT_COMMANDS_NETWORK",
         flag: None,
-        doc: "Let run_command use the network (TCP and every socket family); the approval question says so",
-        example: "false",
-        kind: Kind::Bool(field!(commands_network)),
+        doc: "run_command's network: false (none), true (all of it: TCP and every socket family), or a list of destinations reached only through GOAT's proxy: \"host\" (ports 80 and 443), \"host:port\", \"host:*\", \"*.host\" (names below host), an IP address, or a named set (registries.rust, registries.python, registries.node, registries.go); the approval question says which",
+        example: "[\"registries.rust\", \"localhost:8080\"]",
+        kind: Kind::Network(field!(commands_network)),
     },
     SettingDef {
         key: "commands.read_paths",
@@ -450,6 +454,8 @@ pub(super) enum RawType {
     Bool,
     List,
     Decimal,
+    /// A boolean or a list of strings.
+    BoolOrList,
 }
 
 impl SettingDef {
@@ -461,6 +467,7 @@ impl SettingDef {
             Kind::Decimal { .. } => RawType::Decimal,
             Kind::Bool(_) => RawType::Bool,
             Kind::List(_) => RawType::List,
+            Kind::Network(_) => RawType::BoolOrList,
         }
     }
 
@@ -474,6 +481,9 @@ impl SettingDef {
             Kind::Writes(field) => *(field.set)(s) = Setting::by_default(Some(Writes::Ask)),
             Kind::Bool(field) => *(field.set)(s) = Setting::by_default(Some(false)),
             Kind::List(field) => *(field.set)(s) = Setting::by_default(Some(Vec::new())),
+            Kind::Network(field) => {
+                *(field.set)(s) = Setting::by_default(Some(CommandsNetwork::Closed));
+            }
             Kind::Whole { field, .. } => *(field.set)(s) = Setting::by_default(None),
             Kind::Decimal { field, .. } => *(field.set)(s) = Setting::by_default(None),
         }
@@ -500,6 +510,26 @@ impl SettingDef {
                 }
                 *(field.set)(s) = Setting::new(items, source);
             }
+            (Kind::Network(field), Raw::Bool(on)) => {
+                let value = if on {
+                    CommandsNetwork::Open
+                } else {
+                    CommandsNetwork::Closed
+                };
+                *(field.set)(s) = Setting::new(value, source);
+            }
+            (Kind::Network(field), Raw::List(items)) => {
+                let items: Vec<String> = items.iter().map(|i| i.trim().to_owned()).collect();
+                goat_shepherd::network::Allowlist::parse(&items)
+                    .map_err(|e| format!("{}: {e}", self.key))?;
+                // Nothing listed is nothing reachable: the network closed.
+                let value = if items.is_empty() {
+                    CommandsNetwork::Closed
+                } else {
+                    CommandsNetwork::Only(items)
+                };
+                *(field.set)(s) = Setting::new(value, source);
+            }
             (Kind::Whole { field, range }, Raw::Number(n)) => {
                 *(field.set)(s) = Setting::new(bounded(n, range, "")?, source);
             }
@@ -516,8 +546,8 @@ impl SettingDef {
             )
             | (Kind::Bool(_), Raw::Text(_) | Raw::Number(_) | Raw::List(_) | Raw::Decimal(_))
             | (Kind::List(_), Raw::Text(_) | Raw::Number(_) | Raw::Bool(_) | Raw::Decimal(_))
-            | (Kind::Decimal { .. }, Raw::Text(_) | Raw::Number(_) | Raw::Bool(_) | Raw::List(_)) =>
-            {
+            | (Kind::Decimal { .. }, Raw::Text(_) | Raw::Number(_) | Raw::Bool(_) | Raw::List(_))
+            | (Kind::Network(_), Raw::Text(_) | Raw::Number(_) | Raw::Decimal(_)) => {
                 return Err(format!("{} takes a different type", self.key));
             }
         }
@@ -551,6 +581,23 @@ impl SettingDef {
                 _ => Err(format!(
                     "{var}={text}: use 1 or true to turn it on, 0 or false to turn it off"
                 )),
+            },
+            Kind::Network(_) => match text.trim() {
+                "1" | "true" => self.set(s, Raw::Bool(true), source),
+                "0" | "false" => self.set(s, Raw::Bool(false), source),
+                list => self
+                    .set(
+                        s,
+                        Raw::List(
+                            list.split(',')
+                                .map(str::trim)
+                                .filter(|t| !t.is_empty())
+                                .map(str::to_owned)
+                                .collect(),
+                        ),
+                        source,
+                    )
+                    .map_err(|why| format!("{var}: {why}")),
             },
             Kind::List(_) => self
                 .set(
@@ -601,6 +648,15 @@ impl SettingDef {
                     &setting.source,
                 )
             }
+            Kind::Network(field) => {
+                let setting = (field.get)(s);
+                let shown = setting.value.as_ref().map(|n| match n {
+                    CommandsNetwork::Closed => "false".to_owned(),
+                    CommandsNetwork::Open => "true".to_owned(),
+                    CommandsNetwork::Only(items) => format!("{items:?}"),
+                });
+                (shown, &setting.source)
+            }
         }
     }
 
@@ -619,6 +675,7 @@ impl SettingDef {
             Kind::Decimal { min, max, .. } => format!("; {min:?} to {max:?}; unset by default"),
             Kind::Text(_) | Kind::Writes(_) | Kind::Bool(_) => String::new(),
             Kind::List(_) => "; separated by : in the variable".to_owned(),
+            Kind::Network(_) => "; 1, 0 or a list separated by , in the variable".to_owned(),
         };
         let leaf = self.key.rsplit('.').next().unwrap_or(self.key);
         format!(

@@ -414,6 +414,7 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
             ..goat_shepherd::default_containment(&f.ws, None)
         },
         policy: goat_shepherd::gate::CommandPolicy::Default,
+        egress: None,
     };
     let mut router = f
         .router("s1", vec![Approval::Always])
@@ -451,6 +452,25 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
         f.asked()[2].prompt.contains("(NETWORK OPEN)"),
         "{:?}",
         f.asked()[2]
+    );
+    // With a list, the question says where the network may go.
+    let list =
+        goat_shepherd::network::Allowlist::parse(&["registries.rust", "localhost:8080"]).unwrap();
+    let mut listed =
+        f.router("s3", vec![Approval::Deny])
+            .with_commands(goat_shepherd::CommandTool {
+                egress: Some(goat_shepherd::network::Proxy::new(list)),
+                ..tool(goat_shepherd::Network::Proxied)
+            });
+    let routed = listed.route(&run_command("cargo fetch")).unwrap();
+    assert_eq!(routed.status, CallStatus::Denied);
+    let prompt = &f.asked()[3].prompt;
+    assert!(
+        prompt.contains(
+            "(network only through GOAT's proxy, to registries.rust (index.crates.io, \
+             static.crates.io), localhost:8080"
+        ),
+        "{prompt}"
     );
 }
 

@@ -4,6 +4,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 mod changes;
+mod egress;
 mod lock;
 mod sessions;
 
@@ -65,6 +66,7 @@ fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
     assert_eq!(
         tables,
         [
+            "egress_decisions",
             "file_changes",
             "recovery_events",
             "rounds",
@@ -658,7 +660,8 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE summaries;
+        "DROP TABLE egress_decisions;
+         DROP TABLE summaries;
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN cached_tokens;
@@ -674,7 +677,8 @@ fn store_at_version_1(db: &Path) {
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE summaries;
+        "DROP TABLE egress_decisions;
+         DROP TABLE summaries;
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
          ALTER TABLE rounds DROP COLUMN cached_tokens;

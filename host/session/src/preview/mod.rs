@@ -11,8 +11,11 @@ use goat_shepherd::ApprovalRequest;
 use goat_state::fs::{OpenRegularError, open_regular};
 use serde_json::Value;
 
-use super::diff::{Extent, PREVIEW_LINE_CHARS, diff, side};
+mod diff;
+
 use crate::text::{count, escape_controls, truncate};
+pub use diff::Extent;
+use diff::{PREVIEW_LINE_CHARS, diff, side};
 
 /// Largest file read to show what a write would change; past this the
 /// approval says how large it is instead.
@@ -340,7 +343,7 @@ fn edit_preview(
 
 #[cfg(test)]
 mod tests {
-    use super::super::diff::PREVIEW_LINES;
+    use super::diff::PREVIEW_LINES;
     use super::*;
     use serde_json::json;
 

@@ -1,0 +1,270 @@
+//! A command's way out through GOAT's egress proxy (ADR-0082): the
+//! session's [`Proxy`] serving one call, what it decided written to the
+//! store as the call's record, and what the person and the model are told.
+//!
+//! The same pieces serve any client GOAT contains with a proxied network:
+//! an MCP server launcher would make its own [`CallProxy`] from the
+//! server's list and keep it for the server's life, recording against the
+//! server instead of a call.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::UNIX_EPOCH;
+
+use goat_command::{Network, ProxyLink, Used};
+use goat_egress::{Decision, Outcome, Proxy, Refusal, RequestKind, Served, Serving};
+use goat_store::{EgressRecord, EgressRequest, EgressVerdict};
+
+/// The setting a command's list comes from, named in every refusal.
+pub const COMMANDS_NETWORK: &str = "commands.network";
+
+/// Most refused destinations a result lists; the rest are counted.
+const MAX_REFUSALS_LISTED: usize = 20;
+
+/// The session's proxy serving one client, for as long as this lives.
+#[derive(Debug)]
+pub struct CallProxy<'a> {
+    proxy: &'a Proxy,
+    serving: Mutex<Vec<Serving>>,
+}
+
+impl<'a> CallProxy<'a> {
+    /// A client of `proxy`, served once its containment hands over a
+    /// listener.
+    pub fn new(proxy: &'a Proxy) -> Self {
+        Self {
+            proxy,
+            serving: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Stops serving (every connection it carried ends) and returns what
+    /// was decided.
+    pub fn finish(self) -> Served {
+        let mut all = Served::default();
+        for serving in self
+            .serving
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            let served = serving.finish();
+            all.decisions.extend(served.decisions);
+            all.dropped += served.dropped;
+        }
+        all
+    }
+}
+
+impl ProxyLink for CallProxy<'_> {
+    fn serve(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        let serving = self.proxy.serve(listener)?;
+        self.serving
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(serving);
+        Ok(())
+    }
+}
+
+/// The store's kind of each refusal (an exhaustive match: a new refusal
+/// cannot be stored unnamed).
+fn verdict(outcome: &Outcome) -> EgressVerdict {
+    match outcome {
+        Outcome::Allowed { .. } => EgressVerdict::Allowed,
+        Outcome::Unreachable { .. } => EgressVerdict::Unreachable,
+        Outcome::Refused(refusal) => match refusal {
+            Refusal::NotListed => EgressVerdict::NotListed,
+            Refusal::IpLiteral => EgressVerdict::IpLiteral,
+            Refusal::NonPublic { .. } => EgressVerdict::NonPublic,
+            Refusal::BadName(_) => EgressVerdict::BadName,
+            Refusal::Unresolved(_) => EgressVerdict::Unresolved,
+            Refusal::SniMismatch { .. } => EgressVerdict::SniMismatch,
+            Refusal::NotTls => EgressVerdict::NotTls,
+            Refusal::BadRequest(_) => EgressVerdict::BadRequest,
+        },
+    }
+}
+
+/// The decisions as the store keeps them.
+pub fn records(served: &Served) -> Vec<EgressRecord> {
+    served.decisions.iter().map(record).collect()
+}
+
+fn record(d: &Decision) -> EgressRecord {
+    let (detail, entry, address) = match &d.outcome {
+        Outcome::Allowed { entry, address } => (
+            "listed".to_owned(),
+            Some(entry.clone()),
+            Some(address.to_string()),
+        ),
+        Outcome::Unreachable { entry, why } => (why.clone(), Some(entry.clone()), None),
+        Outcome::Refused(refusal) => (
+            refusal.to_string(),
+            d.would_allow.clone(),
+            match refusal {
+                Refusal::NonPublic { address, .. } => Some(address.to_string()),
+                _ => None,
+            },
+        ),
+    };
+    EgressRecord {
+        at: d
+            .at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |t| i64::try_from(t.as_secs()).unwrap_or(i64::MAX)),
+        request: match d.kind {
+            RequestKind::Connect => EgressRequest::Connect,
+            RequestKind::Http => EgressRequest::Http,
+        },
+        host: d.host.clone(),
+        port: d.port,
+        verdict: verdict(&d.outcome),
+        detail,
+        entry,
+        address,
+    }
+}
+
+/// For the result the model reads: each destination refused, why, and the
+/// entry of `setting` that would allow it; empty when nothing was refused.
+pub fn refusals_note(served: &Served, setting: &str) -> String {
+    let mut lines: Vec<(String, usize)> = Vec::new();
+    for d in served.decisions.iter() {
+        let Outcome::Refused(refusal) = &d.outcome else {
+            continue;
+        };
+        let target = if d.port == 0 {
+            d.host.clone()
+        } else {
+            format!("{}:{}", d.host, d.port)
+        };
+        let fix = match (&d.would_allow, refusal) {
+            (Some(entry), Refusal::NonPublic { .. }) => format!(
+                "; a listed name reaches such an address only when the address is listed \
+                 too: add \"{entry}\" to {setting}"
+            ),
+            (Some(entry), _) => format!("; to allow it, add \"{entry}\" to {setting}"),
+            (None, _) => format!("; no entry of {setting} allows this"),
+        };
+        let why = match refusal {
+            Refusal::NotListed => format!("not listed in {setting}"),
+            other => other.to_string(),
+        };
+        let line = format!("{target}: {why}{fix}");
+        match lines.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, n)) => *n += 1,
+            None => lines.push((line, 1)),
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let more = lines.len().saturating_sub(MAX_REFUSALS_LISTED);
+    let listed: Vec<String> = lines
+        .iter()
+        .take(MAX_REFUSALS_LISTED)
+        .map(|(line, n)| {
+            if *n > 1 {
+                format!("  {line} ({n} times)")
+            } else {
+                format!("  {line}")
+            }
+        })
+        .collect();
+    let mut note = format!(
+        "\n[goat: GOAT's network proxy refused what this command asked for:\n{}",
+        listed.join("\n")
+    );
+    if more > 0 {
+        note.push_str(&format!("\n  ... and {more} more"));
+    }
+    if served.dropped > 0 {
+        note.push_str(&format!(
+            "\n  ({} more decisions were not kept)",
+            served.dropped
+        ));
+    }
+    note.push_str("]\n");
+    note
+}
+
+/// The network as the approval question shows it.
+pub fn describe(network: Network, proxy: Option<&Proxy>, used: Option<Used>) -> String {
+    match network {
+        Network::Closed => "network closed".to_owned(),
+        Network::Open => "NETWORK OPEN".to_owned(),
+        Network::Proxied => {
+            let list = proxy.map_or_else(|| "nothing".to_owned(), |p| p.list().describe());
+            let port_caveat = match used {
+                Some(Used::Landlock) => {
+                    "; with Landlock only, the proxy's port number is open on every address"
+                }
+                Some(Used::Namespace) | None => "",
+            };
+            format!("network only through GOAT's proxy, to {list}{port_caveat}")
+        }
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    fn refused(host: &str, port: u16, refusal: Refusal, fix: Option<&str>) -> Decision {
+        Decision {
+            at: SystemTime::now(),
+            kind: RequestKind::Connect,
+            host: host.to_owned(),
+            port,
+            would_allow: fix.map(str::to_owned),
+            outcome: Outcome::Refused(refusal),
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_host_and_the_entry_that_would_allow_it() {
+        let served = Served {
+            decisions: vec![
+                refused("example.org", 443, Refusal::NotListed, Some("example.org")),
+                refused("example.org", 443, Refusal::NotListed, Some("example.org")),
+                refused(
+                    "registry.test",
+                    8080,
+                    Refusal::NonPublic {
+                        address: "127.0.0.1".parse().unwrap(),
+                        class: goat_egress::AddressClass::Loopback,
+                    },
+                    Some("127.0.0.1:8080"),
+                ),
+                refused("(unreadable request)", 0, Refusal::NotTls, None),
+            ],
+            dropped: 0,
+        };
+        let note = refusals_note(&served, COMMANDS_NETWORK);
+        assert!(
+            note.contains(
+                "  example.org:443: not listed in commands.network; to allow it, add \
+                 \"example.org\" to commands.network (2 times)"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains("registry.test:8080: it resolved to 127.0.0.1, a loopback address"),
+            "{note}"
+        );
+        assert!(
+            note.contains("add \"127.0.0.1:8080\" to commands.network"),
+            "{note}"
+        );
+        assert!(
+            note.contains("no entry of commands.network allows this"),
+            "{note}"
+        );
+        assert_eq!(refusals_note(&Served::default(), COMMANDS_NETWORK), "");
+        let stored = records(&served);
+        assert_eq!(stored[2].verdict, EgressVerdict::NonPublic);
+        assert_eq!(stored[2].address.as_deref(), Some("127.0.0.1"));
+        assert_eq!(stored[2].entry.as_deref(), Some("127.0.0.1:8080"));
+    }
+}
