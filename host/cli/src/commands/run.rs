@@ -390,6 +390,8 @@ impl Logs {
     /// `events.jsonl`, before anything else happens.
     fn create(dir: &Path, turn: &TurnOptions, deltas: bool) -> anyhow::Result<Self> {
         let workspace = paths::workspace(turn.workspace.as_deref())?;
+        // Checked before anything is made, and again once it exists.
+        paths::ensure_logs_outside(dir, &workspace)?;
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the logs directory {}", dir.display()))?;
         paths::ensure_logs_outside(dir, &workspace)?;
@@ -408,7 +410,9 @@ impl Logs {
     }
 
     /// Ends `events.jsonl` and writes the trajectory (`trajectory.json`,
-    /// Harbor's ATIF) and the patch. Each file is written whole or not at
+    /// Harbor's ATIF) and the patch (`changes.patch`, what `goat sessions
+    /// diff ID --format patch` writes: `git apply` takes it against the
+    /// starting tree). Each file is written whole or not at
     /// all; a failure is said on stderr, and the turn's outcome stands.
     fn finish(&self, opened: &goat_session::Opened, session_id: &str) {
         self.events.close();
@@ -421,6 +425,21 @@ impl Logs {
                 Ok(bytes)
             });
         self.put("trajectory.json", trajectory);
+        // A run that changed nothing leaves an empty patch: `git apply`
+        // takes it, and "no changes" is not a missing file.
+        let patch = store
+            .find_session(session_id)
+            .map_err(anyhow::Error::new)
+            .and_then(|session| crate::commands::diff::patch::session_patch(&store, &session))
+            .map(|patch| {
+                for dir in &patch.dirs_left_out {
+                    note(format_args!(
+                        "not in changes.patch, which holds only files and links: {dir}"
+                    ));
+                }
+                patch.bytes
+            });
+        self.put("changes.patch", patch);
     }
 
     /// Writes one file of the logs whole: a temporary file beside it,

@@ -13,7 +13,7 @@ use crate::{GoatRun, call_reply, content_reply, json_out, malformed_write, text}
 
 /// The interpreter with Harbor installed, or `None` with a note (a panic
 /// when `.ci/run` said it is there).
-fn harbor_python() -> Option<PathBuf> {
+pub(crate) fn harbor_python() -> Option<PathBuf> {
     match std::env::var_os("GOAT_HARBOR_PYTHON") {
         Some(python) => Some(PathBuf::from(python)),
         None if std::env::var_os("GOAT_HARBOR_REQUIRED").is_some_and(|v| v == "1") => {
@@ -59,7 +59,7 @@ print(json.dumps({
 "#;
 
 /// What Harbor read from the trajectory at `path`, or its error.
-fn harbor_reads(python: &Path, path: &Path) -> Result<Value, String> {
+pub(crate) fn harbor_reads(python: &Path, path: &Path) -> Result<Value, String> {
     let out = Command::new(python)
         .args(["-c", HARBOR_CHECK])
         .arg(path)
