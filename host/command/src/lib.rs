@@ -38,6 +38,7 @@ mod pids;
 pub mod run;
 pub mod seccomp;
 mod snapshot;
+mod support;
 mod view;
 
 pub use fs::{WorkspaceRules, default_read_paths};
@@ -48,6 +49,6 @@ pub use net::{ProxyLink, VIEW_PROXY_PORT};
 pub use output::Captured;
 pub use run::{
     Changes, CommandError, CommandOutcome, CommandRequest, Containment, ContainmentMode, Exit,
-    Network, Pending, PidsCgroup, Unsupported, Used, namespace_support, resolve, resolve_mode, run,
-    support, workspace_support,
+    Network, Pending, PidsCgroup, Unsupported, Used, run,
 };
+pub use support::{namespace_support, resolve, resolve_mode, support, workspace_support};
