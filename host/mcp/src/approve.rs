@@ -42,7 +42,7 @@ impl ElicitApprover {
 /// The question as the client shows it: the gate's one line, then what
 /// would change (lines already escaped by the preview).
 pub(crate) fn question(request: &ApprovalRequest<'_>) -> String {
-    let mut message = format!("GOAT asks: allow {}?", request.prompt);
+    let mut message = format!("GOAT: {}", request.prompt);
     for line in preview(request, Extent::Short) {
         message.push('\n');
         message.push_str(&line);

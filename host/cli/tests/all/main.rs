@@ -25,6 +25,7 @@ mod instructions;
 mod jsonl;
 mod listing;
 mod lock;
+mod mcp;
 mod network;
 mod patch;
 mod permissions;
