@@ -25,5 +25,5 @@ mod approve;
 mod server;
 mod tools;
 
-pub use server::{MAX_ARGUMENTS_BYTES, serve_stdio};
+pub use server::{MAX_ARGUMENTS_BYTES, Say, serve, serve_stdio};
 pub use tools::{annotations, mcp_tools};

@@ -42,13 +42,24 @@ struct GoatServer {
 /// Serves MCP on stdin and stdout until the client closes them. The
 /// session is made when the client says who it is.
 pub async fn serve_stdio(prepared: Prepared, say: Say) -> anyhow::Result<()> {
+    serve(prepared, say, rmcp::transport::stdio()).await
+}
+
+/// Serves MCP, newline-delimited JSON-RPC as on stdio, on `read` and
+/// `write` until the client closes them: [`serve_stdio`] on other pipes
+/// (the benchmark's in-memory ones).
+pub async fn serve<R, W>(prepared: Prepared, say: Say, (read, write): (R, W)) -> anyhow::Result<()>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let server = GoatServer {
         prepared: Mutex::new(Some(prepared)),
         session: OnceLock::new(),
         client: OnceLock::new(),
         say,
     };
-    let running = server.serve(rmcp::transport::stdio()).await?;
+    let running = server.serve((read, write)).await?;
     running.waiting().await?;
     Ok(())
 }
