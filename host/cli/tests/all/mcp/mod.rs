@@ -108,9 +108,12 @@ fn result(report: &Value, n: usize, is_error: bool) -> String {
     r["text"].as_str().unwrap().to_owned()
 }
 
+/// One recorded call: its tool, status and decision.
+type CallRow = (String, String, Option<String>);
+
 /// The store's rows for the served session: (model, engine), and each
 /// call's (tool, status, decision).
-fn recorded(env: &Env) -> ((String, String), Vec<(String, String, Option<String>)>) {
+fn recorded(env: &Env) -> ((String, String), Vec<CallRow>) {
     let conn = rusqlite::Connection::open(&env.db).unwrap();
     let session = conn
         .query_row("SELECT model, engine_url FROM sessions", [], |r| {
