@@ -215,7 +215,7 @@ fn status_word(outcome: &CallOutcome) -> &'static str {
         CallStatus::Ok => "ok",
         CallStatus::Denied => "denied",
         CallStatus::Error => "failed",
-        _ => "not run",
+        CallStatus::Pending | CallStatus::Interrupted => "not run",
     }
 }
 
@@ -225,6 +225,8 @@ fn result(outcome: CallOutcome) -> CallToolResult {
     let content = vec![ContentBlock::text(outcome.result)];
     match outcome.status {
         CallStatus::Ok => CallToolResult::success(content),
-        _ => CallToolResult::error(content),
+        CallStatus::Error | CallStatus::Denied | CallStatus::Pending | CallStatus::Interrupted => {
+            CallToolResult::error(content)
+        }
     }
 }
