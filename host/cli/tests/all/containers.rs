@@ -12,18 +12,7 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-use crate::{Env, text};
-
-fn shown(out: &Output) -> String {
-    format!("{}{}", text(&out.stdout), text(&out.stderr))
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use crate::{Env, have, shown};
 
 /// Whether these tests can make their mount namespaces; says why not.
 fn can_unshare() -> bool {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::{Env, GoatRun, call_reply, content_reply, json_out, text};
+use crate::{Env, GoatRun, call_reply, content_reply, have, json_out, shown, text};
 
 /// An HTTP server on 127.0.0.1 that answers every request with
 /// `served by PORT PATH` and records each request head it received.
@@ -96,22 +96,6 @@ fn proxied(env: &Env, mode: &str, network: &str, command: &str) -> Output {
         .arg(json!({ "command": command }).to_string())
         .args(["--workspace", env.ws_str(), "--allow-commands"]);
     cmd.output().unwrap()
-}
-
-fn shown(out: &Output) -> String {
-    format!("{}{}", text(&out.stdout), text(&out.stderr))
-}
-
-/// Whether `tool` is on this machine, or a note that it is skipped.
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped part: {tool} is not installed");
-    }
-    found
 }
 
 /// A Cargo project depending on a crate from a sparse registry at

@@ -20,7 +20,7 @@ use goat_testkit::ScriptedServer;
 use serde_json::json;
 
 use crate::pty::Pty;
-use crate::{Env, GoatRun, call_reply, content_reply, json_out, text};
+use crate::{Env, GoatRun, call_reply, content_reply, have, json_out, shown, text};
 
 /// Whether a view can be made here; the skip note says why not.
 fn view_available(env: &Env) -> bool {
@@ -55,10 +55,6 @@ fn command_in(env: &Env, ws: &Path, args: &serde_json::Value, vars: &[(&str, &st
         .arg(ws)
         .arg("--allow-commands");
     cmd.output().unwrap()
-}
-
-fn shown(out: &Output) -> String {
-    format!("{}{}", text(&out.stdout), text(&out.stderr))
 }
 
 /// What a path is, by everything a command might change about it.
@@ -105,18 +101,6 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Meta> {
         }
     }
     out
-}
-
-/// A tool a test needs, or a skip note.
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped part: {tool} is not installed");
-    }
-    found
 }
 
 #[test]
