@@ -419,6 +419,31 @@ async fn every_decision_is_recorded_against_the_call_and_the_model_sees_the_refu
         )),
         "{show}"
     );
+    // `--json` carries them too, on the call that made them.
+    let shown = json_out(&run.env.run(&["sessions", "show", &session, "--json"]));
+    let network = &shown["turns"][0]["rounds"][0]["tool_calls"][0]["network"];
+    let verdicts: Vec<(&str, u64, &str)> = network
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["host"].as_str().unwrap(),
+                e["port"].as_u64().unwrap(),
+                e["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("localhost", u64::from(a), "allowed"),
+            ("localhost", u64::from(b), "not-listed"),
+            ("127.0.0.1", u64::from(a), "ip-literal"),
+        ],
+        "{shown}"
+    );
+    assert_eq!(network[1]["entry"], format!("localhost:{b}"));
 }
 
 /// As an unprivileged user (made by the test; CI runs as root), a listed
