@@ -237,6 +237,12 @@ fn a_workspace_on_overlayfs_runs_commands_under_landlock() {
         "{}",
         shown(&forced)
     );
+    // The step the kernel refused is named, not only its errno.
+    assert!(
+        shown(&forced).contains("the kernel refused the view's step: the workspace overlay at "),
+        "{}",
+        shown(&forced)
+    );
 }
 
 /// A user without capabilities (not root, or root in a container that
