@@ -144,6 +144,14 @@ pub static SETTINGS: &[SettingDef] = &[
         kind: Kind::Text(field!(ca_cert)),
     },
     SettingDef {
+        key: "no_cache_prompt",
+        env: "GOAT_NO_CACHE_PROMPT",
+        flag: None,
+        doc: "Never send llama-server cache_prompt: true (GOAT sends it, overriding a server started with --no-cache-prompt; set this to keep that, e.g. for repeatable runs)",
+        example: "false",
+        kind: Kind::Bool(field!(no_cache_prompt)),
+    },
+    SettingDef {
         key: "max_rounds",
         env: "GOAT_MAX_ROUNDS",
         flag: Some("--max-rounds"),
