@@ -591,6 +591,7 @@ pub(crate) fn run_namespace(
         hidden: &hidden,
         empty_file: &layer.dir.join("empty"),
         empty_dir: &layer.dir.join("emptydir"),
+        caches: &layer.dir.join("caches"),
         user_ns,
         net: view_net,
     })

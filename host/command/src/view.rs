@@ -175,9 +175,29 @@ pub(crate) struct ViewInput<'a> {
     pub hidden: &'a [(PathBuf, bool)],
     pub empty_file: &'a Path,
     pub empty_dir: &'a Path,
+    /// Where each package cache's discarded upper layer is made.
+    pub caches: &'a Path,
     pub user_ns: UserNs,
     pub net: ViewNet,
 }
+
+/// Package caches under the home directory that package managers write
+/// when they download (`cargo build` with a new dependency, `npm
+/// install`, `pip install`, `go mod download`). Bound read-only they make
+/// such a command fail (`Read-only file system`); bound read-write a
+/// command could plant a package the person's own builds would later use.
+/// So each is an overlay in the view: the host's cache below, an upper
+/// layer in the command's layer directory above, discarded with it. The
+/// command reads what is cached and downloads the rest; the host's cache
+/// never changes.
+pub const HOME_CACHES: &[&str] = &[
+    ".cargo/registry",
+    ".cargo/git",
+    ".npm",
+    ".cache/pip",
+    ".bun/install/cache",
+    "go/pkg/mod",
+];
 
 fn cstring(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes())
@@ -398,6 +418,31 @@ impl ViewPlan {
             }
             if let Ok(meta) = std::fs::metadata(path) {
                 plan.bind_ro(path, path, meta.is_dir())?;
+            }
+        }
+        // Package caches granted (under a read path), each an overlay with
+        // a discarded upper layer: writable in the view, unchanged outside.
+        if let Some(home) = input.home {
+            let caches = HOME_CACHES.iter().map(|c| home.join(c)).filter(|cache| {
+                cache.is_dir()
+                    && input.read_paths.iter().any(|p| cache.starts_with(p))
+                    && !input.workspace.starts_with(cache)
+                    && !cache.starts_with(input.workspace)
+            });
+            for (n, cache) in caches.enumerate() {
+                let own = input.caches.join(n.to_string());
+                let (upper, work) = (own.join("upper"), own.join("work"));
+                std::fs::create_dir_all(&upper)?;
+                std::fs::create_dir_all(&work)?;
+                plan.mkdirs(&cache)?;
+                plan.steps.push(Step::Overlay {
+                    lower: cstring(&cache)?,
+                    upper: cstring(&upper)?,
+                    work: cstring(&work)?,
+                    at: cstring(&plan.inside(&cache))?,
+                    userxattr: input.user_ns == UserNs::New,
+                });
+                rw_after.push(cstring(&cache)?);
             }
         }
         // The workspace overlay, then what is kept from it.

@@ -239,7 +239,7 @@ fn a_workspace_on_overlayfs_runs_commands_under_landlock() {
     );
     // The step the kernel refused is named, not only its errno.
     assert!(
-        shown(&forced).contains("the kernel refused the view's step: the workspace overlay at "),
+        shown(&forced).contains("the kernel refused the view's step: the overlay at "),
         "{}",
         shown(&forced)
     );
