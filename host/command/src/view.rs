@@ -622,7 +622,7 @@ impl ViewPlan {
                 Step::Overlay {
                     lower, upper, at, ..
                 } => format!(
-                    "the workspace overlay at {} (lower {}, upper {})",
+                    "the overlay at {} (lower {}, upper {})",
                     s(at),
                     s(lower),
                     s(upper)
