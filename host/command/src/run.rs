@@ -372,7 +372,8 @@ fn run_landlock(
         rules,
         network: net_rules,
     })?;
-    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules, seccomp::Inbound::HostNetwork)
+        .map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let before = crate::snapshot::Snapshot::take(&containment.workspace, rules);
@@ -600,7 +601,8 @@ pub(crate) fn run_namespace(
     // keeps its inodes); the overlay, the scratch home and /proc are new
     // and get theirs inside.
     let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), net_rules)?;
-    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules, seccomp::Inbound::OwnNamespace)
+        .map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let mut env = environment(containment, Path::new("/tmp"));

@@ -338,6 +338,34 @@ fn a_listed_name_that_resolves_to_this_machine_is_refused_unless_the_address_is_
     }
 }
 
+/// The hostile review of ADR-0082: with Landlock only, a TCP socket that
+/// listens without a `bind` got a port on every address of the host
+/// (Landlock's bind rule is not asked), reachable from outside. Now
+/// `listen` is refused there; in a view it listens in the command's own
+/// network namespace, which nothing outside reaches.
+#[test]
+fn listen_is_refused_with_landlock_only_and_kept_in_the_views_namespace() {
+    let env = Env::new();
+    for mode in modes(&env) {
+        let out = proxied(
+            &env,
+            mode,
+            "localhost:9",
+            "python3 -c \"import socket, time\ns = socket.socket()\ntry:\n    s.listen()\n\
+             except OSError as e:\n    print('refused', e.errno)\nelse:\n    \
+             print('listening', s.getsockname()[1], flush=True); time.sleep(2)\"",
+        );
+        let said = shown(&out);
+        if mode == "landlock" {
+            assert!(said.contains("refused 1"), "{mode}: {said}");
+            continue;
+        }
+        // In its own network namespace, which has no route out and
+        // nothing outside can reach (the other tests here), it may.
+        assert!(said.contains("listening "), "{mode}: {said}");
+    }
+}
+
 /// A scripted run: every decision is in the store against the call, the
 /// model is shown the refusal, and `goat sessions show` lists them.
 #[tokio::test(flavor = "multi_thread")]
