@@ -25,6 +25,7 @@
 //! Where the kernel lacks what is needed, [`support`] says why and the tool
 //! is not offered: it fails closed, never runs a command uncontained.
 
+mod caps;
 mod child;
 pub mod fs;
 pub mod gitindex;
@@ -35,6 +36,7 @@ pub mod limits;
 pub mod net;
 pub mod output;
 mod pids;
+mod progress;
 pub mod run;
 pub mod seccomp;
 mod snapshot;

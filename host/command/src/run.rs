@@ -41,6 +41,7 @@ use crate::layer::{ChangeSet, Layer};
 use crate::limits::MAX_WALK_ENTRIES;
 use crate::net::{self, NetRules, ProxyLink};
 use crate::output::Captured;
+use crate::progress::{Progress, Stage};
 use crate::seccomp;
 use crate::support::{mount_id, resolve};
 use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan};
@@ -307,6 +308,19 @@ impl CommandError {
     }
 }
 
+/// A spawn that failed before the command's `exec`: the kernel refused a
+/// step of the sandbox, named from `progress` (`steps`: the view's own).
+/// A failure at `exec` itself stays the spawn error it is.
+fn refused_at(error: CommandError, progress: &Progress, steps: &[String]) -> CommandError {
+    match error {
+        CommandError::Spawn(why) if !progress.reached_exec() => CommandError::Containment(format!(
+            "the kernel refused {}: {why}",
+            progress.describe(steps)
+        )),
+        other => other,
+    }
+}
+
 /// Runs `request` inside `containment`, with the permission `rules`
 /// applied to the workspace.
 ///
@@ -358,7 +372,8 @@ fn run_landlock(
         rules,
         network: net_rules,
     })?;
-    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules, seccomp::Inbound::HostNetwork)
+        .map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let before = crate::snapshot::Snapshot::take(&containment.workspace, rules);
@@ -366,8 +381,14 @@ fn run_landlock(
     env.extend(proxy_port.map(net::proxy_env).unwrap_or_default());
     let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
+    let progress =
+        std::sync::Arc::new(Progress::new().map_err(|e| CommandError::Containment(e.to_string()))?);
+    let in_child = std::sync::Arc::clone(&progress);
     let child_setup = move || -> io::Result<()> {
+        let progress = &in_child;
+        progress.mark(Stage::FirstSteps);
         first_steps(join_fd)?;
+        progress.mark(Stage::Landlock);
         let ruleset = ruleset
             .take()
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -375,11 +396,16 @@ fn run_landlock(
             .restrict_self()
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
         // Root too: no device nodes, no setuid files, no chown.
-        view::drop_capabilities()?;
-        seccomp::install(&program)
+        progress.mark(Stage::Capabilities);
+        crate::caps::drop_capabilities()?;
+        progress.mark(Stage::Seccomp);
+        seccomp::install(&program)?;
+        progress.mark(Stage::Exec);
+        Ok(())
     };
     install_pre_exec(&mut command, child_setup);
-    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))?;
+    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))
+        .map_err(|e| refused_at(e, &progress, &[]))?;
     drop(tmpdir);
     let changes = match before {
         Ok(before) => match before.changes(&containment.workspace, rules) {
@@ -566,6 +592,7 @@ pub(crate) fn run_namespace(
         hidden: &hidden,
         empty_file: &layer.dir.join("empty"),
         empty_dir: &layer.dir.join("emptydir"),
+        caches: &layer.dir.join("caches"),
         user_ns,
         net: view_net,
     })
@@ -574,7 +601,8 @@ pub(crate) fn run_namespace(
     // keeps its inodes); the overlay, the scratch home and /proc are new
     // and get theirs inside.
     let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), net_rules)?;
-    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules, seccomp::Inbound::OwnNamespace)
+        .map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let mut env = environment(containment, Path::new("/tmp"));
@@ -587,9 +615,18 @@ pub(crate) fn run_namespace(
     }
     let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
+    let progress = std::sync::Arc::new(
+        Progress::new().map_err(|e| failed("cannot map the view's progress page", e))?,
+    );
+    let step_names = plan.step_names();
+    let in_child = std::sync::Arc::clone(&progress);
     let child_setup = move || -> io::Result<()> {
+        let progress = &in_child;
+        progress.mark(Stage::FirstSteps);
         first_steps(join_fd)?;
+        progress.mark(Stage::Namespaces);
         view::unshare(&plan)?;
+        progress.mark(Stage::Fork);
         #[expect(unsafe_code, reason = "the second fork, in the forked child")]
         // SAFETY: the first child has one thread; the second child makes
         // system calls only until it execs, as the first would have.
@@ -602,7 +639,8 @@ pub(crate) fn run_namespace(
         }
         // PID 1 of the new namespace.
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-        view::build(&plan)?;
+        view::build(&plan, progress)?;
+        progress.mark(Stage::Landlock);
         let mut ruleset = ruleset
             .take()
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -614,8 +652,12 @@ pub(crate) fn run_namespace(
         ruleset
             .restrict_self()
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
-        view::drop_capabilities()?;
-        seccomp::install(&program)
+        progress.mark(Stage::Capabilities);
+        crate::caps::drop_capabilities()?;
+        progress.mark(Stage::Seccomp);
+        seccomp::install(&program)?;
+        progress.mark(Stage::Exec);
+        Ok(())
     };
     install_pre_exec(&mut command, child_setup);
     // Once spawned (the listener is sent before the command can start),
@@ -629,7 +671,8 @@ pub(crate) fn run_namespace(
         link.serve(net::receive_listener(&ours)?)
     };
     let (exit, duration, output, group) =
-        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0), &mut serve)?;
+        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0), &mut serve)
+            .map_err(|e| refused_at(e, &progress, &step_names))?;
     // The first child is reaped; every process of the view must be gone too
     // (one in uninterruptible sleep dies late) before its upper layer is read.
     wait_group_gone(group);

@@ -23,7 +23,7 @@ pub fn support() -> Result<(), Unsupported> {
     SUPPORT
         .get_or_init(|| {
             fs::probe().map_err(Unsupported)?;
-            seccomp::program(NetRules::Closed)
+            seccomp::program(NetRules::Closed, seccomp::Inbound::HostNetwork)
                 .map_err(|why| Unsupported(format!("the seccomp filter cannot be built: {why}")))?;
             let me = Pid::from_raw(std::process::id().cast_signed())
                 .ok_or_else(|| Unsupported("no process id".to_owned()))?;

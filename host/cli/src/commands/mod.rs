@@ -37,7 +37,7 @@ pub enum Command {
     Run(run::RunArgs),
     /// Put back the files one turn changed: each is checked first to hold
     /// what GOAT left there, and if any was changed since, nothing is
-    /// restored. Commands' changes are not kept and not undone.
+    /// restored. Commands' changes are put back too; plugins' are not kept.
     Undo(undo::UndoArgs),
     /// Serve GOAT's sandboxed tools to another agent over MCP (stdio), with
     /// the same gate, record and undo as a chat.
