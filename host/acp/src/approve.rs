@@ -142,7 +142,7 @@ mod tests {
 
     fn selected(id: &str) -> RequestPermissionResponse {
         RequestPermissionResponse::new(RequestPermissionOutcome::Selected(
-            SelectedPermissionOutcome::new(id),
+            SelectedPermissionOutcome::new(id.to_owned()),
         ))
     }
 
