@@ -502,29 +502,58 @@ pub(crate) fn run_turn(
     report
 }
 
+/// Exit status after a second SIGTERM, the shell's convention for it.
+const TERMINATED_STATUS: i32 = 143;
+
 /// Runs the turn without a terminal (and in the demo), catching Ctrl-C
-/// only while it runs.
+/// and SIGTERM only while it runs.
+///
+/// SIGTERM is how a harness's timeout or a supervisor stops a process:
+/// the first cancels the turn as Ctrl-C does, so the turn is recorded as
+/// cancelled and the stream ends with its outcome (`cancelled`, exit 130)
+/// instead of stopping mid-line; a second quits at once (143).
 async fn drive(driver: &Driver, prompt: &str, allow_denials: bool) -> TurnReport {
+    use tokio::signal::unix::{SignalKind, signal};
     let cancel = CancellationToken::new();
     let mut turn = pin!(driver.turn(prompt, &cancel, allow_denials));
     let mut interrupts = TurnInterrupts::default();
     interrupts.begin(cancel.clone());
-    // Polled before the turn (the select is biased), so the handler is in
-    // place before the first request: a Ctrl-C is never the default
-    // "kill now" once the turn has begun.
-    let mut interrupt = pin!(tokio::signal::ctrl_c());
-    let mut armed = true;
+    // Registered before the turn is first polled, so neither signal is
+    // the default "kill now" once the turn has begun.
+    let mut interrupt = match signal(SignalKind::interrupt()) {
+        Ok(stream) => Some(stream),
+        Err(e) => {
+            note(format_args!(
+                "cannot catch Ctrl-C ({e}); it will end GOAT at once"
+            ));
+            None
+        }
+    };
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(stream) => Some(stream),
+        Err(e) => {
+            note(format_args!(
+                "cannot catch SIGTERM ({e}); it will end GOAT at once"
+            ));
+            None
+        }
+    };
+    let mut terminations = 0u32;
     loop {
         tokio::select! {
             biased;
-            signal = &mut interrupt, if armed => {
-                if let Err(e) = signal {
-                    note(format_args!("cannot catch Ctrl-C ({e}); it will end GOAT at once"));
-                    armed = false;
-                    continue;
-                }
-                interrupt.set(tokio::signal::ctrl_c());
+            Some(()) = async { interrupt.as_mut()?.recv().await } => {
                 interrupts.press();
+            }
+            Some(()) = async { terminate.as_mut()?.recv().await } => {
+                terminations += 1;
+                if terminations > 1 {
+                    note("terminated again; quitting at once");
+                    std::process::exit(TERMINATED_STATUS);
+                }
+                note("terminated (SIGTERM): cancelling the turn, which stops after the step in \
+                      progress (SIGTERM again quits at once)");
+                cancel.cancel();
             }
             result = &mut turn => return result,
         }

@@ -25,6 +25,7 @@
 //! Where the kernel lacks what is needed, [`support`] says why and the tool
 //! is not offered: it fails closed, never runs a command uncontained.
 
+mod caps;
 mod child;
 pub mod fs;
 pub mod gitindex;
@@ -35,9 +36,11 @@ pub mod limits;
 pub mod net;
 pub mod output;
 mod pids;
+mod progress;
 pub mod run;
 pub mod seccomp;
 mod snapshot;
+mod support;
 mod view;
 
 pub use fs::{WorkspaceRules, default_read_paths};
@@ -48,6 +51,6 @@ pub use net::{ProxyLink, VIEW_PROXY_PORT};
 pub use output::Captured;
 pub use run::{
     Changes, CommandError, CommandOutcome, CommandRequest, Containment, ContainmentMode, Exit,
-    Network, Pending, PidsCgroup, Unsupported, Used, namespace_support, resolve, resolve_mode, run,
-    support, workspace_support,
+    Network, Pending, PidsCgroup, Unsupported, Used, run,
 };
+pub use support::{namespace_support, resolve, resolve_mode, support, workspace_support};

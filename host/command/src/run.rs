@@ -26,10 +26,9 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use rustix::process::{Pid, PidfdFlags, Signal};
+use rustix::process::Signal;
 
 use crate::child::{
     PrivateTmp, environment, first_steps, install_pre_exec, pids_group, shell, spawn_and_watch,
@@ -42,7 +41,9 @@ use crate::layer::{ChangeSet, Layer};
 use crate::limits::MAX_WALK_ENTRIES;
 use crate::net::{self, NetRules, ProxyLink};
 use crate::output::Captured;
+use crate::progress::{Progress, Stage};
 use crate::seccomp;
+use crate::support::{mount_id, resolve};
 use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan};
 
 /// Whether the command may use the network. Exhaustive: whoever shows a
@@ -307,168 +308,16 @@ impl CommandError {
     }
 }
 
-/// Whether commands can be contained here at all (Landlock, seccomp,
-/// pidfd); checked once per process.
-pub fn support() -> Result<(), Unsupported> {
-    static SUPPORT: OnceLock<Result<(), Unsupported>> = OnceLock::new();
-    SUPPORT
-        .get_or_init(|| {
-            fs::probe().map_err(Unsupported)?;
-            seccomp::program(NetRules::Closed)
-                .map_err(|why| Unsupported(format!("the seccomp filter cannot be built: {why}")))?;
-            let me = Pid::from_raw(std::process::id().cast_signed())
-                .ok_or_else(|| Unsupported("no process id".to_owned()))?;
-            rustix::process::pidfd_open(me, PidfdFlags::empty()).map_err(|e| {
-                Unsupported(format!("pidfd_open (Linux 5.3) is not available: {e}"))
-            })?;
-            Ok(())
-        })
-        .clone()
-}
-
-/// Whether a view can be made here: a trial command in one, run once per
-/// process (a user namespace, the mounts, overlayfs and the fresh `/proc`
-/// all have to work), its layer in the system's temporary directory.
-/// Whether a given workspace can have one is [`workspace_support`].
-pub fn namespace_support() -> Result<(), Unsupported> {
-    static SUPPORT: OnceLock<Result<(), Unsupported>> = OnceLock::new();
-    SUPPORT
-        .get_or_init(|| {
-            support()?;
-            trial_in(&std::env::temp_dir()).map_err(|why| {
-                Unsupported(format!(
-                    "a namespace view cannot be made here (it needs a user namespace, overlayfs \
-                     in it and a fresh /proc; in a container, docs/harness.md says which \
-                     settings give them): {why}"
-                ))
-            })
-        })
-        .clone()
-}
-
-/// Whether `containment`'s workspace can have a view: a place for the
-/// command's layer on the workspace's own mount, and overlayfs working
-/// with its upper layer there (it does not on overlayfs, the root of most
-/// containers). A trial command in a directory of that mount, once per
-/// mount and process.
-pub fn workspace_support(containment: &Containment) -> Result<(), Unsupported> {
-    /// A workspace's mount and layers directory, and what its trial found.
-    type Tried = (Option<u64>, PathBuf, Result<(), Unsupported>);
-    static TRIED: std::sync::Mutex<Vec<Tried>> = std::sync::Mutex::new(Vec::new());
-    namespace_support()?;
-    let key = (
-        mount_id(&containment.workspace),
-        containment.layers_dir.clone().unwrap_or_default(),
-    );
-    let mut tried = TRIED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, _, result)) = tried.iter().find(|(m, l, _)| (m, l) == (&key.0, &key.1)) {
-        return result.clone();
-    }
-    let result = layer_base(containment)
-        .map_err(|e| e.to_string())
-        .and_then(|base| trial_in(&base))
-        .map_err(|why| {
-            Unsupported(format!(
-                "no namespace view for the workspace {}: {why}",
-                containment.workspace.display()
-            ))
-        });
-    tried.push((key.0, key.1, result.clone()));
-    result
-}
-
-/// A trial command in a view whose workspace and layer are in `base`.
-fn trial_in(base: &Path) -> Result<(), String> {
-    let ws = Layer::create(base).map_err(|e| e.to_string())?;
-    let workspace = ws.dir.join("tmp");
-    let containment = Containment {
-        workspace: workspace.clone(),
-        read_paths: Vec::new(),
-        network: Network::Closed,
-        env: Vec::new(),
-        pids_cgroup: PidsCgroup::Never,
-        mode: ContainmentMode::Namespace,
-        home: None,
-        layers_dir: Some(base.to_path_buf()),
-    };
-    let out = run_namespace(
-        &containment,
-        &NoRules,
-        &CommandRequest {
-            command: "echo ok > probe",
-            cwd: None,
-            timeout: Duration::from_secs(10),
-            proxy: None,
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    match (&out.exit, &out.changes) {
-        (Exit::Code(0), Changes::Pending(p)) if p.set.changes.iter().any(|c| c.path == "probe") => {
-            Ok(())
-        }
-        _ => Err(format!("a trial command failed: {}", out.render().trim())),
-    }
-}
-
-/// The mount a path is on (`statx` `STATX_MNT_ID`); `None` where the
-/// kernel does not say.
-fn mount_id(path: &Path) -> Option<u64> {
-    use rustix::fs::{AtFlags, StatxFlags};
-    let st = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), StatxFlags::MNT_ID).ok()?;
-    StatxFlags::from_bits_retain(st.stx_mask)
-        .contains(StatxFlags::MNT_ID)
-        .then_some(st.stx_mnt_id)
-}
-
-/// The rules of the support trial: nothing hidden or protected.
-struct NoRules;
-
-impl WorkspaceRules for NoRules {
-    fn visible(&self, _: &str) -> bool {
-        true
-    }
-    fn writable_why(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn governs_below(&self, _: &str) -> bool {
-        false
-    }
-    fn is_protected_name(&self, _: &str) -> bool {
-        false
-    }
-}
-
-/// Which containment `containment` gets for its workspace: as
-/// [`resolve_mode`], and a view only where [`workspace_support`] says its
-/// workspace can have one.
-pub fn resolve(containment: &Containment) -> Result<Used, Unsupported> {
-    support()?;
-    match containment.mode {
-        ContainmentMode::Landlock => Ok(Used::Landlock),
-        ContainmentMode::Namespace => workspace_support(containment).map(|()| Used::Namespace),
-        ContainmentMode::Auto => Ok(if workspace_support(containment).is_ok() {
-            Used::Namespace
-        } else {
-            Used::Landlock
-        }),
-    }
-}
-
-/// The mechanism `mode` comes to here, for any workspace: `Auto` takes
-/// the view where it works; a forced mode that cannot work is an error,
-/// never a weaker run. [`resolve`] also asks the workspace.
-pub fn resolve_mode(mode: ContainmentMode) -> Result<Used, Unsupported> {
-    support()?;
-    match mode {
-        ContainmentMode::Landlock => Ok(Used::Landlock),
-        ContainmentMode::Namespace => namespace_support().map(|()| Used::Namespace),
-        ContainmentMode::Auto => Ok(if namespace_support().is_ok() {
-            Used::Namespace
-        } else {
-            Used::Landlock
-        }),
+/// A spawn that failed before the command's `exec`: the kernel refused a
+/// step of the sandbox, named from `progress` (`steps`: the view's own).
+/// A failure at `exec` itself stays the spawn error it is.
+fn refused_at(error: CommandError, progress: &Progress, steps: &[String]) -> CommandError {
+    match error {
+        CommandError::Spawn(why) if !progress.reached_exec() => CommandError::Containment(format!(
+            "the kernel refused {}: {why}",
+            progress.describe(steps)
+        )),
+        other => other,
     }
 }
 
@@ -523,7 +372,8 @@ fn run_landlock(
         rules,
         network: net_rules,
     })?;
-    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules, seccomp::Inbound::HostNetwork)
+        .map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let before = crate::snapshot::Snapshot::take(&containment.workspace, rules);
@@ -531,8 +381,14 @@ fn run_landlock(
     env.extend(proxy_port.map(net::proxy_env).unwrap_or_default());
     let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
+    let progress =
+        std::sync::Arc::new(Progress::new().map_err(|e| CommandError::Containment(e.to_string()))?);
+    let in_child = std::sync::Arc::clone(&progress);
     let child_setup = move || -> io::Result<()> {
+        let progress = &in_child;
+        progress.mark(Stage::FirstSteps);
         first_steps(join_fd)?;
+        progress.mark(Stage::Landlock);
         let ruleset = ruleset
             .take()
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -540,11 +396,16 @@ fn run_landlock(
             .restrict_self()
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
         // Root too: no device nodes, no setuid files, no chown.
-        view::drop_capabilities()?;
-        seccomp::install(&program)
+        progress.mark(Stage::Capabilities);
+        crate::caps::drop_capabilities()?;
+        progress.mark(Stage::Seccomp);
+        seccomp::install(&program)?;
+        progress.mark(Stage::Exec);
+        Ok(())
     };
     install_pre_exec(&mut command, child_setup);
-    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))?;
+    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))
+        .map_err(|e| refused_at(e, &progress, &[]))?;
     drop(tmpdir);
     let changes = match before {
         Ok(before) => match before.changes(&containment.workspace, rules) {
@@ -578,7 +439,7 @@ fn proxy_link<'a>(request: &CommandRequest<'a>) -> Result<&'a dyn ProxyLink, Com
 /// workspace's own mount. The same filesystem is not enough: a rename
 /// between two mounts of one filesystem fails (`EXDEV`), so the mount is
 /// compared (or, where the kernel does not say, the device).
-fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
+pub(crate) fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
     let dev = |p: &Path| match mount_id(p) {
         Some(id) => Some((0, id)),
         None => rustix::fs::stat(p).ok().map(|s| (1, s.st_dev)),
@@ -684,7 +545,7 @@ type SpecialPaths = (Vec<String>, Vec<(PathBuf, bool)>);
 
 /// In a view (ADR-0077): the namespaces, the overlay, Landlock and seccomp
 /// on top, every capability dropped; the changes left pending.
-fn run_namespace(
+pub(crate) fn run_namespace(
     containment: &Containment,
     rules: &dyn WorkspaceRules,
     request: &CommandRequest<'_>,
@@ -731,6 +592,7 @@ fn run_namespace(
         hidden: &hidden,
         empty_file: &layer.dir.join("empty"),
         empty_dir: &layer.dir.join("emptydir"),
+        caches: &layer.dir.join("caches"),
         user_ns,
         net: view_net,
     })
@@ -739,7 +601,8 @@ fn run_namespace(
     // keeps its inodes); the overlay, the scratch home and /proc are new
     // and get theirs inside.
     let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), net_rules)?;
-    let program = seccomp::program(net_rules).map_err(CommandError::Containment)?;
+    let program = seccomp::program(net_rules, seccomp::Inbound::OwnNamespace)
+        .map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
     let mut env = environment(containment, Path::new("/tmp"));
@@ -752,9 +615,18 @@ fn run_namespace(
     }
     let mut command = shell(request, &cwd, env);
     let mut ruleset = Some(ruleset);
+    let progress = std::sync::Arc::new(
+        Progress::new().map_err(|e| failed("cannot map the view's progress page", e))?,
+    );
+    let step_names = plan.step_names();
+    let in_child = std::sync::Arc::clone(&progress);
     let child_setup = move || -> io::Result<()> {
+        let progress = &in_child;
+        progress.mark(Stage::FirstSteps);
         first_steps(join_fd)?;
+        progress.mark(Stage::Namespaces);
         view::unshare(&plan)?;
+        progress.mark(Stage::Fork);
         #[expect(unsafe_code, reason = "the second fork, in the forked child")]
         // SAFETY: the first child has one thread; the second child makes
         // system calls only until it execs, as the first would have.
@@ -767,7 +639,8 @@ fn run_namespace(
         }
         // PID 1 of the new namespace.
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-        view::build(&plan)?;
+        view::build(&plan, progress)?;
+        progress.mark(Stage::Landlock);
         let mut ruleset = ruleset
             .take()
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -779,8 +652,12 @@ fn run_namespace(
         ruleset
             .restrict_self()
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
-        view::drop_capabilities()?;
-        seccomp::install(&program)
+        progress.mark(Stage::Capabilities);
+        crate::caps::drop_capabilities()?;
+        progress.mark(Stage::Seccomp);
+        seccomp::install(&program)?;
+        progress.mark(Stage::Exec);
+        Ok(())
     };
     install_pre_exec(&mut command, child_setup);
     // Once spawned (the listener is sent before the command can start),
@@ -794,7 +671,8 @@ fn run_namespace(
         link.serve(net::receive_listener(&ours)?)
     };
     let (exit, duration, output, group) =
-        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0), &mut serve)?;
+        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0), &mut serve)
+            .map_err(|e| refused_at(e, &progress, &step_names))?;
     // The first child is reaped; every process of the view must be gone too
     // (one in uninterruptible sleep dies late) before its upper layer is read.
     wait_group_gone(group);

@@ -17,6 +17,12 @@
 //!   rules), and `sendto`, `sendmsg`, `sendmmsg` with `MSG_FASTOPEN`,
 //!   which connects without the `connect` Landlock checks.
 //!
+//! - with the network proxied and no namespace of its own (Landlock only,
+//!   [`Inbound::HostNetwork`]), `listen`: a TCP socket that listens without
+//!   a `bind` is given a port on every address of the host by the kernel,
+//!   and Landlock's bind rule is not asked (the hostile review of
+//!   ADR-0082). Unix sockets cannot listen then either.
+//!
 //! Everything else is allowed: the filter is a fence for a few doors, not
 //! an allowlist of a build's system calls.
 
@@ -33,8 +39,17 @@ use crate::net::NetRules;
 /// programs report sensibly.
 const REFUSED: u32 = rustix::io::Errno::PERM.raw_os_error() as u32;
 
+/// Where a listening socket of the command would listen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Inbound {
+    /// In a network namespace of its own: nothing outside can reach it.
+    OwnNamespace,
+    /// On the host's network (Landlock only).
+    HostNetwork,
+}
+
 /// The filter for a command, as a program ready to install.
-pub(crate) fn program(network: NetRules) -> Result<BpfProgram, String> {
+pub(crate) fn program(network: NetRules, inbound: Inbound) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for call in [
@@ -62,6 +77,9 @@ pub(crate) fn program(network: NetRules) -> Result<BpfProgram, String> {
             rules.insert(libc_nr::SENDTO, vec![rule(vec![fast_open(3)?])?]);
             rules.insert(libc_nr::SENDMSG, vec![rule(vec![fast_open(2)?])?]);
             rules.insert(libc_nr::SENDMMSG, vec![rule(vec![fast_open(3)?])?]);
+            if inbound == Inbound::HostNetwork {
+                rules.insert(libc_nr::LISTEN, Vec::new());
+            }
         }
     }
     let filter = SeccompFilter::new(
@@ -132,6 +150,7 @@ mod libc_nr {
         pub const SETSID: i64 = 112;
         pub const SETPGID: i64 = 109;
         pub const SOCKET: i64 = 41;
+        pub const LISTEN: i64 = 50;
         pub const SENDTO: i64 = 44;
         pub const SENDMSG: i64 = 46;
         pub const SENDMMSG: i64 = 307;
@@ -144,6 +163,7 @@ mod libc_nr {
         pub const SETSID: i64 = 157;
         pub const SETPGID: i64 = 154;
         pub const SOCKET: i64 = 198;
+        pub const LISTEN: i64 = 201;
         pub const SENDTO: i64 = 206;
         pub const SENDMSG: i64 = 211;
         pub const SENDMMSG: i64 = 269;

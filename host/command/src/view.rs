@@ -41,6 +41,7 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::progress::{Progress, Stage};
 use rustix::fs::{Mode, OFlags};
 use rustix::mount::{
     FsMountFlags, FsOpenFlags, MountAttrFlags, MountFlags, MountPropagationFlags, MoveMountFlags,
@@ -174,9 +175,29 @@ pub(crate) struct ViewInput<'a> {
     pub hidden: &'a [(PathBuf, bool)],
     pub empty_file: &'a Path,
     pub empty_dir: &'a Path,
+    /// Where each package cache's discarded upper layer is made.
+    pub caches: &'a Path,
     pub user_ns: UserNs,
     pub net: ViewNet,
 }
+
+/// Package caches under the home directory that package managers write
+/// when they download (`cargo build` with a new dependency, `npm
+/// install`, `pip install`, `go mod download`). Bound read-only they make
+/// such a command fail (`Read-only file system`); bound read-write a
+/// command could plant a package the person's own builds would later use.
+/// So each is an overlay in the view: the host's cache below, an upper
+/// layer in the command's layer directory above, discarded with it. The
+/// command reads what is cached and downloads the rest; the host's cache
+/// never changes.
+pub const HOME_CACHES: &[&str] = &[
+    ".cargo/registry",
+    ".cargo/git",
+    ".npm",
+    ".cache/pip",
+    ".bun/install/cache",
+    "go/pkg/mod",
+];
 
 fn cstring(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes())
@@ -399,6 +420,31 @@ impl ViewPlan {
                 plan.bind_ro(path, path, meta.is_dir())?;
             }
         }
+        // Package caches granted (under a read path), each an overlay with
+        // a discarded upper layer: writable in the view, unchanged outside.
+        if let Some(home) = input.home {
+            let caches = HOME_CACHES.iter().map(|c| home.join(c)).filter(|cache| {
+                cache.is_dir()
+                    && input.read_paths.iter().any(|p| cache.starts_with(p))
+                    && !input.workspace.starts_with(cache)
+                    && !cache.starts_with(input.workspace)
+            });
+            for (n, cache) in caches.enumerate() {
+                let own = input.caches.join(n.to_string());
+                let (upper, work) = (own.join("upper"), own.join("work"));
+                std::fs::create_dir_all(&upper)?;
+                std::fs::create_dir_all(&work)?;
+                plan.mkdirs(&cache)?;
+                plan.steps.push(Step::Overlay {
+                    lower: cstring(&cache)?,
+                    upper: cstring(&upper)?,
+                    work: cstring(&work)?,
+                    at: cstring(&plan.inside(&cache))?,
+                    userxattr: input.user_ns == UserNs::New,
+                });
+                rw_after.push(cstring(&cache)?);
+            }
+        }
         // The workspace overlay, then what is kept from it.
         plan.mkdirs(input.workspace)?;
         let at = plan.inside(input.workspace);
@@ -543,6 +589,50 @@ impl Planner {
     }
 }
 
+impl ViewPlan {
+    /// Each step in words, in order, for an error that names the one the
+    /// kernel refused ([`Progress`]).
+    pub(crate) fn step_names(&self) -> Vec<String> {
+        let s = |c: &CStr| c.to_string_lossy().into_owned();
+        self.steps
+            .iter()
+            .map(|step| match step {
+                Step::Mkdir(p) => format!("mkdir {}", s(p)),
+                Step::Touch(p) => format!("create {}", s(p)),
+                Step::Symlink { target, link } => format!("link {} to {}", s(link), s(target)),
+                Step::Tmpfs { at, .. } => format!("tmpfs at {}", s(at)),
+                Step::Bind {
+                    from,
+                    at,
+                    read_only,
+                } => format!(
+                    "bind {} at {}{}",
+                    s(from),
+                    s(at),
+                    if read_only.is_some() {
+                        ", read-only"
+                    } else {
+                        ""
+                    }
+                ),
+                Step::BindTree { from, at, .. } => {
+                    format!("bind {} with its mounts at {}, read-only", s(from), s(at))
+                }
+                Step::Proc(at) => format!("a fresh /proc at {}", s(at)),
+                Step::Overlay {
+                    lower, upper, at, ..
+                } => format!(
+                    "the overlay at {} (lower {}, upper {})",
+                    s(at),
+                    s(lower),
+                    s(upper)
+                ),
+                Step::SealRoot(root) => format!("the new root {} made read-only", s(root)),
+            })
+            .collect()
+    }
+}
+
 /// In the first child: the new namespaces and the id maps. System calls
 /// only.
 pub(crate) fn unshare(plan: &ViewPlan) -> io::Result<()> {
@@ -586,7 +676,8 @@ fn write_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
 /// In the second child (PID 1 of the new namespace): the mounts, then
 /// `pivot_root` into the view and the working directory. System calls
 /// only.
-pub(crate) fn build(plan: &ViewPlan) -> io::Result<()> {
+pub(crate) fn build(plan: &ViewPlan, progress: &Progress) -> io::Result<()> {
+    progress.mark(Stage::Root);
     rustix::mount::mount_change(
         c"/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
@@ -598,9 +689,11 @@ pub(crate) fn build(plan: &ViewPlan) -> io::Result<()> {
         MountFlags::NOSUID | MountFlags::NODEV,
         ROOT_TMPFS,
     )?;
-    for step in &plan.steps {
+    for (index, step) in plan.steps.iter().enumerate() {
+        progress.mark_step(index);
         run_step(step)?;
     }
+    progress.mark(Stage::PivotRoot);
     rustix::process::chdir(plan.root.as_c_str())?;
     rustix::process::pivot_root(c".", c".")?;
     rustix::mount::unmount(c".", UnmountFlags::DETACH)?;
@@ -715,56 +808,4 @@ fn run_step(step: &Step) -> io::Result<()> {
             ROOT_TMPFS,
         )?),
     }
-}
-
-/// Every capability gone, in every set, and root given none back at
-/// `exec` (the bounding set is empty and the secure bits are locked).
-///
-/// A process without `CAP_SETPCAP` (a user that is not root, or root in a
-/// container that dropped it) may neither empty the bounding set nor lock
-/// the secure bits; it has no capabilities to lose, and with
-/// `no_new_privs`, which Landlock and seccomp set before `exec`, `exec`
-/// gives it none (set-user-ID bits and file capabilities are ignored, and
-/// root's at `exec` is cut to what it had). So for it the sets are only
-/// emptied.
-pub(crate) fn drop_capabilities() -> io::Result<()> {
-    use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
-    let held = rustix::thread::capabilities(None)?;
-    if !held.effective.contains(CapabilitySet::SETPCAP) {
-        rustix::thread::clear_ambient_capability_set()?;
-        return Ok(rustix::thread::set_capabilities(
-            None,
-            CapabilitySets {
-                effective: CapabilitySet::empty(),
-                permitted: CapabilitySet::empty(),
-                inheritable: CapabilitySet::empty(),
-            },
-        )?);
-    }
-    // Capability numbers up to the highest any kernel knows; one the
-    // running kernel does not know answers EINVAL and is not there.
-    for cap in 0..=63u32 {
-        let one = CapabilitySet::from_bits_retain(1u64 << cap);
-        match rustix::thread::remove_capability_from_bounding_set(one) {
-            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    rustix::thread::clear_ambient_capability_set()?;
-    rustix::thread::set_capabilities_secure_bits(
-        CapabilitiesSecureBits::NO_ROOT
-            | CapabilitiesSecureBits::NO_ROOT_LOCKED
-            | CapabilitiesSecureBits::NO_SETUID_FIXUP
-            | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
-            | CapabilitiesSecureBits::KEEP_CAPS_LOCKED,
-    )?;
-    rustix::thread::set_capabilities(
-        None,
-        CapabilitySets {
-            effective: CapabilitySet::empty(),
-            permitted: CapabilitySet::empty(),
-            inheritable: CapabilitySet::empty(),
-        },
-    )?;
-    Ok(())
 }

@@ -120,7 +120,7 @@ impl fmt::Display for Refusal {
             Self::Unresolved(why) => write!(f, "it did not resolve: {why}"),
             Self::SniMismatch { sni } => write!(
                 f,
-                "the TLS handshake names another host ({sni:?}), which a shared front end \
+                "the TLS handshake names another host (\"{sni}\"), which a shared front end \
                  would route to"
             ),
             Self::NotTls => f.write_str(
@@ -130,6 +130,27 @@ impl fmt::Display for Refusal {
             Self::BadRequest(why) => write!(f, "{why}"),
         }
     }
+}
+
+/// Most characters of text a client sent (a request's target, a
+/// handshake's name) kept in a decision: enough for any real host, while a
+/// command sending megabytes of name costs GOAT, the store and the model
+/// a line, not megabytes (the hostile review of ADR-0082).
+pub const MAX_SHOWN_CHARS: usize = 255;
+
+/// `raw` escaped (control and non-ASCII characters as Rust escapes) and
+/// cut to [`MAX_SHOWN_CHARS`], with how long it was when cut.
+pub fn shown(raw: &str) -> String {
+    let mut out: String = raw
+        .chars()
+        .take(MAX_SHOWN_CHARS)
+        .collect::<String>()
+        .escape_debug()
+        .collect();
+    if raw.chars().nth(MAX_SHOWN_CHARS).is_some() {
+        out.push_str(&format!("... ({} bytes in all)", raw.len()));
+    }
+    out
 }
 
 /// What the list says about `host` on `port`, before any lookup.

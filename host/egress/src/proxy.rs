@@ -372,7 +372,7 @@ async fn serve_one(mut client: TcpStream, ctx: &Ctx) {
 /// The authority of a request, read; a refusal when it cannot be.
 fn target(authority: &str, default_port: Option<u16>) -> Result<(Host, u16), (String, Refusal)> {
     parse_authority(authority, default_port).map_err(|problem| {
-        let shown = authority.escape_debug().to_string();
+        let shown = crate::decide::shown(authority);
         let refusal = match problem {
             AuthorityProblem::Host(name) => Refusal::BadName(name),
             other => Refusal::BadRequest(other.to_string()),
@@ -475,10 +475,22 @@ async fn tunnel(mut client: TcpStream, ctx: &Ctx, authority: &str, mut hello: Ve
                 Ok(Some(Hello::Name(sni))) => match parse_host(&sni) {
                     Ok(Host::Name(ref said)) if said == name => Ok(()),
                     _ => Err(Refusal::SniMismatch {
-                        sni: sni.escape_debug().to_string(),
+                        sni: crate::decide::shown(&sni),
                     }),
                 },
-                Ok(Some(Hello::NoName)) => Ok(()),
+                // A front end would route by a name the proxy cannot read
+                // (Encrypted Client Hello: the listed name outside, any
+                // site of the same front end inside), or by none.
+                Ok(Some(Hello::Encrypted)) => Err(Refusal::BadRequest(
+                    "the TLS handshake hides the host it is for (Encrypted Client Hello), so \
+                     the proxy cannot check it; turn ECH off for this client"
+                        .to_owned(),
+                )),
+                Ok(Some(Hello::NoName)) => Err(Refusal::BadRequest(
+                    "the TLS handshake names no host; a tunnel to a name must name it in the \
+                     handshake (SNI)"
+                        .to_owned(),
+                )),
                 Ok(Some(Hello::NotTls)) => Err(Refusal::NotTls),
                 Ok(Some(Hello::Malformed | Hello::Incomplete)) => Err(Refusal::BadRequest(
                     "the TLS handshake does not parse".to_owned(),

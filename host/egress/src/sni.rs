@@ -33,7 +33,14 @@ pub enum Hello {
     NoName,
     /// A ClientHello naming this host.
     Name(String),
+    /// A ClientHello with an Encrypted Client Hello extension: the name
+    /// outside may not be the one a front end routes by.
+    Encrypted,
 }
+
+/// The extension numbers of Encrypted Client Hello: the RFC's and the
+/// draft's (ESNI) that clients sent before it.
+const ECH_EXTENSIONS: [usize; 2] = [0xfe0d, 0xffce];
 
 /// Reads the ClientHello at the start of `buf`.
 pub fn client_hello(buf: &[u8]) -> Hello {
@@ -129,9 +136,11 @@ fn server_name(body: &[u8]) -> Option<Hello> {
     }
     let mut extensions = Reader { buf: r.vec16()? };
     let mut found = None;
+    let mut encrypted = false;
     while !extensions.buf.is_empty() {
         let kind = extensions.u16()?;
         let data = extensions.vec16()?;
+        encrypted |= ECH_EXTENSIONS.contains(&kind);
         if kind != 0 {
             continue;
         }
@@ -156,6 +165,7 @@ fn server_name(body: &[u8]) -> Option<Hello> {
         found = Some(name?);
     }
     Some(match found {
+        _ if encrypted => Hello::Encrypted,
         Some(name) => Hello::Name(name),
         None => Hello::NoName,
     })

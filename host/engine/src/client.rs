@@ -85,6 +85,9 @@ pub struct EngineConfig {
     /// The output cap and sampling settings sent with every request, each
     /// only when set.
     pub sampling: Sampling,
+    /// Whether llama-server may be sent `cache_prompt: true` ([`CachePrompt`]);
+    /// off, the field is never sent and the server's own setting holds.
+    pub cache_prompt: bool,
 }
 
 impl EngineConfig {
@@ -101,6 +104,7 @@ impl EngineConfig {
             retries: DEFAULT_RETRIES,
             ca_cert: None,
             sampling: Sampling::default(),
+            cache_prompt: true,
         }
     }
 }
@@ -202,13 +206,19 @@ impl EngineClient {
                 reason: e.to_string(),
                 before_response: true,
             })?;
+        let cache_prompt = if config.cache_prompt {
+            CachePrompt::Unknown
+        } else {
+            // Turned off, it is as if the engine had refused it.
+            CachePrompt::Refused
+        };
         Ok(Self {
             config,
             url,
             http,
             include_usage: AtomicBool::new(true),
             completion_cap_name: AtomicBool::new(false),
-            cache_prompt: std::sync::atomic::AtomicU8::new(CachePrompt::Unknown as u8),
+            cache_prompt: std::sync::atomic::AtomicU8::new(cache_prompt as u8),
             template_tools: std::sync::Mutex::new(None),
         })
     }

@@ -482,6 +482,7 @@ pub fn engine_with(
     config.ca_cert = settings.ca_cert.value.as_ref().map(PathBuf::from);
     settings.apply_timeouts(&mut config);
     config.sampling = settings.sampling();
+    config.cache_prompt = !settings.no_cache_prompt.value.unwrap_or(false);
     let model = match model {
         Some(model) => model,
         None => only_model(&config, notes)?,

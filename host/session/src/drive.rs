@@ -16,7 +16,7 @@ use goat_engine::CancellationToken;
 use goat_shepherd::{
     Approval, ApprovalMode, ApprovalRequest, Approver, Routed, TurnError, TurnEvent, TurnSummary,
 };
-use goat_store::{CallDecision, CallErrorKind, CallStatus as StoreStatus, CompactReason};
+use goat_store::{CallErrorKind, CompactReason};
 use serde_json::Value;
 
 use crate::assemble::Opened;
@@ -550,12 +550,7 @@ impl<'a> Track<'a> {
     /// `tool_call.completed` for a finished call; a denial and the files
     /// changed are kept for the turn's end.
     fn completed(&mut self, tool: String, arguments: &str, routed: &Routed) -> ToolCallCompleted {
-        let status = match routed.status {
-            StoreStatus::Ok => CallStatus::Ok,
-            StoreStatus::Error | StoreStatus::Pending => CallStatus::Error,
-            StoreStatus::Denied => CallStatus::Denied,
-            StoreStatus::Interrupted => CallStatus::Interrupted,
-        };
+        let status = CallStatus::from(routed.status);
         let files: Vec<String> = routed.changes.iter().map(|c| c.path.clone()).collect();
         for path in &files {
             if !self.files_changed.contains(path) {
@@ -576,14 +571,7 @@ impl<'a> Track<'a> {
             call: self.call,
             tool,
             status,
-            decision: routed.decision.map(|d| match d {
-                CallDecision::Allow => Decision::Allow,
-                CallDecision::Deny => Decision::Deny,
-                CallDecision::AskAllowedOnce => Decision::AskAllowedOnce,
-                CallDecision::AskAllowedSession => Decision::AskAllowedSession,
-                CallDecision::AskAllowedAlways => Decision::AskAllowedAlways,
-                CallDecision::AskDenied => Decision::AskDenied,
-            }),
+            decision: routed.decision.map(Decision::from),
             rule: routed.decision_reason.clone(),
             error_kind: routed.error_kind.map(|k| k.as_str().to_owned()),
             result_excerpt: routed

@@ -345,6 +345,34 @@ pub enum Decision {
     AskDenied,
 }
 
+impl From<goat_store::CallStatus> for CallStatus {
+    /// The store's status as the protocol says it: a call still pending
+    /// when its event is made is reported as an error, never as done.
+    fn from(status: goat_store::CallStatus) -> Self {
+        use goat_store::CallStatus as Stored;
+        match status {
+            Stored::Ok => Self::Ok,
+            Stored::Error | Stored::Pending => Self::Error,
+            Stored::Denied => Self::Denied,
+            Stored::Interrupted => Self::Interrupted,
+        }
+    }
+}
+
+impl From<goat_store::CallDecision> for Decision {
+    fn from(decision: goat_store::CallDecision) -> Self {
+        use goat_store::CallDecision as Stored;
+        match decision {
+            Stored::Allow => Self::Allow,
+            Stored::Deny => Self::Deny,
+            Stored::AskAllowedOnce => Self::AskAllowedOnce,
+            Stored::AskAllowedSession => Self::AskAllowedSession,
+            Stored::AskAllowedAlways => Self::AskAllowedAlways,
+            Stored::AskDenied => Self::AskDenied,
+        }
+    }
+}
+
 /// `approval.requested`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalRequested {

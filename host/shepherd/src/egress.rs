@@ -127,7 +127,10 @@ fn record(d: &Decision) -> EgressRecord {
 /// For the result the model reads: each destination refused, why, and the
 /// entry of `setting` that would allow it; empty when nothing was refused.
 pub fn refusals_note(served: &Served, setting: &str) -> String {
+    // In first-seen order, counted; the index keeps a flood of refusals
+    // linear.
     let mut lines: Vec<(String, usize)> = Vec::new();
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for d in served.decisions.iter() {
         let Outcome::Refused(refusal) = &d.outcome else {
             continue;
@@ -150,9 +153,12 @@ pub fn refusals_note(served: &Served, setting: &str) -> String {
             other => other.to_string(),
         };
         let line = format!("{target}: {why}{fix}");
-        match lines.iter_mut().find(|(l, _)| *l == line) {
-            Some((_, n)) => *n += 1,
-            None => lines.push((line, 1)),
+        match seen.get(&line) {
+            Some(&i) => lines[i].1 += 1,
+            None => {
+                seen.insert(line.clone(), lines.len());
+                lines.push((line, 1));
+            }
         }
     }
     if lines.is_empty() {

@@ -6,13 +6,13 @@
 //! result for the model saying which and why, and nothing runs. Calls the
 //! ADR-0065 recovery brought about take this road too: there is no other.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use goat_engine::ToolCall;
-use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool, ToolError, ToolFailure};
-use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
+use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool};
+use goat_store::{CallDecision, CallErrorKind, CallStatus};
 use serde_json::Value;
 
 use crate::checkpoint;
@@ -24,155 +24,13 @@ use crate::gate::{
 use crate::mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 use crate::schema;
 
-/// One call the gate wants a person to decide, with what they need to
-/// decide it.
-#[derive(Clone, Copy, Debug)]
-pub struct ApprovalRequest<'a> {
-    /// The tool's name.
-    pub tool: &'a str,
-    /// The gate's question, one line: the tool and the resolved paths,
-    /// quoted and escaped.
-    pub prompt: &'a str,
-    /// The call's path values, as the gate resolved them (`.` is the
-    /// workspace root); empty for a tool without path fields.
-    pub paths: &'a [String],
-    /// The validated arguments, to show what would change.
-    pub arguments: &'a Value,
-    /// The workspace the paths are in.
-    pub workspace: &'a Path,
-    /// Whether [`Approval::Session`] and [`Approval::Always`] can be saved
-    /// as rules matching exactly these paths in this workspace. When not (a
-    /// path contains a wildcard character or names the workspace root, or
-    /// the workspace path is not UTF-8), they count as [`Approval::Once`].
-    pub can_remember: bool,
-    /// What [`Approval::Directory`] would allow for the session: one
-    /// pattern per path (`dir/**`, its directory). Empty when it is not
-    /// offered (a path at the workspace root, a command, or nothing can be
-    /// remembered).
-    pub directories: &'a [String],
-    /// For a command's change set put to the person: one line per path it
-    /// changes, for the whole view; empty otherwise.
-    pub details: &'a [String],
-}
+mod approval;
+mod outcome;
 
-/// A person's answer to an [`ApprovalRequest`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Approval {
-    /// Run this call.
-    Once,
-    /// Run it, and allow the same tool on the same paths for the rest of
-    /// this session (a session rule in the permission database).
-    Session,
-    /// Run it, and always allow the same tool on the same paths in this
-    /// workspace (a persistent rule bound to the workspace, which `goat
-    /// permissions revoke` removes).
-    Always,
-    /// Run it, and allow the same tool anywhere in the directories
-    /// [`ApprovalRequest::directories`] names for the rest of this session.
-    /// Counts as [`Approval::Session`] where none were offered.
-    Directory,
-    /// Do not run it.
-    Deny,
-    /// Do not run it, and tell the model this sentence (the person's own
-    /// words: what to do instead). Capped at [`MAX_DENIAL_NOTE_CHARS`].
-    DenyWith(String),
-}
-
-/// Most characters of a person's sentence passed on with a denial: room
-/// for a few sentences of guidance, not a second prompt.
-pub const MAX_DENIAL_NOTE_CHARS: usize = 500;
-
-/// What the model is told when the person at the terminal said no, with
-/// their sentence if they gave one: one line, control characters made
-/// spaces, capped at [`MAX_DENIAL_NOTE_CHARS`].
-pub(crate) fn denial_reason(question: &str, note: Option<&str>) -> String {
-    let base = format!("denied: the person at the terminal did not allow it ({question})");
-    let Some(note) = note else {
-        return base;
-    };
-    let note: String = note
-        .trim()
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_DENIAL_NOTE_CHARS)
-        .collect();
-    if note.is_empty() {
-        base
-    } else {
-        format!("{base}; they said: \"{note}\"")
-    }
-}
-
-/// The session pattern covering the directory `raw` is in (`dir/**`), or
-/// `None` for a path at the workspace root or one whose directory has a
-/// wildcard character (it could not be matched literally).
-fn directory_pattern(raw: &str) -> Option<String> {
-    let path = gate::canonical_path(raw).ok()?;
-    let (dir, _) = path.rsplit_once('/')?;
-    if dir.is_empty() || dir == "." || dir.contains(['*', '?']) {
-        return None;
-    }
-    Some(format!("{dir}/**"))
-}
-
-/// One tool on offer ([`AppToolRouter::offered`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OfferedTool {
-    /// Its name, as the model calls it.
-    pub name: String,
-    /// It may change workspace files.
-    pub writes: bool,
-    /// It is GOAT's contained `run_command`.
-    pub command: bool,
-    /// It is an approved plugin rather than a built-in Pen tool.
-    pub plugin: bool,
-    /// Its top-level arguments that hold workspace paths.
-    pub path_fields: Vec<String>,
-}
-
-/// Who answers the gate's questions.
-pub trait Approver: Send {
-    /// Shows `request` to the person and returns their answer.
-    fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval;
-}
-
-/// How one call went, ready for the store and the model: the store's own
-/// record of a call's outcome, so nothing is copied field by field.
-pub type Routed = CallOutcome;
-
-/// A call that failed before the gate was asked.
-pub(crate) fn failed(kind: CallErrorKind, result: String) -> Routed {
-    CallOutcome {
-        status: CallStatus::Error,
-        result,
-        error_kind: Some(kind),
-        decision: None,
-        decision_reason: None,
-        duration: Duration::ZERO,
-        exit_code: None,
-        changes: Vec::new(),
-    }
-}
-
-/// The store's kind for each failure the sandbox or a tool reports. The
-/// match is exhaustive, so a new failure cannot be stored without a kind.
-pub fn failure_kind(failure: &ToolFailure) -> CallErrorKind {
-    match failure {
-        ToolFailure::Tool(error) => match error {
-            ToolError::InvalidArguments(_) => CallErrorKind::InvalidArguments,
-            ToolError::NotFound(_) => CallErrorKind::NotFound,
-            ToolError::Conflict(_) => CallErrorKind::Conflict,
-            ToolError::PermissionDenied(_) => CallErrorKind::PermissionDenied,
-            ToolError::TooLarge(_) => CallErrorKind::TooLarge,
-            ToolError::Io(_) => CallErrorKind::Io,
-        },
-        ToolFailure::Timeout { .. } => CallErrorKind::Timeout,
-        ToolFailure::MemoryExceeded { .. } => CallErrorKind::MemoryExceeded,
-        ToolFailure::OutputExceeded { .. } => CallErrorKind::OutputExceeded,
-        ToolFailure::LimitExceeded { .. } => CallErrorKind::LimitExceeded,
-        ToolFailure::Crashed { .. } => CallErrorKind::Crashed,
-    }
-}
+pub use approval::{Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS};
+pub(crate) use approval::{denial_reason, directory_pattern};
+pub use outcome::{OfferedTool, Routed, failure_kind};
+pub(crate) use outcome::{denied, denied_because, failed, unasked};
 
 /// Where and how calls run.
 #[derive(Clone, Debug)]
@@ -736,76 +594,5 @@ impl goat_sandbox::PathPolicy for GatePolicy {
 
     fn hides_anything(&self) -> bool {
         self.0.hides_anything()
-    }
-}
-
-/// A call the gate denied, counted as [`CallErrorKind::NeedsApproval`]
-/// when the only reason was that no one could be asked.
-pub(crate) fn denied_because(why: &gate::Denial, reason: String) -> Routed {
-    match why {
-        gate::Denial::NeedsApproval { .. } | gate::Denial::CommandNeedsApproval { .. } => {
-            unasked(reason)
-        }
-        _ => denied(CallDecision::Deny, reason),
-    }
-}
-
-/// A call that needed a person's approval when there was no one to ask.
-pub(crate) fn unasked(reason: String) -> Routed {
-    Routed {
-        error_kind: Some(CallErrorKind::NeedsApproval),
-        ..denied(CallDecision::Deny, reason)
-    }
-}
-
-/// A call that does not run. Every denial's reason is written for the
-/// model and begins `denied:`, so it is the result as it stands.
-pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
-    CallOutcome {
-        status: CallStatus::Denied,
-        result: reason.clone(),
-        error_kind: Some(CallErrorKind::Denied),
-        decision: Some(decision),
-        decision_reason: Some(reason),
-        duration: Duration::ZERO,
-        exit_code: None,
-        changes: Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_denial_note_is_one_capped_line_in_quotes() {
-        assert_eq!(
-            denial_reason("q?", None),
-            "denied: the person at the terminal did not allow it (q?)"
-        );
-        assert_eq!(
-            denial_reason("q?", Some("  \n ")),
-            "denied: the person at the terminal did not allow it (q?)"
-        );
-        assert_eq!(
-            denial_reason("q?", Some("use\nthe helper\x1b[2J")),
-            "denied: the person at the terminal did not allow it (q?); they said: \"use the \
-             helper [2J\""
-        );
-        let long = "x".repeat(MAX_DENIAL_NOTE_CHARS + 50);
-        let reason = denial_reason("q?", Some(&long));
-        assert_eq!(reason.matches('x').count(), MAX_DENIAL_NOTE_CHARS);
-    }
-
-    #[test]
-    fn a_directory_pattern_is_the_files_directory_never_the_root() {
-        assert_eq!(
-            directory_pattern("notes/a.txt").as_deref(),
-            Some("notes/**")
-        );
-        assert_eq!(directory_pattern("./a/b/../c.txt").as_deref(), Some("a/**"));
-        assert_eq!(directory_pattern("a.txt"), None);
-        assert_eq!(directory_pattern("we*ird/a.txt"), None);
-        assert_eq!(directory_pattern("../outside/a.txt"), None);
     }
 }

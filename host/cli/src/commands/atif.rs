@@ -143,6 +143,10 @@ struct SummaryExtra {
     reason: &'static str,
     /// The last turn it covers: every turn of the session up to this one.
     through_turn_id: i64,
+    /// Made inside that turn: its rounds up to this one are covered (the
+    /// turn's request is not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    through_round_id: Option<i64>,
     /// The summarising request's tokens (a system step has no metrics).
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_tokens: Option<u64>,
@@ -249,18 +253,31 @@ pub(crate) fn write(out: &mut impl Write, trajectory: &Trajectory) -> io::Result
 }
 
 /// The trajectory of what the store holds of one session: its turns in
-/// order, each summary right after the last turn it covers (where `goat
-/// sessions show` puts it too).
+/// order, each summary right after what it covers: the last round it
+/// covers when it was made inside a turn (ADR-0083), else the last turn
+/// (where `goat sessions show` puts it too).
 fn from_records(session: &SessionInfo, turns: &[TurnRecord], summaries: &[Summary]) -> Trajectory {
     let mut steps = Vec::new();
     let mut usage = Usage::default();
     for turn in turns {
         steps.push(turn_step(turn));
+        let rounds: Vec<i64> = turn.rounds.iter().map(|r| r.id).collect();
+        // A summary whose round is not among the turn's (none should be)
+        // still appears, after the turn.
+        let after_turn = |s: &&Summary| {
+            s.through_turn_id == turn.id && s.through_round_id.is_none_or(|r| !rounds.contains(&r))
+        };
         for round in &turn.rounds {
             usage.add(round);
             steps.push(round_step(turn.id, round));
+            for summary in summaries
+                .iter()
+                .filter(|s| s.through_turn_id == turn.id && s.through_round_id == Some(round.id))
+            {
+                steps.push(summary_step(summary));
+            }
         }
-        for summary in summaries.iter().filter(|s| s.through_turn_id == turn.id) {
+        for summary in summaries.iter().filter(after_turn) {
             steps.push(summary_step(summary));
         }
     }
@@ -430,6 +447,7 @@ fn summary_step(summary: &Summary) -> Step {
             summary_id: summary.id,
             reason: summary.reason.as_str(),
             through_turn_id: summary.through_turn_id,
+            through_round_id: summary.through_round_id,
             prompt_tokens: summary.prompt_tokens,
             completion_tokens: summary.completion_tokens,
         }),
@@ -534,5 +552,78 @@ mod tests {
             t["final_metrics"],
             json!({"total_steps": 3, "extra": {"rounds_without_usage": 2}})
         );
+    }
+
+    /// A summary made inside a turn (ADR-0083) stands after the round it
+    /// covers up to, not after the whole turn.
+    #[test]
+    fn an_in_turn_summary_follows_its_round() {
+        let turn = TurnRecord {
+            id: 3,
+            prompt: "p".into(),
+            status: TurnStatus::Completed,
+            error: None,
+            recovery_used: false,
+            started_at: 0,
+            ended_at: None,
+            rounds: vec![
+                round(10, RoundStatus::Ok, Vec::new()),
+                round(11, RoundStatus::Ok, Vec::new()),
+                round(12, RoundStatus::Ok, Vec::new()),
+            ],
+        };
+        let summary = |id: i64, through_round_id: Option<i64>| goat_store::Summary {
+            id,
+            through_turn_id: 3,
+            through_round_id,
+            content: format!("summary {id}"),
+            reason: goat_store::CompactReason::Window,
+            prompt_tokens: None,
+            completion_tokens: None,
+            created_at: 0,
+        };
+        let session = SessionInfo {
+            id: "s".into(),
+            workspace: "/w".into(),
+            engine_url: "http://e".into(),
+            model: "m".into(),
+            created_at: 0,
+            turns: 1,
+        };
+        let t = serde_json::to_value(from_records(
+            &session,
+            &[turn],
+            &[summary(1, Some(11)), summary(2, None)],
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let order: Vec<String> = t["steps"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                s["extra"]["round_id"].as_i64().map_or_else(
+                    || {
+                        s["extra"]["summary_id"]
+                            .as_i64()
+                            .map_or_else(|| "turn".to_owned(), |id| format!("summary {id}"))
+                    },
+                    |id| format!("round {id}"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "turn",
+                "round 10",
+                "round 11",
+                "summary 1",
+                "round 12",
+                "summary 2"
+            ]
+        );
+        assert_eq!(t["steps"][3]["extra"]["through_round_id"], 11);
+        assert_eq!(t["steps"][5]["extra"].get("through_round_id"), None);
     }
 }

@@ -36,7 +36,12 @@ pub(super) fn export(id: &str, format: Format, db: Option<&Path>) -> anyhow::Res
     let (store, session) = find(id, db)?;
     let mut out = io::stdout().lock();
     match format {
-        Format::Json => write_json(&mut out, &session, &store.turns(&session.id)?)?,
+        Format::Json => write_json(
+            &mut out,
+            &session,
+            &store.turns(&session.id)?,
+            &store.egress(&session.id)?,
+        )?,
         Format::Md => markdown(&mut out, &session, &store.turns(&session.id)?)?,
         Format::Atif => atif::write(&mut out, &atif::trajectory(&store, &session.id)?)?,
     }

@@ -41,7 +41,7 @@ pub enum Command {
     Acp(acp::AcpArgs),
     /// Put back the files one turn changed: each is checked first to hold
     /// what GOAT left there, and if any was changed since, nothing is
-    /// restored. Commands' changes are not kept and not undone.
+    /// restored. Commands' changes are put back too; plugins' are not kept.
     Undo(undo::UndoArgs),
     /// Show the sessions in the store and what happened in them.
     Sessions {

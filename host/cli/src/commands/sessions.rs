@@ -265,15 +265,17 @@ pub(super) fn load(id: &str, db: Option<&Path>) -> anyhow::Result<(SessionInfo, 
     Ok((session, turns))
 }
 
-/// A session and its turns as JSON, full texts included.
+/// A session and its turns as JSON, full texts included, each call with
+/// the network decisions its command's proxy made (ADR-0082).
 pub(super) fn write_json(
     out: &mut impl Write,
     session: &SessionInfo,
     turns: &[TurnRecord],
+    egress: &[goat_store::EgressRow],
 ) -> anyhow::Result<()> {
     let value = json!({
         "session": session_json(session),
-        "turns": turns.iter().map(turn_json).collect::<Vec<_>>(),
+        "turns": turns.iter().map(|t| turn_json(t, egress)).collect::<Vec<_>>(),
     });
     serde_json::to_writer_pretty(&mut *out, &value)?;
     writeln!(out)?;
@@ -284,7 +286,11 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
     let (session, turns) = load(id, db)?;
     let mut out = io::stdout().lock();
     if json {
-        write_json(&mut out, &session, &turns)?;
+        let egress = match open_existing(db)? {
+            Some(store) => store.egress(&session.id)?,
+            None => Vec::new(),
+        };
+        write_json(&mut out, &session, &turns, &egress)?;
     } else {
         // Where a summary begins (ADR-0074): the turns it covers stay here
         // whole; later prompts carried the summary instead of them.
@@ -515,7 +521,7 @@ fn session_json(s: &SessionInfo) -> Value {
     })
 }
 
-fn turn_json(t: &TurnRecord) -> Value {
+fn turn_json(t: &TurnRecord, egress: &[goat_store::EgressRow]) -> Value {
     json!({
         "id": t.id,
         "prompt": t.prompt,
@@ -541,6 +547,16 @@ fn turn_json(t: &TurnRecord) -> Value {
                 "error_kind": c.error_kind.map(|k| k.as_str()),
                 "duration_ms": c.duration_ms,
                 "exit_code": c.exit_code,
+                "network": egress.iter().filter(|e| e.call_row == c.id).map(|e| json!({
+                    "at": e.record.at,
+                    "request": e.record.request.as_str(),
+                    "host": e.record.host,
+                    "port": e.record.port,
+                    "verdict": e.record.verdict.as_str(),
+                    "detail": e.record.detail,
+                    "entry": e.record.entry,
+                    "address": e.record.address,
+                })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

@@ -257,6 +257,33 @@ fn commands_network_takes_a_list_of_destinations_checked_as_it_is_read() {
         .output()
         .unwrap();
     assert_eq!(setting(&json_out(&on), "commands.network")["value"], "true");
+    // The hostile review of ADR-0082: "FALSE" was read as the host
+    // `false`, giving a proxied network where none was meant.
+    for (word, value) in [
+        ("FALSE", Some("false")),
+        ("True", Some("true")),
+        ("off", None),
+    ] {
+        let out = env
+            .cmd()
+            .args(["config", "show", "--json"])
+            .env("GOAT_COMMANDS_NETWORK", word)
+            .output()
+            .unwrap();
+        match value {
+            Some(value) => {
+                assert_eq!(setting(&json_out(&out), "commands.network")["value"], value);
+            }
+            None => {
+                assert_eq!(out.status.code(), Some(2), "{word}");
+                assert!(
+                    text(&out.stderr).contains("\"off\" is not a host; use false (or 0)"),
+                    "{}",
+                    text(&out.stderr)
+                );
+            }
+        }
+    }
 
     for (bad, says) in [
         ("[\"https://crates.io\"]", "is a URL; write the host alone"),
@@ -269,6 +296,7 @@ fn commands_network_takes_a_list_of_destinations_checked_as_it_is_read() {
             "an IPv4 address written in a form other than a.b.c.d",
         ),
         ("[\"*\"]", "set commands.network = true"),
+        ("[\"no\", \"crates.io\"]", "\"no\" is not a host"),
         (
             "\"crates.io\"",
             "invalid type: string \"crates.io\", expected a sequence",

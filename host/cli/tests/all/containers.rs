@@ -12,18 +12,7 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-use crate::{Env, text};
-
-fn shown(out: &Output) -> String {
-    format!("{}{}", text(&out.stdout), text(&out.stderr))
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use crate::{Env, have, shown};
 
 /// Whether these tests can make their mount namespaces; says why not.
 fn can_unshare() -> bool {
@@ -245,6 +234,12 @@ fn a_workspace_on_overlayfs_runs_commands_under_landlock() {
     assert_ne!(forced.status.code(), Some(0), "{}", shown(&forced));
     assert!(
         shown(&forced).contains("no namespace view"),
+        "{}",
+        shown(&forced)
+    );
+    // The step the kernel refused is named, not only its errno.
+    assert!(
+        shown(&forced).contains("the kernel refused the view's step: the overlay at "),
         "{}",
         shown(&forced)
     );

@@ -18,6 +18,34 @@ fn timed_answer() -> Reply {
     Reply::sse(body)
 }
 
+/// llama-server gets `cache_prompt: true`, unless `no_cache_prompt` keeps
+/// the server's own setting (a server started with `--no-cache-prompt`).
+#[tokio::test(flavor = "multi_thread")]
+async fn cache_prompt_goes_to_llama_server_unless_turned_off() {
+    for (off, sent) in [(None, Some(true)), (Some("1"), None)] {
+        let mut builder = GoatRun::builder().replies([timed_answer()]).route(
+            "/props",
+            Reply::error(
+                200,
+                "application/json",
+                r#"{"default_generation_settings": {"n_ctx": 32768}}"#,
+            ),
+        );
+        if let Some(value) = off {
+            builder = builder.var("GOAT_NO_CACHE_PROMPT", value);
+        }
+        let run = builder.json().run("hello").await;
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
+        let body = &run.requests()[0].body;
+        assert_eq!(
+            body.get("cache_prompt")
+                .and_then(serde_json::Value::as_bool),
+            sent,
+            "{body}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_window_is_asked_of_the_engine_and_the_turns_figures_are_shown() {
     let run = GoatRun::builder()

@@ -349,6 +349,24 @@ async fn stalled() -> ScriptedServer {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_is_exit_130_and_the_stream_ends_with_the_turn() {
+    stopped_by("-INT").await;
+}
+
+/// A harness's timeout sends SIGTERM: the turn is cancelled and recorded,
+/// and the stream still ends with its outcome.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_cancels_the_turn_like_ctrl_c() {
+    let (env, lines) = stopped_by("-TERM").await;
+    let store = goat_store::Store::open(&env.db).unwrap();
+    let session = lines[0]["session_id"].as_str().unwrap();
+    let turns = store.turns(session).unwrap();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].status, goat_store::TurnStatus::Cancelled);
+}
+
+/// Runs a turn against an engine that stalls, sends `signal` once the
+/// request is in, and checks the run ends as cancelled, exit 130.
+async fn stopped_by(signal: &str) -> (Env, Vec<Value>) {
     let env = Env::new();
     let server = stalled().await;
     let child = env
@@ -361,7 +379,7 @@ async fn ctrl_c_is_exit_130_and_the_stream_ends_with_the_turn() {
         .unwrap();
     assert!(server.wait_for_requests(1, Duration::from_secs(30)).await);
     let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
@@ -373,6 +391,7 @@ async fn ctrl_c_is_exit_130_and_the_stream_ends_with_the_turn() {
     let end = check_stream(&lines);
     assert_eq!(end["type"], "turn.failed");
     assert_eq!(end["outcome"], "cancelled");
+    (env, lines)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -167,6 +167,24 @@ impl Env {
     }
 }
 
+/// A command's stdout and stderr together, for assertion messages.
+pub(crate) fn shown(out: &std::process::Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+/// Whether `tool` is on this machine; says so when a test part is
+/// skipped for want of it.
+pub(crate) fn have(tool: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped part: {tool} is not installed");
+    }
+    found
+}
+
 /// Output bytes as text.
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

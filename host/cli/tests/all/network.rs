@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::{Env, GoatRun, call_reply, content_reply, json_out, text};
+use crate::{Env, GoatRun, call_reply, content_reply, have, json_out, shown, text};
 
 /// An HTTP server on 127.0.0.1 that answers every request with
 /// `served by PORT PATH` and records each request head it received.
@@ -96,22 +96,6 @@ fn proxied(env: &Env, mode: &str, network: &str, command: &str) -> Output {
         .arg(json!({ "command": command }).to_string())
         .args(["--workspace", env.ws_str(), "--allow-commands"]);
     cmd.output().unwrap()
-}
-
-fn shown(out: &Output) -> String {
-    format!("{}{}", text(&out.stdout), text(&out.stderr))
-}
-
-/// Whether `tool` is on this machine, or a note that it is skipped.
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped part: {tool} is not installed");
-    }
-    found
 }
 
 /// A Cargo project depending on a crate from a sparse registry at
@@ -354,6 +338,34 @@ fn a_listed_name_that_resolves_to_this_machine_is_refused_unless_the_address_is_
     }
 }
 
+/// The hostile review of ADR-0082: with Landlock only, a TCP socket that
+/// listens without a `bind` got a port on every address of the host
+/// (Landlock's bind rule is not asked), reachable from outside. Now
+/// `listen` is refused there; in a view it listens in the command's own
+/// network namespace, which nothing outside reaches.
+#[test]
+fn listen_is_refused_with_landlock_only_and_kept_in_the_views_namespace() {
+    let env = Env::new();
+    for mode in modes(&env) {
+        let out = proxied(
+            &env,
+            mode,
+            "localhost:9",
+            "python3 -c \"import socket, time\ns = socket.socket()\ntry:\n    s.listen()\n\
+             except OSError as e:\n    print('refused', e.errno)\nelse:\n    \
+             print('listening', s.getsockname()[1], flush=True); time.sleep(2)\"",
+        );
+        let said = shown(&out);
+        if mode == "landlock" {
+            assert!(said.contains("refused 1"), "{mode}: {said}");
+            continue;
+        }
+        // In its own network namespace, which has no route out and
+        // nothing outside can reach (the other tests here), it may.
+        assert!(said.contains("listening "), "{mode}: {said}");
+    }
+}
+
 /// A scripted run: every decision is in the store against the call, the
 /// model is shown the refusal, and `goat sessions show` lists them.
 #[tokio::test(flavor = "multi_thread")]
@@ -435,6 +447,31 @@ async fn every_decision_is_recorded_against_the_call_and_the_model_sees_the_refu
         )),
         "{show}"
     );
+    // `--json` carries them too, on the call that made them.
+    let shown = json_out(&run.env.run(&["sessions", "show", &session, "--json"]));
+    let network = &shown["turns"][0]["rounds"][0]["tool_calls"][0]["network"];
+    let verdicts: Vec<(&str, u64, &str)> = network
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["host"].as_str().unwrap(),
+                e["port"].as_u64().unwrap(),
+                e["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("localhost", u64::from(a), "allowed"),
+            ("localhost", u64::from(b), "not-listed"),
+            ("127.0.0.1", u64::from(a), "ip-literal"),
+        ],
+        "{shown}"
+    );
+    assert_eq!(network[1]["entry"], format!("localhost:{b}"));
 }
 
 /// As an unprivileged user (made by the test; CI runs as root), a listed

@@ -20,7 +20,7 @@ use goat_testkit::ScriptedServer;
 use serde_json::json;
 
 use crate::pty::Pty;
-use crate::{Env, GoatRun, call_reply, content_reply, json_out, text};
+use crate::{Env, GoatRun, call_reply, content_reply, have, json_out, shown, text};
 
 /// Whether a view can be made here; the skip note says why not.
 fn view_available(env: &Env) -> bool {
@@ -55,10 +55,6 @@ fn command_in(env: &Env, ws: &Path, args: &serde_json::Value, vars: &[(&str, &st
         .arg(ws)
         .arg("--allow-commands");
     cmd.output().unwrap()
-}
-
-fn shown(out: &Output) -> String {
-    format!("{}{}", text(&out.stdout), text(&out.stderr))
 }
 
 /// What a path is, by everything a command might change about it.
@@ -107,18 +103,6 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Meta> {
     out
 }
 
-/// A tool a test needs, or a skip note.
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped part: {tool} is not installed");
-    }
-    found
-}
-
 #[test]
 fn a_fresh_cargo_project_builds_and_passes_its_tests_through_run_command() {
     let env = Env::new();
@@ -156,6 +140,51 @@ fn a_fresh_cargo_project_builds_and_passes_its_tests_through_run_command() {
     // A file at the repository's root, beside .git.
     assert_eq!(fs::read_to_string(proj.join("NOTES.md")).unwrap(), "made\n");
     assert!(result.contains("landed in the workspace"), "{result}");
+}
+
+/// `cargo build` with a new dependency and `npm install` write to their
+/// caches under the home directory: in a view each cache is writable (an
+/// overlay), and the host's stays byte for byte as it was, so a command
+/// can neither fail on it nor plant a package in it.
+#[test]
+fn package_caches_are_writable_in_a_view_and_unchanged_outside() {
+    let env = Env::new();
+    if !view_available(&env) {
+        return;
+    }
+    let home = env.root.join("home");
+    let caches = [".cargo/registry/cache", ".npm/_cacache", ".cache/pip"];
+    for dir in caches {
+        fs::create_dir_all(home.join(dir)).unwrap();
+        fs::write(home.join(dir).join("cached"), "from the host\n").unwrap();
+    }
+    let before = tree(&home);
+    let script = caches
+        .iter()
+        .map(|dir| {
+            format!(
+                "cat $HOME/{dir}/cached && echo planted > $HOME/{dir}/new && \
+                 echo changed >> $HOME/{dir}/cached && cat $HOME/{dir}/new"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" && ");
+    let out = command_in(
+        &env,
+        &env.ws,
+        &json!({ "command": format!("{script} && echo all-written") }),
+        &[("HOME", home.to_str().unwrap())],
+    );
+    let result = shown(&out);
+    assert!(result.contains("all-written"), "{result}");
+    assert_eq!(result.matches("from the host").count(), 3, "{result}");
+    assert_eq!(tree(&home), before, "{result}");
+    assert_eq!(
+        fs::read_to_string(home.join(".npm/_cacache/cached")).unwrap(),
+        "from the host\n"
+    );
+    // Nothing of it is in the workspace's change set either.
+    assert!(!result.contains("landed in the workspace"), "{result}");
 }
 
 #[test]

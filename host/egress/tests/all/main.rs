@@ -103,14 +103,24 @@ fn exchange(proxy_port: u16, request: &[u8]) -> String {
 
 /// A minimal TLS ClientHello record naming `name`.
 fn hello(name: &str) -> Vec<u8> {
-    let mut list = vec![0u8];
-    list.extend((name.len() as u16).to_be_bytes());
-    list.extend(name.as_bytes());
-    let mut data = (list.len() as u16).to_be_bytes().to_vec();
-    data.extend(list);
-    let mut ext = 0u16.to_be_bytes().to_vec();
-    ext.extend((data.len() as u16).to_be_bytes());
-    ext.extend(data);
+    hello_with(Some(name), &[])
+}
+
+/// A ClientHello naming `name` (or none), with the raw extensions `more`
+/// after its server_name.
+fn hello_with(name: Option<&str>, more: &[u8]) -> Vec<u8> {
+    let mut ext = Vec::new();
+    if let Some(name) = name {
+        let mut list = vec![0u8];
+        list.extend((name.len() as u16).to_be_bytes());
+        list.extend(name.as_bytes());
+        let mut data = (list.len() as u16).to_be_bytes().to_vec();
+        data.extend(list);
+        ext.extend(0u16.to_be_bytes());
+        ext.extend((data.len() as u16).to_be_bytes());
+        ext.extend(data);
+    }
+    ext.extend(more);
     let mut body = vec![3, 3];
     body.extend([7u8; 32]);
     body.extend([0, 0, 2, 0x13, 0x01, 1, 0]);
@@ -281,6 +291,53 @@ fn a_listed_name_that_resolves_to_this_machine_is_refused_unless_the_address_is_
     );
     assert_eq!(up.seen(), vec![hello("registry.test")]);
     assert_eq!(refusals(&serving.finish()), Vec::new());
+}
+
+/// The hostile review of ADR-0082: Encrypted Client Hello carries the
+/// listed name outside and any site of the same front end inside; a
+/// handshake with no name lets the front end choose. Neither passes a
+/// byte. A name of megabytes is kept as one short line.
+#[test]
+fn a_hidden_or_missing_handshake_name_passes_nothing_and_a_huge_one_is_cut() {
+    let up = Upstream::start(b"pong");
+    let (serving, port) = proxy(&[
+        format!("registry.test:{}", up.port),
+        format!("127.0.0.1:{}", up.port),
+    ]);
+    let authority = format!("registry.test:{}", up.port);
+    // encrypted_client_hello (0xfe0d), with an inner name the proxy
+    // cannot read, and the draft's number (0xffce).
+    for kind in [0xfe0du16, 0xffce] {
+        let mut ech = kind.to_be_bytes().to_vec();
+        ech.extend(26u16.to_be_bytes());
+        ech.extend(b"INNER-SNI-attacker.example");
+        let answer = through_tunnel(port, &authority, &hello_with(Some("registry.test"), &ech));
+        assert_eq!(answer, "HTTP/1.1 200 Connection established\r\n\r\n");
+    }
+    let answer = through_tunnel(port, &authority, &hello_with(None, &[]));
+    assert_eq!(answer, "HTTP/1.1 200 Connection established\r\n\r\n");
+    let huge = "\u{1}".repeat(15_000);
+    let answer = through_tunnel(port, &authority, &hello(&huge));
+    assert_eq!(answer, "HTTP/1.1 200 Connection established\r\n\r\n");
+    assert!(up.seen().iter().all(Vec::is_empty), "{:?}", up.seen());
+    let refused = refusals(&serving.finish());
+    assert_eq!(refused.len(), 4, "{refused:?}");
+    for (_, _, refusal, _) in &refused[..2] {
+        assert!(
+            refusal.to_string().contains("Encrypted Client Hello"),
+            "{refusal}"
+        );
+    }
+    assert!(
+        refused[2].2.to_string().contains("names no host"),
+        "{}",
+        refused[2].2
+    );
+    let Refusal::SniMismatch { sni } = &refused[3].2 else {
+        panic!("{refused:?}");
+    };
+    assert!(sni.len() < 2_000, "{} bytes kept", sni.len());
+    assert!(sni.ends_with("... (15000 bytes in all)"), "{sni}");
 }
 
 #[test]

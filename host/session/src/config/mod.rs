@@ -295,6 +295,7 @@ pub struct Settings {
     pub tool_memory_mib: Setting<u64>,
     pub tool_output_kib: Setting<u64>,
     pub markup_unwrapped_calls: Setting<bool>,
+    pub no_cache_prompt: Setting<bool>,
     pub connect_timeout_secs: Setting<u64>,
     pub first_byte_timeout_secs: Setting<u64>,
     pub idle_timeout_secs: Setting<u64>,

@@ -144,6 +144,14 @@ pub static SETTINGS: &[SettingDef] = &[
         kind: Kind::Text(field!(ca_cert)),
     },
     SettingDef {
+        key: "no_cache_prompt",
+        env: "GOAT_NO_CACHE_PROMPT",
+        flag: None,
+        doc: "Never send llama-server cache_prompt: true (GOAT sends it, overriding a server started with --no-cache-prompt; set this to keep that, e.g. for repeatable runs)",
+        example: "false",
+        kind: Kind::Bool(field!(no_cache_prompt)),
+    },
+    SettingDef {
         key: "max_rounds",
         env: "GOAT_MAX_ROUNDS",
         flag: Some("--max-rounds"),
@@ -387,7 +395,7 @@ pub static SETTINGS: &[SettingDef] = &[
         env: "GOAT_COMMANDS_NETWORK",
         flag: None,
         doc: "run_command's network: false (none), true (all of it: TCP and every socket family), or a list of destinations reached only through GOAT's proxy: \"host\" (ports 80 and 443), \"host:port\", \"host:*\", \"*.host\" (names below host), an IP address, or a named set (registries.rust, registries.python, registries.node, registries.go); the approval question says which",
-        example: "[\"registries.rust\", \"localhost:8080\"]",
+        example: "[\"registries.rust\", \"localhost:3000\"]",
         kind: Kind::Network(field!(commands_network)),
     },
     SettingDef {
@@ -520,6 +528,18 @@ impl SettingDef {
             }
             (Kind::Network(field), Raw::List(items)) => {
                 let items: Vec<String> = items.iter().map(|i| i.trim().to_owned()).collect();
+                // A word meant as on or off, read as a host name, would
+                // give a proxied network where none or all was meant.
+                if let Some(word) = items.iter().find(|i| {
+                    ["true", "false", "yes", "no", "on", "off", "none", "0", "1"]
+                        .contains(&i.to_ascii_lowercase().as_str())
+                }) {
+                    return Err(format!(
+                        "{}: \"{word}\" is not a host; use false (or 0) for no network, true (or \
+                         1) for all of it, or a list of hosts",
+                        self.key
+                    ));
+                }
                 goat_shepherd::network::Allowlist::parse(&items)
                     .map_err(|e| format!("{}: {e}", self.key))?;
                 // Nothing listed is nothing reachable: the network closed.
@@ -582,14 +602,14 @@ impl SettingDef {
                     "{var}={text}: use 1 or true to turn it on, 0 or false to turn it off"
                 )),
             },
-            Kind::Network(_) => match text.trim() {
+            Kind::Network(_) => match text.trim().to_ascii_lowercase().as_str() {
                 "1" | "true" => self.set(s, Raw::Bool(true), source),
                 "0" | "false" => self.set(s, Raw::Bool(false), source),
-                list => self
+                _ => self
                     .set(
                         s,
                         Raw::List(
-                            list.split(',')
+                            text.split(',')
                                 .map(str::trim)
                                 .filter(|t| !t.is_empty())
                                 .map(str::to_owned)

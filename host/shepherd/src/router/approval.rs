@@ -1,0 +1,141 @@
+//! What the gate puts to a person, and their answer: the request, the
+//! answers, and how a refusal is told to the model.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::gate;
+
+/// One call the gate wants a person to decide, with what they need to
+/// decide it.
+#[derive(Clone, Copy, Debug)]
+pub struct ApprovalRequest<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The gate's question, one line: the tool and the resolved paths,
+    /// quoted and escaped.
+    pub prompt: &'a str,
+    /// The call's path values, as the gate resolved them (`.` is the
+    /// workspace root); empty for a tool without path fields.
+    pub paths: &'a [String],
+    /// The validated arguments, to show what would change.
+    pub arguments: &'a Value,
+    /// The workspace the paths are in.
+    pub workspace: &'a Path,
+    /// Whether [`Approval::Session`] and [`Approval::Always`] can be saved
+    /// as rules matching exactly these paths in this workspace. When not (a
+    /// path contains a wildcard character or names the workspace root, or
+    /// the workspace path is not UTF-8), they count as [`Approval::Once`].
+    pub can_remember: bool,
+    /// What [`Approval::Directory`] would allow for the session: one
+    /// pattern per path (`dir/**`, its directory). Empty when it is not
+    /// offered (a path at the workspace root, a command, or nothing can be
+    /// remembered).
+    pub directories: &'a [String],
+    /// For a command's change set put to the person: one line per path it
+    /// changes, for the whole view; empty otherwise.
+    pub details: &'a [String],
+}
+
+/// A person's answer to an [`ApprovalRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this call.
+    Once,
+    /// Run it, and allow the same tool on the same paths for the rest of
+    /// this session (a session rule in the permission database).
+    Session,
+    /// Run it, and always allow the same tool on the same paths in this
+    /// workspace (a persistent rule bound to the workspace, which `goat
+    /// permissions revoke` removes).
+    Always,
+    /// Run it, and allow the same tool anywhere in the directories
+    /// [`ApprovalRequest::directories`] names for the rest of this session.
+    /// Counts as [`Approval::Session`] where none were offered.
+    Directory,
+    /// Do not run it.
+    Deny,
+    /// Do not run it, and tell the model this sentence (the person's own
+    /// words: what to do instead). Capped at [`MAX_DENIAL_NOTE_CHARS`].
+    DenyWith(String),
+}
+
+/// Most characters of a person's sentence passed on with a denial: room
+/// for a few sentences of guidance, not a second prompt.
+pub const MAX_DENIAL_NOTE_CHARS: usize = 500;
+
+/// What the model is told when the person at the terminal said no, with
+/// their sentence if they gave one: one line, control characters made
+/// spaces, capped at [`MAX_DENIAL_NOTE_CHARS`].
+pub(crate) fn denial_reason(question: &str, note: Option<&str>) -> String {
+    let base = format!("denied: the person at the terminal did not allow it ({question})");
+    let Some(note) = note else {
+        return base;
+    };
+    let note: String = note
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_DENIAL_NOTE_CHARS)
+        .collect();
+    if note.is_empty() {
+        base
+    } else {
+        format!("{base}; they said: \"{note}\"")
+    }
+}
+
+/// The session pattern covering the directory `raw` is in (`dir/**`), or
+/// `None` for a path at the workspace root or one whose directory has a
+/// wildcard character (it could not be matched literally).
+pub(crate) fn directory_pattern(raw: &str) -> Option<String> {
+    let path = gate::canonical_path(raw).ok()?;
+    let (dir, _) = path.rsplit_once('/')?;
+    if dir.is_empty() || dir == "." || dir.contains(['*', '?']) {
+        return None;
+    }
+    Some(format!("{dir}/**"))
+}
+/// Who answers the gate's questions.
+pub trait Approver: Send {
+    /// Shows `request` to the person and returns their answer.
+    fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_denial_note_is_one_capped_line_in_quotes() {
+        assert_eq!(
+            denial_reason("q?", None),
+            "denied: the person at the terminal did not allow it (q?)"
+        );
+        assert_eq!(
+            denial_reason("q?", Some("  \n ")),
+            "denied: the person at the terminal did not allow it (q?)"
+        );
+        assert_eq!(
+            denial_reason("q?", Some("use\nthe helper\x1b[2J")),
+            "denied: the person at the terminal did not allow it (q?); they said: \"use the \
+             helper [2J\""
+        );
+        let long = "x".repeat(MAX_DENIAL_NOTE_CHARS + 50);
+        let reason = denial_reason("q?", Some(&long));
+        assert_eq!(reason.matches('x').count(), MAX_DENIAL_NOTE_CHARS);
+    }
+
+    #[test]
+    fn a_directory_pattern_is_the_files_directory_never_the_root() {
+        assert_eq!(
+            directory_pattern("notes/a.txt").as_deref(),
+            Some("notes/**")
+        );
+        assert_eq!(directory_pattern("./a/b/../c.txt").as_deref(), Some("a/**"));
+        assert_eq!(directory_pattern("a.txt"), None);
+        assert_eq!(directory_pattern("we*ird/a.txt"), None);
+        assert_eq!(directory_pattern("../outside/a.txt"), None);
+    }
+}
