@@ -298,6 +298,71 @@ async fn an_edit_rejected_or_answered_with_an_unknown_option_is_denied() {
     }
 }
 
+/// A deny rule decides before anyone is asked: the editor never sees the
+/// call as something it could allow.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deny_rule_is_never_put_to_the_editor() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
+    let out = env.run(&["permissions", "deny", "*", "a.txt"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let server = ScriptedServer::start(vec![edit_one_to_two(), Reply::text("Denied.")]).await;
+    let t = client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({"steps": steps(opening(), &[prompt("Make it two")]), "permissions": ["allow-once"]}),
+    )
+    .await;
+    assert!(
+        !t.iter().any(|e| e["type"] == "permission"),
+        "asked about a denied call: {t:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(
+        stored_calls(&env),
+        [(
+            "edit_file".to_owned(),
+            "denied".to_owned(),
+            Some("deny".to_owned())
+        )]
+    );
+}
+
+/// session/set_mode switches GOAT's approval mode: in accept-edits the edit
+/// lands without a question; a mode GOAT does not have is an error.
+#[tokio::test(flavor = "multi_thread")]
+async fn set_mode_switches_the_approval_mode() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
+    let server = ScriptedServer::start(vec![edit_one_to_two(), Reply::text("Done.")]).await;
+    let t = client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({"steps": steps(opening(), &[
+            json!({"op": "set_mode", "modeId": "yolo"}),
+            json!({"op": "set_mode", "modeId": "accept-edits"}),
+            prompt("Make it two"),
+        ])}),
+    )
+    .await;
+    let a = answers(&t);
+    assert_eq!(a[2]["type"], "error", "{t:?}");
+    assert_eq!(a[3]["type"], "response", "{t:?}");
+    assert_eq!(a[4]["result"]["stopReason"], "end_turn", "{t:?}");
+    assert!(!t.iter().any(|e| e["type"] == "permission"), "{t:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "two\n"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_mid_turn_ends_it_with_cancelled() {
     let Some(sdk) = sdk() else { return };
