@@ -102,6 +102,7 @@ pub async fn run(
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use agent_client_protocol::v1::schema::{
         EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents,
