@@ -298,6 +298,50 @@ async fn an_edit_rejected_or_answered_with_an_unknown_option_is_denied() {
     }
 }
 
+/// A command, approved in the editor, runs in GOAT's sandbox (never the
+/// editor's terminal); the editor sees its kind, its exit code and its
+/// output.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_approved_in_the_editor_shows_its_exit_code_and_output() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "run_command",
+            r#"{"command": "echo hello-from-goat; exit 3"}"#,
+        ),
+        Reply::text("It exited 3."),
+    ])
+    .await;
+    let t = client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({"steps": steps(opening(), &[prompt("Run it")]), "permissions": ["allow-once"]}),
+    )
+    .await;
+    assert_eq!(answers(&t)[2]["result"]["stopReason"], "end_turn", "{t:?}");
+    let call = updates(&t, "tool_call");
+    assert_eq!(call[0]["kind"], "execute", "{t:?}");
+    assert!(
+        call[0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("echo hello-from-goat"),
+        "{t:?}"
+    );
+    let done = updates(&t, "tool_call_update");
+    let shown = done[0]["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(shown.starts_with("exit code 3\n"), "{shown}");
+    assert!(shown.contains("hello-from-goat"), "{shown}");
+    assert_eq!(done[0]["rawOutput"]["exit_code"], 3, "{done:?}");
+    let db = rusqlite::Connection::open(&env.db).unwrap();
+    let code: i64 = db
+        .query_row("SELECT exit_code FROM tool_calls", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(code, 3);
+}
+
 /// A deny rule decides before anyone is asked: the editor never sees the
 /// call as something it could allow.
 #[tokio::test(flavor = "multi_thread")]
