@@ -66,7 +66,13 @@ fn agent(url: &str, flags: &[&str]) -> Vec<String> {
 /// Runs the client with `scenario` (its `agent` and `cwd` filled in) and
 /// returns its transcript.
 async fn client(env: &Env, sdk: &Path, url: &str, mut scenario: Value) -> Vec<Value> {
-    scenario["agent"] = json!(agent(url, &[]));
+    let flags: Vec<String> = scenario
+        .get("flags")
+        .and_then(Value::as_array)
+        .map(|f| f.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    scenario["agent"] = json!(agent(url, &flags));
     if scenario.get("cwd").is_none() {
         scenario["cwd"] = json!(env.ws_str());
     }
@@ -559,6 +565,35 @@ async fn a_hostile_cwd_or_mcp_servers_are_refused_and_the_agent_goes_on() {
         .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(sessions, 1);
+}
+
+/// `goat acp --workspace DIR` pins the one directory a client may use.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_workspace_given_another_cwd_is_refused() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let server = ScriptedServer::start(vec![Reply::text("unused")]).await;
+    let t = client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({
+            "flags": ["--workspace", env.ws_str()],
+            "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": elsewhere.to_str().unwrap()},
+                {"op": "new"},
+            ],
+        }),
+    )
+    .await;
+    let a = answers(&t);
+    assert_eq!(a[1]["type"], "error", "{t:?}");
+    let message = a[1]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("another directory"), "{message}");
+    assert!(a[2]["result"]["sessionId"].is_string(), "{t:?}");
 }
 
 /// Lines that are not JSON-RPC get an error, and the agent answers the
