@@ -567,6 +567,40 @@ async fn a_hostile_cwd_or_mcp_servers_are_refused_and_the_agent_goes_on() {
     assert_eq!(sessions, 1);
 }
 
+/// How a turn ended reaches the editor: the round cap as
+/// `max_turn_requests`, an engine failure as a JSON-RPC error naming the
+/// outcome (not `refusal`: GOAT keeps the turn).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_round_cap_and_an_engine_failure_answer_as_the_table_says() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "alpha\n").unwrap();
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call("read_file", r#"{"path": "a.txt"}"#),
+        Reply::error(
+            400,
+            "application/json",
+            r#"{"error": {"message": "bad request"}}"#,
+        ),
+    ])
+    .await;
+    let t = client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({
+            "flags": ["--max-rounds", "1"],
+            "steps": steps(opening(), &[prompt("Read it"), prompt("Again")]),
+        }),
+    )
+    .await;
+    let a = answers(&t);
+    assert_eq!(a[2]["result"]["stopReason"], "max_turn_requests", "{t:?}");
+    assert_eq!(a[3]["type"], "error", "{t:?}");
+    assert_eq!(a[3]["error"]["code"], -32603, "{t:?}");
+    assert_eq!(a[3]["error"]["data"]["outcome"], "engine_failed", "{t:?}");
+}
+
 /// `goat acp --workspace DIR` pins the one directory a client may use.
 #[tokio::test(flavor = "multi_thread")]
 async fn with_workspace_given_another_cwd_is_refused() {
