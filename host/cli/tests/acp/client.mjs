@@ -10,6 +10,8 @@
 // Steps: {"op": "initialize"} | {"op": "new", "cwd"?, "mcpServers"?}
 //   | {"op": "load", "sessionId"?, "cwd"?} | {"op": "prompt", "text"}
 //   | {"op": "set_mode", "modeId"}
+//   (a prompt may say "cancelOnUpdate": KIND to send session/cancel when the
+//   first update of that kind arrives)
 // Permissions, one per request, in order: an optionId to select,
 //   "cancelled" to answer cancelled, or "cancel-turn" to send
 //   session/cancel first and then answer cancelled (as the spec says a
@@ -31,6 +33,9 @@ const acp = await import(
 const transcript = [];
 const permissions = [...(scenario.permissions ?? [])];
 let sessionId = null;
+// A prompt step's `cancelOnUpdate`: the first update of that kind sends
+// session/cancel (the editor's stop button).
+let cancelOn = null;
 
 const [program, ...args] = scenario.agent;
 const child = spawn(program, args, { stdio: ["pipe", "pipe", "inherit"] });
@@ -38,8 +43,12 @@ const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(chil
 
 const app = acp
   .client({ name: "goat-test-client" })
-  .onNotification(acp.methods.client.session.update, ({ params }) => {
+  .onNotification(acp.methods.client.session.update, async ({ params, agent }) => {
     transcript.push({ type: "update", params });
+    if (cancelOn !== null && params.update.sessionUpdate === cancelOn) {
+      cancelOn = null;
+      await agent.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+    }
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params, agent }) => {
     const answer = permissions.shift() ?? "cancelled";
@@ -78,6 +87,7 @@ async function step(agent, s) {
       });
     }
     case "prompt":
+      cancelOn = s.cancelOnUpdate ?? null;
       return agent.request(acp.methods.agent.session.prompt, {
         sessionId,
         prompt: [{ type: "text", text: s.text }],

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use goat_testkit::{Reply, ScriptedServer};
+use goat_testkit::{Reply, ScriptedServer, Step, ev_content, ev_done, ev_finish};
 use serde_json::{Value, json};
 
 use crate::{Env, text};
@@ -438,6 +438,43 @@ async fn a_cancel_mid_turn_ends_it_with_cancelled() {
     assert_eq!(status, "cancelled");
     // The turn stopped: the engine was not asked again.
     assert_eq!(server.requests().len(), 1);
+}
+
+/// The editor's stop button while the engine is still streaming: the turn
+/// ends at once with `cancelled`, not when the engine would have finished.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_while_the_engine_streams_ends_the_turn_at_once() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![Reply::sse_steps(vec![
+        Step::Bytes(ev_content("Working on it. ").into_bytes()),
+        Step::Sleep(Duration::from_secs(30)),
+        Step::Bytes(ev_content("Done.").into_bytes()),
+        Step::Bytes(ev_finish("stop").into_bytes()),
+        Step::Bytes(ev_done().into_bytes()),
+    ])])
+    .await;
+    let started = std::time::Instant::now();
+    let t = client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({"steps": steps(opening(), &[json!({
+            "op": "prompt", "text": "Work", "cancelOnUpdate": "agent_message_chunk",
+        })])}),
+    )
+    .await;
+    assert_eq!(answers(&t)[2]["result"]["stopReason"], "cancelled", "{t:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the turn waited for the engine: {:?}",
+        started.elapsed()
+    );
+    let db = rusqlite::Connection::open(&env.db).unwrap();
+    let status: String = db
+        .query_row("SELECT status FROM turns", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread")]
