@@ -179,12 +179,12 @@ pub struct TurnOptions {
     pub session: Option<String>,
 }
 
-fn parse_mode(text: &str) -> Result<goat_shepherd::ApprovalMode, String> {
+pub(crate) fn parse_mode(text: &str) -> Result<goat_shepherd::ApprovalMode, String> {
     goat_shepherd::ApprovalMode::from_name(text)
         .ok_or_else(|| format!("'{text}' is not a mode; use ask, accept-edits or read-only"))
 }
 
-fn parse_max_rounds(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_max_rounds(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("a turn needs at least 1 round".to_owned()),
         Ok(n) => Ok(n),

@@ -606,6 +606,10 @@ pub fn schema() -> serde_json::Value {
             )),
         );
     }
+    // Keys in one order however serde_json keeps maps (the ACP SDK turns on
+    // its `preserve_order` feature for the whole build): the committed file
+    // is the same from every build.
+    schema.sort_all_objects();
     schema
 }
 
@@ -617,12 +621,15 @@ fn require_nullable(schema: &mut serde_json::Value) {
     match schema {
         Value::Object(object) => {
             if let Some(Value::Object(properties)) = object.get("properties") {
-                let nullable: Vec<String> = properties
+                let mut nullable: Vec<String> = properties
                     .iter()
                     .filter(|(name, _)| !OMITTED_WHEN_EMPTY.contains(&name.as_str()))
                     .filter(|(_, p)| allows_null(p))
                     .map(|(name, _)| name.clone())
                     .collect();
+                // Sorted, as a sorted map would give them, whichever order
+                // the map keeps.
+                nullable.sort();
                 let required = object
                     .entry("required")
                     .or_insert_with(|| Value::Array(Vec::new()));

@@ -155,9 +155,12 @@ fn check(schema: &Value, v: &Value, path: &str, depth: usize) -> Result<(), Stri
                 Some(sub) => check(sub, value, &join(path, key), depth + 1)?,
                 None => match schema.get("additionalProperties") {
                     Some(Value::Bool(false)) => {
-                        let known: Vec<&str> = props
+                        let mut known: Vec<&str> = props
                             .map(|p| p.keys().map(String::as_str).collect())
                             .unwrap_or_default();
+                        // In one order however serde_json keeps maps (a
+                        // build with the ACP SDK keeps insertion order).
+                        known.sort_unstable();
                         return Err(format!(
                             "unknown argument '{}'; this tool takes: {}",
                             join(path, key),

@@ -2,6 +2,7 @@
 //! its arguments and calls into the rest of the crate, which does the
 //! work. [`Command`] is the list; [`dispatch`] runs one.
 
+mod acp;
 pub(crate) mod atif;
 mod chat;
 mod config;
@@ -35,6 +36,10 @@ pub enum Command {
     /// Send PROMPT to the model and let it work in the workspace: one turn,
     /// its answer streamed to stdout, tool activity to stderr.
     Run(run::RunArgs),
+    /// Serve the Agent Client Protocol (v1) on stdio: GOAT as the agent
+    /// behind Zed, JetBrains, Neovim or VS Code (docs/editors.md). Every
+    /// session is a GOAT session, its approvals asked through the editor.
+    Acp(acp::AcpArgs),
     /// Put back the files one turn changed: each is checked first to hold
     /// what GOAT left there, and if any was changed since, nothing is
     /// restored. Commands' changes are put back too; plugins' are not kept.
@@ -93,6 +98,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Stats(args) => stats::stats(args),
         Command::Probe(args) => probe::probe(args),
         Command::Run(args) => run::run(args),
+        Command::Acp(args) => acp::acp(args),
         Command::Chat(args) => chat::chat(args),
         Command::Undo(args) => undo::undo(args),
         Command::Config { command } => config::config(command),

@@ -8,6 +8,7 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod acp;
 mod atif;
 mod boundary;
 mod caps;

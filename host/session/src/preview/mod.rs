@@ -62,6 +62,19 @@ pub fn preview(request: &ApprovalRequest<'_>, extent: Extent) -> Vec<String> {
     }
 }
 
+/// What a workspace file holds now, read as the approval preview reads it
+/// (no link out of the workspace followed, no FIFO opened, at most
+/// [`PREVIEW_FILE_BYTES`], decoded as the tools decode it): `Ok(None)` when
+/// there is no such file, `Err` with the reason when it cannot be shown.
+/// For front ends that show an edit as a whole-file diff (ACP's `diff`).
+pub fn current_text(workspace: &Path, path: &str) -> Result<Option<String>, String> {
+    match existing(workspace, path) {
+        Existing::Missing => Ok(None),
+        Existing::Text(text) => Ok(Some(text)),
+        Existing::Unshown(why) => Err(why),
+    }
+}
+
 /// A workspace path as the tools resolve it (goat-workpath, lexically);
 /// `None` for one they refuse.
 fn lexical(raw: Option<&str>) -> Option<String> {

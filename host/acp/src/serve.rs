@@ -1,0 +1,268 @@
+//! The connection: one handler per ACP v1 method, the sessions it opened.
+//!
+//! Handlers run in the SDK's dispatch loop, one message at a time, so a
+//! handler never waits for the client: a prompt's turn runs in a task of
+//! its own and answers when it ends, which leaves the loop free for
+//! `session/cancel` and for the answers to permission requests.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{Agent, Error, ErrorCode, Stdio};
+use goat_engine::CancellationToken;
+use goat_session::OpenOptions;
+use goat_shepherd::ApprovalMode;
+
+use crate::session::Session;
+
+/// Where what assembly has to say goes (stderr, escaped, in `goat acp`).
+pub type Notes = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What `goat acp` was started with.
+pub struct ServeOptions {
+    /// The settings every session starts from: engine, store, permission
+    /// database, mode, caps. `workspace`, when set, is the only directory
+    /// a client may use as its `cwd`.
+    pub open: OpenOptions,
+    /// Where notes go.
+    pub notes: Notes,
+}
+
+struct State {
+    options: ServeOptions,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl State {
+    fn session(&self, id: &str) -> Result<Arc<Session>, Error> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::RESOURCE_NOT_FOUND,
+                    format!(
+                        "no session '{}' is open on this connection; open it with session/new \
+                         or session/load",
+                        goat_session::text::escape_controls(id)
+                    ),
+                )
+            })
+    }
+
+    fn keep(&self, session: Session) -> Arc<Session> {
+        let session = Arc::new(session);
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.id().to_owned(), session.clone());
+        session
+    }
+}
+
+/// A failure to open a session, as the client sees it.
+fn open_failed(e: &anyhow::Error) -> Error {
+    Error::new(
+        ErrorCode::INVALID_PARAMS,
+        goat_session::text::error_chain(e.chain()),
+    )
+}
+
+/// GOAT has no MCP client yet (issue 26), and one workspace per session.
+fn refuse_extras(mcp_servers: usize, additional_directories: usize) -> Result<(), Error> {
+    if mcp_servers > 0 {
+        return Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            "GOAT cannot use the client's MCP servers (it has no MCP client); send an empty \
+             mcpServers list",
+        ));
+    }
+    if additional_directories > 0 {
+        return Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            "GOAT works in one directory per session; send no additionalDirectories",
+        ));
+    }
+    Ok(())
+}
+
+/// Serves ACP v1 on stdin and stdout until the client closes stdin.
+pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
+    let state = Arc::new(State {
+        options,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let (s_new, s_load, s_prompt, s_mode, s_cancel) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+    );
+    Agent
+        .v1()
+        .name("goat")
+        .on_receive_request(
+            async move |_: InitializeRequest, responder, _cx| {
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .prompt_capabilities(
+                                    PromptCapabilities::new().embedded_context(true),
+                                ),
+                        )
+                        .agent_info(Implementation::new("goat", env!("CARGO_PKG_VERSION"))),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                let state = s_new.clone();
+                let opened = refuse_extras(
+                    request.mcp_servers.len(),
+                    request.additional_directories.len(),
+                )
+                .and_then(|()| {
+                    tokio::task::block_in_place(|| {
+                        Session::open(
+                            &state.options.open,
+                            &request.cwd,
+                            None,
+                            &cx,
+                            &state.options.notes,
+                        )
+                    })
+                    .map_err(|e| open_failed(&e))
+                });
+                match opened {
+                    Ok(session) => {
+                        let session = state.keep(session);
+                        responder.respond(
+                            NewSessionResponse::new(session.id().to_owned()).modes(session.modes()),
+                        )
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let state = s_load.clone();
+                let id = request.session_id.0.to_string();
+                if state.session(&id).is_ok() {
+                    return responder.respond_with_error(Error::new(
+                        ErrorCode::INVALID_REQUEST,
+                        "that session is already open on this connection",
+                    ));
+                }
+                let opened = refuse_extras(
+                    request.mcp_servers.len(),
+                    request.additional_directories.len(),
+                )
+                .and_then(|()| {
+                    tokio::task::block_in_place(|| {
+                        let session = Session::open(
+                            &state.options.open,
+                            &request.cwd,
+                            Some(&id),
+                            &cx,
+                            &state.options.notes,
+                        )?;
+                        crate::replay::replay(&session, &cx)?;
+                        Ok(session)
+                    })
+                    .map_err(|e| open_failed(&e))
+                });
+                match opened {
+                    Ok(session) => {
+                        let session = state.keep(session);
+                        responder.respond(LoadSessionResponse::new().modes(session.modes()))
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, _cx| {
+                let session = match s_prompt.session(&request.session_id.0) {
+                    Ok(session) => session,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                let prompt = match crate::prompt::prompt_text(&request.prompt) {
+                    Ok(prompt) => prompt,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                let cancel = CancellationToken::new();
+                {
+                    let mut running = session
+                        .cancel
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if running.is_some() {
+                        drop(running);
+                        return responder.respond_with_error(Error::new(
+                            ErrorCode::INVALID_REQUEST,
+                            "a turn is already running in this session; wait for it or send \
+                             session/cancel",
+                        ));
+                    }
+                    *running = Some(cancel.clone());
+                }
+                tokio::spawn(async move {
+                    let answer = crate::prompt::run(session, prompt, cancel).await;
+                    let _ = responder.respond_with_result(answer);
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let session = match s_mode.session(&request.session_id.0) {
+                    Ok(session) => session,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                match ApprovalMode::from_name(&request.mode_id.0) {
+                    Some(mode) => {
+                        session.driver.opened.mode.set(mode);
+                        responder.respond(SetSessionModeResponse::new())
+                    }
+                    None => responder.respond_with_error(Error::new(
+                        ErrorCode::INVALID_PARAMS,
+                        "no such mode; use ask, accept-edits or read-only",
+                    )),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                if let Ok(session) = s_cancel.session(&notification.session_id.0)
+                    && let Some(token) = &*session
+                        .cancel
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                {
+                    token.cancel();
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+        .map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))
+}
