@@ -99,7 +99,10 @@ impl Boundary {
         let Some(path) = workspace_path(path) else {
             return false;
         };
-        !self.hidden.iter().any(|(_, p)| p.matches(&path))
+        // Deny rules match as the gate's decision matches them: a pattern
+        // without wildcards covers what is below it too, so a file reached
+        // through a link's other name is held to the rule it is under.
+        !self.hidden.iter().any(|(_, p)| p.covers(&path))
     }
 
     /// Whether the tool may create, change, rename or remove `path`, and if
@@ -112,7 +115,7 @@ impl Boundary {
             .hidden
             .iter()
             .chain(&self.read_only)
-            .find(|(_, p)| p.matches(&resolved))
+            .find(|(_, p)| p.covers(&resolved))
         {
             return Err(Refusal(format!(
                 "writing {} is forbidden by permission rule {rule}",
@@ -235,6 +238,21 @@ mod tests {
         assert!(b.visible("src/main.rs"));
         assert!(b.writable("secrets/prod.env").is_err());
         assert!(b.writable("src/main.rs").is_ok());
+    }
+
+    #[test]
+    fn a_deny_without_wildcards_covers_what_is_below_it() {
+        // As the gate decides on a declared name (`deny secret` denies
+        // `secret/key.txt`), so the fence on the file reached: the same
+        // file through a link named otherwise is still under the rule.
+        let b = boundary(&[rule(1, Effect::Deny, Access::Read, "secret")]);
+        assert!(!b.visible("secret"));
+        assert!(!b.visible("secret/key.txt"));
+        assert!(b.writable("secret/key.txt").is_err());
+        assert!(b.visible("secretive.txt"));
+        let w = boundary(&[rule(1, Effect::Deny, Access::Write, "vendor")]);
+        assert!(w.visible("vendor/lib.rs"));
+        assert!(w.writable("vendor/lib.rs").is_err());
     }
 
     #[test]

@@ -212,33 +212,20 @@ pub fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
     };
     let store = Arc::new(Mutex::new(store));
 
-    // With a person at the terminal, a write no rule decides is asked of
-    // them (once per call); without one it is denied. It never runs unasked.
-    let router = AppToolRouter::new(
-        Arc::new(sandbox),
-        tools,
-        RouterConfig {
+    let mode = ModeSwitch::new(mode);
+    let router = router(
+        RouterParts {
+            sandbox,
+            tools,
             workspace: workspace.clone(),
             permissions_db: permissions_db.clone(),
-            session_id: session_id.clone(),
-            interactive: if approver.is_some() {
-                Interactive::Yes
-            } else {
-                Interactive::No
-            },
             writes,
+            commands,
+            mode: mode.clone(),
         },
+        &session_id,
+        approver,
     );
-    let mode = ModeSwitch::new(mode);
-    let router = router.with_mode(mode.clone());
-    let router = match approver {
-        Some(approver) => router.with_approver(approver),
-        None => router,
-    };
-    let router = match commands {
-        Some(tool) => router.with_commands(tool),
-        None => router,
-    };
     let instructions = crate::instructions::load(&workspace);
     // The repository speaks to the model: say so, so it is never unseen.
     for file in instructions.files() {
@@ -287,6 +274,68 @@ pub fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
     })
 }
 
+/// What a session's router is made of, before the session exists.
+pub(crate) struct RouterParts {
+    /// Runs the tools.
+    pub(crate) sandbox: Sandbox,
+    /// The tools on offer (besides `run_command`).
+    pub(crate) tools: Vec<Tool>,
+    /// The workspace, resolved.
+    pub(crate) workspace: PathBuf,
+    /// The permission database.
+    pub(crate) permissions_db: PathBuf,
+    /// `--allow-writes` or not.
+    pub(crate) writes: WritePolicy,
+    /// The command tool, when offered.
+    pub(crate) commands: Option<goat_shepherd::CommandTool>,
+    /// The approval mode, read at every call.
+    pub(crate) mode: ModeSwitch,
+}
+
+/// The one way a session's router is put together, for a chat's Shepherd
+/// and for direct calls alike.
+pub(crate) fn router(
+    parts: RouterParts,
+    session_id: &str,
+    approver: Option<Box<dyn Approver>>,
+) -> AppToolRouter {
+    let RouterParts {
+        sandbox,
+        tools,
+        workspace,
+        permissions_db,
+        writes,
+        commands,
+        mode,
+    } = parts;
+    // With someone to ask, a write no rule decides is asked of them (once
+    // per call); without one it is denied. It never runs unasked.
+    let router = AppToolRouter::new(
+        Arc::new(sandbox),
+        tools,
+        RouterConfig {
+            workspace,
+            permissions_db,
+            session_id: session_id.to_owned(),
+            interactive: if approver.is_some() {
+                Interactive::Yes
+            } else {
+                Interactive::No
+            },
+            writes,
+        },
+    )
+    .with_mode(mode);
+    let router = match approver {
+        Some(approver) => router.with_approver(approver),
+        None => router,
+    };
+    match commands {
+        Some(tool) => router.with_commands(tool),
+        None => router,
+    }
+}
+
 /// For `goat run` and `goat chat`: checks everything that can be checked
 /// before the model is asked (exit 2 when something is wrong), then
 /// creates or resumes the session. With an approver, writes no rule
@@ -297,30 +346,13 @@ pub fn for_turn(
     notes: Notes<'_>,
 ) -> anyhow::Result<Opened> {
     let db = opts.db.as_deref();
-    let workspace = paths::workspace(opts.workspace.as_deref())?;
-    let store_path = paths::store_path(db)?;
-    paths::ensure_store_outside(&store_path, &workspace)?;
-    let store_path = store_path.into_resolved();
-    let permissions_db = paths::permissions_path(opts.permissions.as_deref(), db)?;
-    paths::ensure_permissions_outside(&permissions_db, &workspace)?;
-    let permissions_db = permissions_db.into_resolved();
-    // Checked again when the plugins load; here so that nothing (not even
-    // the store) is created before a refusal.
-    paths::ensure_plugins_outside(&paths::plugin_dir(db)?, &workspace)?;
-    let settings = settings(opts)?;
-    let mode = match &settings.mode.value {
-        None => ApprovalMode::Ask,
-        Some(name) => ApprovalMode::from_name(name).with_context(|| {
-            format!(
-                "{}: '{}' is not a mode; use ask, accept-edits or read-only",
-                settings.mode.source,
-                text::escape_controls(name)
-            )
-        })?,
-    };
-    if let Some(config) = settings.file_in_use() {
-        paths::ensure_config_outside(config, &workspace)?;
-    }
+    let Checked {
+        workspace,
+        store_path,
+        permissions_db,
+        settings,
+        mode,
+    } = checked(opts)?;
 
     // A new session needs a usable engine now; say what is missing before
     // creating any file. A resumed one may take its settings from the
@@ -385,6 +417,60 @@ pub fn for_turn(
         unwrapped_calls: settings.unwrapped_calls(),
         mode,
         context: settings.context_window(),
+    })
+}
+
+/// Where a session works and keeps its record, checked: everything
+/// [`for_turn`] and [`crate::direct::prepare`] refuse before any file is
+/// made.
+pub(crate) struct Checked {
+    /// The workspace, resolved.
+    pub(crate) workspace: PathBuf,
+    /// The store, outside the workspace.
+    pub(crate) store_path: PathBuf,
+    /// The permission database, outside the workspace.
+    pub(crate) permissions_db: PathBuf,
+    /// The settings with the command's flags on top.
+    pub(crate) settings: Settings,
+    /// The approval mode to start in.
+    pub(crate) mode: ApprovalMode,
+}
+
+/// Checks the workspace and where the store, the permission database,
+/// the plugins and the config file live (never inside the workspace), and
+/// reads the settings and the mode. Creates nothing.
+pub(crate) fn checked(opts: &OpenOptions) -> anyhow::Result<Checked> {
+    let db = opts.db.as_deref();
+    let workspace = paths::workspace(opts.workspace.as_deref())?;
+    let store_path = paths::store_path(db)?;
+    paths::ensure_store_outside(&store_path, &workspace)?;
+    let store_path = store_path.into_resolved();
+    let permissions_db = paths::permissions_path(opts.permissions.as_deref(), db)?;
+    paths::ensure_permissions_outside(&permissions_db, &workspace)?;
+    let permissions_db = permissions_db.into_resolved();
+    // Checked again when the plugins load; here so that nothing (not even
+    // the store) is created before a refusal.
+    paths::ensure_plugins_outside(&paths::plugin_dir(db)?, &workspace)?;
+    let settings = settings(opts)?;
+    let mode = match &settings.mode.value {
+        None => ApprovalMode::Ask,
+        Some(name) => ApprovalMode::from_name(name).with_context(|| {
+            format!(
+                "{}: '{}' is not a mode; use ask, accept-edits or read-only",
+                settings.mode.source,
+                text::escape_controls(name)
+            )
+        })?,
+    };
+    if let Some(config) = settings.file_in_use() {
+        paths::ensure_config_outside(config, &workspace)?;
+    }
+    Ok(Checked {
+        workspace,
+        store_path,
+        permissions_db,
+        settings,
+        mode,
     })
 }
 

@@ -18,6 +18,7 @@
 
 pub mod assemble;
 pub mod config;
+pub mod direct;
 pub mod drive;
 pub mod instructions;
 pub mod paths;

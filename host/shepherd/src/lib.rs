@@ -21,6 +21,7 @@ pub use goat_gate as gate;
 pub mod checkpoint;
 mod command;
 pub mod context;
+mod direct;
 pub mod egress;
 mod mode;
 mod router;
@@ -35,6 +36,7 @@ pub use context::{
     ContextStatus, DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_OUTPUT_TOKENS, PROJECT_PROMPT_SHARE,
     ProjectPrompt, ProjectSection, WindowChoice,
 };
+pub use direct::DirectCalls;
 pub use goat_command::{Containment, ContainmentMode, Network, Used as ContainmentUsed};
 /// The egress proxy, re-exported: a session makes one from `commands.network`.
 pub use goat_egress as network;

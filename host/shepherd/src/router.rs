@@ -202,13 +202,15 @@ impl AppToolRouter {
                 command: false,
                 plugin: t.kind() == goat_sandbox::ToolKind::Plugin,
                 path_fields: t.spec().path_fields.clone(),
+                network: false,
             })
-            .chain(self.commands.is_some().then(|| OfferedTool {
+            .chain(self.commands.as_ref().map(|c| OfferedTool {
                 name: RUN_COMMAND.to_owned(),
                 writes: true,
                 command: true,
                 plugin: false,
                 path_fields: Vec::new(),
+                network: c.containment.network != goat_command::Network::Closed,
             }))
             .collect()
     }

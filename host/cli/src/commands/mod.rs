@@ -10,6 +10,7 @@ mod demo;
 mod detect;
 pub(crate) mod diff;
 mod export;
+mod mcp;
 mod permissions;
 mod plugins;
 mod probe;
@@ -43,6 +44,12 @@ pub enum Command {
     /// what GOAT left there, and if any was changed since, nothing is
     /// restored. Commands' changes are put back too; plugins' are not kept.
     Undo(undo::UndoArgs),
+    /// Serve GOAT's sandboxed tools to another agent over MCP (stdio), with
+    /// the same gate, record and undo as a chat.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
+    },
     /// Show the sessions in the store and what happened in them.
     Sessions {
         #[command(subcommand)]
@@ -95,6 +102,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Chat(args) => chat::chat(args),
         Command::Undo(args) => undo::undo(args),
         Command::Config { command } => config::config(command),
+        Command::Mcp { command } => mcp::mcp(command),
         Command::Sessions { command } => sessions::sessions(command),
         Command::Permissions { command } => permissions::permissions(command),
         Command::Plugins { command } => plugins::plugins(command),

@@ -26,6 +26,7 @@ mod instructions;
 mod jsonl;
 mod listing;
 mod lock;
+mod mcp;
 mod network;
 mod patch;
 mod permissions;

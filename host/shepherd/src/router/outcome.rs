@@ -93,4 +93,7 @@ pub struct OfferedTool {
     pub plugin: bool,
     /// Its top-level arguments that hold workspace paths.
     pub path_fields: Vec<String>,
+    /// It may reach beyond the workspace: a command whose network is not
+    /// closed. A component never can (no socket is linked).
+    pub network: bool,
 }

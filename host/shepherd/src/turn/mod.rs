@@ -164,13 +164,7 @@ impl Shepherd {
         &self,
         f: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, TurnError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || {
-            f(&mut store.lock().unwrap_or_else(PoisonError::into_inner))
-        })
-        .await
-        .map_err(|e| TurnError::Internal(e.to_string()))?
-        .map_err(TurnError::Store)
+        store_step(&self.store, f).await
     }
 
     /// Runs one turn for `prompt`. The turn's status is stored whatever
@@ -611,24 +605,55 @@ impl Shepherd {
             tool: call.name.clone(),
             arguments: call.raw_arguments.clone(),
         });
-        self.store(move |s| s.start_call(row)).await?;
-        let router = self.router.clone();
-        let owned = call.clone();
-        let routed = tokio::task::spawn_blocking(move || {
-            let mut router = router.lock().unwrap_or_else(PoisonError::into_inner);
-            router.begin_call(row);
-            router.route(&owned)
-        })
-        .await
-        .map_err(|e| TurnError::Internal(e.to_string()))??;
-        let outcome = routed.clone();
-        self.store(move |s| s.finish_call(row, &outcome)).await?;
+        let routed = route_recorded(&self.store, &self.router, row, call).await?;
         on_event(TurnEvent::CallFinished {
             tool: call.name.clone(),
             routed,
         });
         Ok(())
     }
+}
+
+/// Runs a blocking store step off the async threads: the Shepherd's and
+/// [`DirectCalls`](crate::DirectCalls)' one way to write the record.
+pub(crate) async fn store_step<T: Send + 'static>(
+    store: &Arc<Mutex<Store>>,
+    f: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, TurnError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || {
+        f(&mut store.lock().unwrap_or_else(PoisonError::into_inner))
+    })
+    .await
+    .map_err(|e| TurnError::Internal(e.to_string()))?
+    .map_err(TurnError::Store)
+}
+
+/// Takes the call stored as `row` down [`AppToolRouter::route`], the one
+/// road (schema, gate, sandbox): marks it started before, points the
+/// router's journal at it (a command's change set is written against it
+/// before it lands) and stores its outcome, checkpoint included, after.
+/// The Shepherd's calls and [`DirectCalls`](crate::DirectCalls) both come
+/// through here, so a call is recorded the same way whoever made it.
+pub(crate) async fn route_recorded(
+    store: &Arc<Mutex<Store>>,
+    router: &Arc<Mutex<AppToolRouter>>,
+    row: i64,
+    call: &ToolCall,
+) -> Result<CallOutcome, TurnError> {
+    store_step(store, move |s| s.start_call(row)).await?;
+    let router = router.clone();
+    let owned = call.clone();
+    let routed = tokio::task::spawn_blocking(move || {
+        let mut router = router.lock().unwrap_or_else(PoisonError::into_inner);
+        router.begin_call(row);
+        router.route(&owned)
+    })
+    .await
+    .map_err(|e| TurnError::Internal(e.to_string()))??;
+    let outcome = routed.clone();
+    store_step(store, move |s| s.finish_call(row, &outcome)).await?;
+    Ok(routed)
 }
 
 /// [`ToolsNotShown::PromptSize`] when a prompt of `prompt_tokens` (as the

@@ -7,6 +7,7 @@
 mod approvals;
 mod caps;
 mod context;
+mod direct;
 mod live_engine;
 mod parse_error;
 mod prefill;

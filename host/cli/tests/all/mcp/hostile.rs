@@ -1,0 +1,136 @@
+//! A hostile client on raw pipes: each thing it tries gets a clear answer
+//! (or, for bytes that are not JSON at all, is ignored as MCP's SDKs
+//! ignore them), nothing beyond what the person allowed happens, and the
+//! server keeps serving the calls after it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::{Env, text};
+
+/// Sends `lines` to `goat mcp serve` in `env`, closes stdin, and returns
+/// the responses by id, and stderr.
+fn exchange(env: &Env, lines: &[String]) -> (Vec<Value>, String) {
+    let mut cmd = env.cmd();
+    cmd.args(["mcp", "serve", "--workspace", env.ws_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    // Every line with an id is answered but the one that is not JSON.
+    let expected = lines
+        .iter()
+        .filter(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("id").is_some()))
+        .count();
+    let reader = std::thread::spawn(move || {
+        let mut responses = Vec::new();
+        for line in stdout.lines() {
+            let line = line.unwrap();
+            responses.push(serde_json::from_str::<Value>(&line).unwrap());
+            if responses.len() == expected {
+                break;
+            }
+        }
+        responses
+    });
+    for line in lines {
+        // The server may have dropped an oversized line already; a closed
+        // pipe here is its answer, checked below.
+        let _ = writeln!(stdin, "{line}");
+        let _ = stdin.flush();
+        // One at a time, in order: the answers are checked by id anyway,
+        // but the last read must come after everything hostile.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let responses = reader.join().unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    (responses, text(&out.stderr))
+}
+
+fn call(id: u64, name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments}})
+    .to_string()
+}
+
+fn by_id(responses: &[Value], id: u64) -> &Value {
+    responses
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {id}: {responses:?}"))
+}
+
+fn result_text(response: &Value) -> String {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_hostile_client_gets_clear_errors_and_the_server_keeps_serving() {
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "hello\n").unwrap();
+    let huge = "x".repeat(goat_mcp::MAX_ARGUMENTS_BYTES + 1);
+    let lines = vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "evil\u{1b}]0;owned\u{7}\u{1b}[2J", "version": "1"}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        // Not JSON: ignored, as the SDKs ignore it (no echo loop).
+        "{\"jsonrpc\": \"2.0\", \"id\": 2, ".to_owned(),
+        // JSON, but no request: an Invalid Request error.
+        json!({"jsonrpc": "2.0", "id": 3, "method": 42}).to_string(),
+        call(4, "no_such_tool", json!({})),
+        call(5, "write_file", json!({"path": "big.txt", "content": huge})),
+        call(6, "read_file", json!({"path": "/etc/passwd"})),
+        call(7, "read_file", json!({"path": "../../../../etc/passwd"})),
+        call(8, "read_file", json!({"path": 7})),
+        // It claimed no elicitation; a write no rule decides is denied.
+        call(9, "write_file", json!({"path": "w.txt", "content": "x"})),
+        call(10, "read_file", json!({"path": "a.txt"})),
+    ];
+    let (responses, stderr) = exchange(&env, &lines);
+
+    // rmcp answers it as JSON-RPC says to when the id cannot be trusted:
+    // with none.
+    let invalid = responses
+        .iter()
+        .find(|r| r.get("error").is_some())
+        .unwrap_or_else(|| panic!("no Invalid Request error: {responses:?}"));
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    let unknown = result_text(by_id(&responses, 4));
+    assert!(
+        unknown.contains("unknown tool") && unknown.contains("read_file"),
+        "{unknown}"
+    );
+    let big = by_id(&responses, 5);
+    assert_eq!(big["result"]["isError"], true, "{big}");
+    assert!(result_text(big).contains("over GOAT's limit"));
+    assert!(!env.ws.join("big.txt").exists());
+    for id in [6, 7] {
+        let r = by_id(&responses, id);
+        assert_eq!(r["result"]["isError"], true, "{r}");
+        assert!(!result_text(r).contains("root:"), "{r}");
+    }
+    assert!(result_text(by_id(&responses, 8)).contains("invalid arguments"));
+    let denied = result_text(by_id(&responses, 9));
+    assert!(denied.contains("--allow-writes"), "{denied}");
+    assert!(!env.ws.join("w.txt").exists());
+    // And after all that, it still serves.
+    let read = by_id(&responses, 10);
+    assert_eq!(read["result"]["isError"], false, "{read}");
+    assert!(result_text(read).contains("hello"));
+    // Its name reached the terminal escaped: no escape byte, no bell.
+    assert!(stderr.contains("evil"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "{stderr:?}"
+    );
+}

@@ -1,0 +1,332 @@
+//! `goat mcp serve` driven by MCP clients no one here wrote: the Python
+//! SDK's client (PyPI `mcp`, in the venv `.ci/run` builds; GOAT_MCP_PYTHON)
+//! and `@modelcontextprotocol/inspector` in its CLI mode (npm, cached by
+//! `.ci/run`; GOAT_MCP_INSPECTOR). Each skips with a note when its client
+//! is absent, unless its `_REQUIRED` variable is set. What they check is
+//! checked where it lands: files on disk, rows in the store, `goat undo`.
+//! The hostile client (`hostile`) needs no client but raw pipes.
+
+mod hostile;
+mod inspector;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::{Env, text};
+
+/// The Python with the `mcp` package, or `None` (said) when there is none.
+fn sdk_python() -> Option<PathBuf> {
+    match std::env::var_os("GOAT_MCP_PYTHON").map(PathBuf::from) {
+        Some(p) if p.exists() => Some(p),
+        _ => {
+            assert!(
+                std::env::var_os("GOAT_MCP_REQUIRED").is_none(),
+                "GOAT_MCP_REQUIRED is set but GOAT_MCP_PYTHON names no Python"
+            );
+            eprintln!(
+                "note: skipped: no MCP Python SDK (set GOAT_MCP_PYTHON to a Python with the mcp \
+                 package; .ci/run does)"
+            );
+            None
+        }
+    }
+}
+
+/// The environment `goat mcp serve` gets from a client: this test's
+/// isolation (its store, cache, config), as [`Env::isolate`] sets it.
+fn served_env(env: &Env) -> Value {
+    let mut cmd = env.cmd();
+    env.isolate(&mut cmd);
+    let mut vars = serde_json::Map::new();
+    vars.insert(
+        "PATH".to_owned(),
+        json!(std::env::var("PATH").unwrap_or_default()),
+    );
+    for (name, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            vars.insert(
+                name.to_string_lossy().into_owned(),
+                json!(value.to_string_lossy()),
+            );
+        }
+    }
+    Value::Object(vars)
+}
+
+/// How the SDK client answers elicitation.
+#[derive(Clone, Copy)]
+enum Elicit {
+    /// It does not declare the capability.
+    Unable,
+    Accept,
+    Decline,
+    /// It declares the capability, then answers with an error.
+    Lies,
+}
+
+/// Runs the SDK client against `goat mcp serve FLAGS` in `env`, making
+/// `calls` (name, arguments); its report, or `None` when skipped.
+fn sdk(env: &Env, flags: &[&str], elicit: Elicit, calls: &[(&str, Value)]) -> Option<Value> {
+    let python = sdk_python()?;
+    let mut args = vec!["mcp", "serve", "--workspace", env.ws_str()];
+    args.extend_from_slice(flags);
+    let spec = json!({
+        "command": env!("CARGO_BIN_EXE_goat"),
+        "args": args,
+        "env": served_env(env),
+        "cwd": env.ws_str(),
+        "client": "sdk-client",
+        "elicit": match elicit {
+            Elicit::Unable => Value::Null,
+            Elicit::Accept => json!("accept"),
+            Elicit::Decline => json!("decline"),
+            Elicit::Lies => json!("error"),
+        },
+        "calls": calls.iter().map(|(n, a)| json!({"name": n, "arguments": a})).collect::<Vec<_>>(),
+    });
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/mcp/sdk_client.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(spec.to_string())
+        .current_dir(&env.ws)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK client failed: {}",
+        text(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// The `n`th call's result text, asserting whether it was an error.
+fn result(report: &Value, n: usize, is_error: bool) -> String {
+    let r = &report["results"][n];
+    assert_eq!(r["is_error"], json!(is_error), "call {n}: {r}");
+    r["text"].as_str().unwrap().to_owned()
+}
+
+/// One recorded call: its tool, status and decision.
+type CallRow = (String, String, Option<String>);
+
+/// The store's rows for the served session: (model, engine), and each
+/// call's (tool, status, decision).
+fn recorded(env: &Env) -> ((String, String), Vec<CallRow>) {
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    let session = conn
+        .query_row("SELECT model, engine_url FROM sessions", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    let mut stmt = conn
+        .prepare("SELECT tool, status, decision FROM tool_calls ORDER BY id")
+        .unwrap();
+    let calls = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (session, calls)
+}
+
+#[test]
+fn the_sdk_client_reads_writes_by_flag_and_undo_puts_it_back() {
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "hello\n").unwrap();
+    let Some(report) = sdk(
+        &env,
+        &["--allow-writes"],
+        Elicit::Unable,
+        &[
+            ("read_file", json!({"path": "a.txt"})),
+            (
+                "write_file",
+                json!({"path": "a.txt", "content": "changed\n"}),
+            ),
+        ],
+    ) else {
+        return;
+    };
+    assert_eq!(report["server"], "goat");
+    assert_eq!(report["protocol"], "2025-11-25");
+    let tools = report["tools"].as_array().unwrap();
+    let hints = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not listed: {tools:?}"))["annotations"]
+            .clone()
+    };
+    assert_eq!(hints("read_file")["readOnlyHint"], true);
+    assert_eq!(hints("write_file")["readOnlyHint"], false);
+    assert_eq!(hints("write_file")["destructiveHint"], true);
+    assert_eq!(hints("write_file")["openWorldHint"], false);
+    // Neither the flag for commands nor a client that can ask: not offered.
+    assert!(
+        tools.iter().all(|t| t["name"] != "run_command"),
+        "{tools:?}"
+    );
+
+    assert!(result(&report, 0, false).contains("hello"));
+    result(&report, 1, false);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+
+    let ((model, engine), calls) = recorded(&env);
+    assert_eq!(
+        (model.as_str(), engine.as_str()),
+        ("sdk-client", "mcp:stdio")
+    );
+    assert_eq!(
+        calls,
+        vec![
+            ("read_file".into(), "ok".into(), Some("allow".into())),
+            ("write_file".into(), "ok".into(), Some("allow".into())),
+        ]
+    );
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    let id: String = conn
+        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    let diff = env.run(&["sessions", "diff", &id]);
+    assert!(diff.status.success(), "{}", text(&diff.stderr));
+    assert!(
+        text(&diff.stdout).contains("+changed"),
+        "{}",
+        text(&diff.stdout)
+    );
+
+    let undo = env.run(&["undo", "--workspace", env.ws_str()]);
+    assert!(undo.status.success(), "{}", text(&undo.stderr));
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "hello\n"
+    );
+}
+
+#[test]
+fn the_sdk_client_is_held_to_the_gate_the_fence_and_the_workspace() {
+    let env = Env::new();
+    std::fs::create_dir(env.ws.join("secret")).unwrap();
+    std::fs::write(env.ws.join("secret/key.txt"), "PLANTED-SECRET\n").unwrap();
+    std::os::unix::fs::symlink("secret", env.ws.join("alias")).unwrap();
+    std::fs::write(env.root.join("outside.txt"), "OUTSIDE\n").unwrap();
+    // Without wildcards: it covers what is below it, whatever name reaches it.
+    let out = env.run(&["permissions", "deny", "*", "secret"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let Some(report) = sdk(
+        &env,
+        &[],
+        Elicit::Unable,
+        &[
+            ("write_file", json!({"path": "new.txt", "content": "x"})),
+            ("read_file", json!({"path": "alias/key.txt"})),
+            ("read_file", json!({"path": "../outside.txt"})),
+            (
+                "write_file",
+                json!({"path": "alias/key.txt", "content": "x"}),
+            ),
+        ],
+    ) else {
+        return;
+    };
+    // No flag, no rule, no one to ask: denied, saying what would allow it.
+    let denied = result(&report, 0, true);
+    assert!(denied.contains("--allow-writes"), "{denied}");
+    assert!(!env.ws.join("new.txt").exists());
+    // The deny rule holds under the link's other name, and outside the
+    // workspace is out of reach; neither content comes back.
+    for n in 1..=3 {
+        let r = result(&report, n, true);
+        assert!(
+            !r.contains("PLANTED-SECRET") && !r.contains("OUTSIDE"),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("secret/key.txt")).unwrap(),
+        "PLANTED-SECRET\n"
+    );
+    let (_, calls) = recorded(&env);
+    let statuses: Vec<&str> = calls.iter().map(|c| c.1.as_str()).collect();
+    assert_eq!(statuses[0], "denied");
+    assert_eq!(calls.len(), 4, "{calls:?}");
+}
+
+#[test]
+fn the_sdk_client_runs_a_command_only_as_allowed() {
+    let env = Env::new();
+    let Some(report) = sdk(
+        &env,
+        &["--allow-commands"],
+        Elicit::Unable,
+        &[(
+            "run_command",
+            json!({"command": "echo made > made.txt && cat made.txt"}),
+        )],
+    ) else {
+        return;
+    };
+    let r = result(&report, 0, false);
+    assert!(r.contains("made"), "{r}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    let (_, calls) = recorded(&env);
+    assert_eq!(
+        calls,
+        vec![("run_command".into(), "ok".into(), Some("allow".into()))]
+    );
+}
+
+#[test]
+fn an_elicited_approval_writes_and_a_declined_one_does_not() {
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "before\n").unwrap();
+    let write = [("write_file", json!({"path": "a.txt", "content": "after\n"}))];
+
+    let Some(declined) = sdk(&env, &[], Elicit::Decline, &write) else {
+        return;
+    };
+    let r = result(&declined, 0, true);
+    assert!(r.starts_with("denied:"), "{r}");
+    // The person saw the same preview a chat shows: the diff.
+    let shown = declined["elicited"][0].as_str().unwrap();
+    assert!(
+        shown.contains("+ after") && shown.contains("- before"),
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "before\n"
+    );
+
+    let lied = sdk(&env, &[], Elicit::Lies, &write).unwrap();
+    result(&lied, 0, true);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "before\n"
+    );
+
+    let accepted = sdk(&env, &[], Elicit::Accept, &write).unwrap();
+    result(&accepted, 0, false);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "after\n"
+    );
+
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    let decisions: Vec<String> = conn
+        .prepare("SELECT decision FROM tool_calls ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(decisions, ["ask-denied", "ask-denied", "ask-allowed"]);
+}

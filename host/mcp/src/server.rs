@@ -1,0 +1,232 @@
+//! The MCP server: the handshake opens the session, `tools/list` says what
+//! is on offer, `tools/call` is a direct call down the one road.
+
+use std::borrow::Cow;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use goat_engine::ToolCall;
+use goat_session::direct::{DirectSession, Prepared};
+use goat_session::text::escape_controls;
+use goat_shepherd::Approver;
+use goat_store::{CallOutcome, CallStatus};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+
+use crate::approve::ElicitApprover;
+use crate::tools::mcp_tools;
+
+/// Largest `tools/call` arguments object, as JSON, that is taken down the
+/// road: a `write_file` of a large source file fits many times over; a
+/// call past it is refused before anything is recorded, so no client can
+/// fill the store. (The transport itself drops any message over rmcp's
+/// 16 MiB line limit.)
+pub const MAX_ARGUMENTS_BYTES: usize = 4 * 1024 * 1024;
+
+/// What is said on stderr, one line each (the CLI's notes).
+pub type Say = Box<dyn Fn(&str) + Send + Sync>;
+
+/// One served connection: the session, opened at the handshake.
+struct GoatServer {
+    prepared: Mutex<Option<Prepared>>,
+    session: OnceLock<DirectSession>,
+    /// The client's name, as the session records it (escaped when said).
+    client: OnceLock<String>,
+    say: Say,
+}
+
+/// Serves MCP on stdin and stdout until the client closes them. The
+/// session is made when the client says who it is.
+pub async fn serve_stdio(prepared: Prepared, say: Say) -> anyhow::Result<()> {
+    serve(prepared, say, rmcp::transport::stdio()).await
+}
+
+/// Serves MCP, newline-delimited JSON-RPC as on stdio, on `read` and
+/// `write` until the client closes them: [`serve_stdio`] on other pipes
+/// (the benchmark's in-memory ones).
+pub async fn serve<R, W>(prepared: Prepared, say: Say, (read, write): (R, W)) -> anyhow::Result<()>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let server = GoatServer {
+        prepared: Mutex::new(Some(prepared)),
+        session: OnceLock::new(),
+        client: OnceLock::new(),
+        say,
+    };
+    let running = server.serve((read, write)).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+impl GoatServer {
+    /// Opens the session for the client `request` names, with the client's
+    /// person as the approver when it says it can ask them.
+    fn open(
+        &self,
+        request: &InitializeRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let Some(prepared) = self
+            .prepared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return Err(McpError::invalid_request(
+                "this connection is already initialized",
+                None,
+            ));
+        };
+        let asks = context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form);
+        let approver: Option<Box<dyn Approver>> = asks.then(|| {
+            Box::new(ElicitApprover::new(
+                context.peer.clone(),
+                tokio::runtime::Handle::current(),
+            )) as Box<dyn Approver>
+        });
+        let client = &request.client_info.name;
+        let session = prepared.open(client, approver).map_err(|e| {
+            McpError::internal_error(format!("GOAT could not open a session: {e:#}"), None)
+        })?;
+        (self.say)(&format!(
+            "serving session {} to {} in {} (mode {}; approvals {})",
+            session.session_id,
+            escape_controls(client),
+            session.workspace.display(),
+            session.mode.name(),
+            if asks {
+                "asked through the client"
+            } else {
+                "not asked: the client cannot ask its person"
+            }
+        ));
+        let _ = self.client.set(client.clone());
+        let _ = self.session.set(session);
+        Ok(())
+    }
+
+    fn session(&self) -> Result<&DirectSession, McpError> {
+        self.session
+            .get()
+            .ok_or_else(|| McpError::invalid_request("initialize first: no session is open", None))
+    }
+}
+
+impl ServerHandler for GoatServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("goat", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "GOAT's sandboxed tools: paths are relative to the workspace root. A call may \
+                 be denied by the person's permission rules; its result says so and which \
+                 flag or rule would allow it, and then nothing happened.",
+            )
+    }
+
+    /// Only the revisions with an `initialize` handshake: it is where the
+    /// client names itself and says whether it can ask its person.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let info = self.negotiate_initialize(&request)?;
+        self.open(&request, &context)?;
+        Ok(info)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let session = self.session()?;
+        Ok(ListToolsResult::with_all_items(mcp_tools(
+            &session.calls.offered(),
+            &session.calls.schemas(),
+        )))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let session = self.session()?;
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let raw = arguments.to_string();
+        if raw.len() > MAX_ARGUMENTS_BYTES {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "refused: the arguments are {} bytes, over GOAT's limit of {MAX_ARGUMENTS_BYTES}; \
+                 nothing ran and nothing was recorded",
+                raw.len()
+            ))])
+            .into());
+        }
+        let name = request.name.to_string();
+        let client = self.client.get().map_or("the client", String::as_str);
+        let call = ToolCall {
+            index: 0,
+            id: format!("mcp-{}", context.id),
+            id_generated: true,
+            name: name.clone(),
+            raw_arguments: raw,
+            arguments: Ok(arguments),
+        };
+        let said = format!("{client} called {name} over MCP");
+        match session.calls.call(&said, &call).await {
+            Ok(outcome) => {
+                (self.say)(&format!(
+                    "{} {}: {}",
+                    escape_controls(client),
+                    escape_controls(&name),
+                    status_word(&outcome)
+                ));
+                Ok(result(outcome).into())
+            }
+            Err(e) => {
+                let why = format!("GOAT could not run this call: {e}");
+                (self.say)(&escape_controls(&why));
+                Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into())
+            }
+        }
+    }
+}
+
+/// One word for the stderr line.
+fn status_word(outcome: &CallOutcome) -> &'static str {
+    match outcome.status {
+        CallStatus::Ok => "ok",
+        CallStatus::Denied => "denied",
+        CallStatus::Error => "failed",
+        CallStatus::Pending | CallStatus::Interrupted => "not run",
+    }
+}
+
+/// The call's result as the client gets it: the text the model would get,
+/// an error result for anything but success.
+fn result(outcome: CallOutcome) -> CallToolResult {
+    let content = vec![ContentBlock::text(outcome.result)];
+    match outcome.status {
+        CallStatus::Ok => CallToolResult::success(content),
+        CallStatus::Error | CallStatus::Denied | CallStatus::Pending | CallStatus::Interrupted => {
+            CallToolResult::error(content)
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Calls with no engine: a program outside GOAT (an MCP client) names the
+//! tool and its arguments itself, and GOAT runs them down the same road
+//! as a model's calls.
+//!
+//! The key decision: a direct call is recorded as the Shepherd records a
+//! model's, so nothing downstream learns a second shape. Each call is one
+//! turn (its prompt says who called what), holding one round, holding the
+//! one call; the call is routed and stored by the step the Shepherd's own
+//! calls take ([`route_recorded`]): its decision and reason, its result,
+//! its checkpoint. `goat sessions show`, `goat sessions diff` and `goat
+//! undo` (which puts back the last turn with changes, here the last call)
+//! read it as they read a chat.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use goat_engine::{ToolCall, ToolSchema};
+use goat_store::{CallOutcome, NewCall, RoundOk, Store, TurnStatus};
+
+use crate::router::{AppToolRouter, OfferedTool};
+use crate::turn::{TurnError, route_recorded, store_step};
+
+/// Runs and records calls for one session with no engine in it.
+pub struct DirectCalls {
+    router: Arc<Mutex<AppToolRouter>>,
+    store: Arc<Mutex<Store>>,
+    session_id: String,
+}
+
+/// The `finish_reason` a direct call's round is stored with: what a model's
+/// round that made calls says, so readers of the record need no new case.
+const DIRECT_FINISH_REASON: &str = "tool_calls";
+
+impl DirectCalls {
+    /// Direct calls for `session_id`, routed by `router` (whose session
+    /// must be the same) and recorded in `store`.
+    pub fn new(router: AppToolRouter, store: Arc<Mutex<Store>>, session_id: String) -> Self {
+        let mut router = router;
+        router.set_journal(store.clone());
+        Self {
+            router: Arc::new(Mutex::new(router)),
+            store,
+            session_id,
+        }
+    }
+
+    /// The tools on offer, as a front end describes them.
+    pub fn offered(&self) -> Vec<OfferedTool> {
+        self.router
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .offered()
+    }
+
+    /// The tools on offer with their argument schemas.
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.router
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .schemas()
+    }
+
+    /// The session the calls are recorded in.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Records `call` as a turn whose prompt is `said` (who asked for it),
+    /// routes it (arguments, gate, sandbox or command containment) and
+    /// stores its outcome. `Err` is a host failure (the store, the
+    /// workspace): the turn is stored as failed with it, and the call row
+    /// is left pending, as a model's would be, for the next open of the
+    /// session to mark interrupted.
+    pub async fn call(&self, said: &str, call: &ToolCall) -> Result<CallOutcome, TurnError> {
+        let (session, prompt) = (self.session_id.clone(), said.to_owned());
+        let turn_id = store_step(&self.store, move |s| s.start_turn(&session, &prompt)).await?;
+        let routed = self.round(turn_id, call).await;
+        let (status, error) = match &routed {
+            Ok(_) => (TurnStatus::Completed, None),
+            Err(e) => (TurnStatus::Failed, Some(e.to_string())),
+        };
+        let finished = store_step(&self.store, move |s| {
+            s.finish_turn(turn_id, status, error.as_deref())
+        })
+        .await;
+        let routed = routed?;
+        finished?;
+        Ok(routed)
+    }
+
+    /// The turn's one round: stored with the call as a model's round with
+    /// calls is, then the call routed and recorded.
+    async fn round(&self, turn_id: i64, call: &ToolCall) -> Result<CallOutcome, TurnError> {
+        let round_id = store_step(&self.store, move |s| s.start_round(turn_id)).await?;
+        let ok = RoundOk {
+            content: String::new(),
+            reasoning: String::new(),
+            finish_reason: Some(DIRECT_FINISH_REASON.to_owned()),
+            prompt_tokens: None,
+            completion_tokens: None,
+            cached_tokens: None,
+            calls: vec![NewCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.raw_arguments.clone(),
+            }],
+        };
+        let rows = store_step(&self.store, move |s| s.finish_round_ok(round_id, &ok)).await?;
+        let row = rows
+            .first()
+            .copied()
+            .ok_or_else(|| TurnError::Internal("the round stored no call row".to_owned()))?;
+        route_recorded(&self.store, &self.router, row, call).await
+    }
+}
