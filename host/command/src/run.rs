@@ -308,6 +308,25 @@ impl CommandError {
     }
 }
 
+/// The last steps in the child, in both containments: the Landlock
+/// rules applied, every capability dropped, seccomp installed, each
+/// stage marked in `progress`. System calls only.
+fn lock_down(
+    ruleset: landlock::RulesetCreated,
+    program: &seccompiler::BpfProgram,
+    progress: &Progress,
+) -> io::Result<()> {
+    ruleset
+        .restrict_self()
+        .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+    progress.mark(Stage::Capabilities);
+    crate::caps::drop_capabilities()?;
+    progress.mark(Stage::Seccomp);
+    seccomp::install(program)?;
+    progress.mark(Stage::Exec);
+    Ok(())
+}
+
 /// A spawn that failed before the command's `exec`: the kernel refused a
 /// step of the sandbox, named from `progress` (`steps`: the view's own).
 /// A failure at `exec` itself stays the spawn error it is.
@@ -392,16 +411,8 @@ fn run_landlock(
         let ruleset = ruleset
             .take()
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-        ruleset
-            .restrict_self()
-            .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
         // Root too: no device nodes, no setuid files, no chown.
-        progress.mark(Stage::Capabilities);
-        crate::caps::drop_capabilities()?;
-        progress.mark(Stage::Seccomp);
-        seccomp::install(&program)?;
-        progress.mark(Stage::Exec);
-        Ok(())
+        lock_down(ruleset, &program, progress)
     };
     install_pre_exec(&mut command, child_setup);
     let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))
@@ -649,15 +660,7 @@ pub(crate) fn run_namespace(
             ruleset = fs::add_inside(ruleset, path, fs::Inside::ReadWrite)?;
         }
         ruleset = fs::add_inside(ruleset, plan.proc_dir(), fs::Inside::Read)?;
-        ruleset
-            .restrict_self()
-            .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
-        progress.mark(Stage::Capabilities);
-        crate::caps::drop_capabilities()?;
-        progress.mark(Stage::Seccomp);
-        seccomp::install(&program)?;
-        progress.mark(Stage::Exec);
-        Ok(())
+        lock_down(ruleset, &program, progress)
     };
     install_pre_exec(&mut command, child_setup);
     // Once spawned (the listener is sent before the command can start),
