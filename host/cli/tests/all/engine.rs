@@ -58,10 +58,7 @@ async fn an_engine_error_is_escaped_and_printed_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn connection_refused_asks_whether_the_engine_runs() {
     let env = Env::new();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let (_held, port) = crate::refusing_port();
     let base = format!("http://127.0.0.1:{port}/v1");
     let out = env
         .run_async(&["run", "--engine", &base, "--model", "qwen", "hello"])

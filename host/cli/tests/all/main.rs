@@ -168,6 +168,25 @@ impl Env {
     }
 }
 
+/// A loopback port that refuses connections for as long as the returned
+/// socket lives: bound, never listening. A port merely closed again could
+/// be handed to another test's server running at the same time.
+pub(crate) fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
+    use rustix::net::{AddressFamily, SocketType, ipproto};
+    let socket =
+        rustix::net::socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP)).unwrap();
+    rustix::net::bind(&socket, &std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let port = match rustix::net::getsockname(&socket)
+        .unwrap()
+        .try_into()
+        .unwrap()
+    {
+        std::net::SocketAddr::V4(a) => a.port(),
+        std::net::SocketAddr::V6(a) => a.port(),
+    };
+    (socket, port)
+}
+
 /// A command's stdout and stderr together, for assertion messages.
 pub(crate) fn shown(out: &std::process::Output) -> String {
     format!("{}{}", text(&out.stdout), text(&out.stderr))

@@ -179,12 +179,9 @@ async fn a_second_malformed_answer_fails_the_turn_with_exit_eight() {
 #[tokio::test(flavor = "multi_thread")]
 async fn engine_down_is_exit_seven_with_a_message_naming_the_url() {
     let env = Env::new();
-    // A port nothing listens on any more.
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let url = format!("http://{addr}/v1");
+    // A port nothing listens on, and no other test's server can take.
+    let (_held, port) = crate::refusing_port();
+    let url = format!("http://127.0.0.1:{port}/v1");
     let out = env
         .run_async(&["run", "--engine", &url, "--model", "qwen", "hello"])
         .await;
