@@ -360,7 +360,7 @@ fn descriptor_number(name: &[u8]) -> Option<i32> {
 }
 
 /// Kills the command's process group and, when there is one, its cgroup.
-fn kill_group(pid: Pid, pids: Option<&PidsGroup>) {
+pub(crate) fn kill_group(pid: Pid, pids: Option<&PidsGroup>) {
     // ESRCH (nothing left) is the usual answer and needs nothing done.
     let _ = rustix::process::kill_process_group(pid, Signal::KILL);
     if let Some(group) = pids {

@@ -39,6 +39,7 @@ mod pids;
 mod progress;
 pub mod run;
 pub mod seccomp;
+mod server;
 mod snapshot;
 mod support;
 mod view;
@@ -53,4 +54,5 @@ pub use run::{
     Changes, CommandError, CommandOutcome, CommandRequest, Containment, ContainmentMode, Exit,
     Network, Pending, PidsCgroup, Unsupported, Used, run,
 };
+pub use server::{Server, ServerSpec, WorkspaceWatch, server_support, start_server};
 pub use support::{namespace_support, resolve, resolve_mode, support, workspace_support};

@@ -44,7 +44,7 @@ use crate::output::Captured;
 use crate::progress::{Progress, Stage};
 use crate::seccomp;
 use crate::support::{mount_id, resolve};
-use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan};
+use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan, WorkspaceMount};
 
 /// Whether the command may use the network. Exhaustive: whoever shows a
 /// command to a person must say which.
@@ -311,7 +311,7 @@ impl CommandError {
 /// The last steps in the child, in both containments: the Landlock
 /// rules applied, every capability dropped, seccomp installed, each
 /// stage marked in `progress`. System calls only.
-fn lock_down(
+pub(crate) fn lock_down(
     ruleset: landlock::RulesetCreated,
     program: &seccompiler::BpfProgram,
     progress: &Progress,
@@ -330,7 +330,7 @@ fn lock_down(
 /// A spawn that failed before the command's `exec`: the kernel refused a
 /// step of the sandbox, named from `progress` (`steps`: the view's own).
 /// A failure at `exec` itself stays the spawn error it is.
-fn refused_at(error: CommandError, progress: &Progress, steps: &[String]) -> CommandError {
+pub(crate) fn refused_at(error: CommandError, progress: &Progress, steps: &[String]) -> CommandError {
     match error {
         CommandError::Spawn(why) if !progress.reached_exec() => CommandError::Containment(format!(
             "the kernel refused {}: {why}",
@@ -486,7 +486,7 @@ pub(crate) fn layer_base(containment: &Containment) -> Result<PathBuf, CommandEr
 /// repository (`HEAD`, `objects`, `refs`), bound read-only; what a rule
 /// hides, and (when a rule could hide anything) every name no rule can be
 /// asked about, covered by an empty one.
-fn special_paths(
+pub(crate) fn special_paths(
     workspace: &Path,
     rules: &dyn WorkspaceRules,
 ) -> Result<SpecialPaths, CommandError> {
@@ -552,7 +552,7 @@ fn special_paths(
 
 /// What [`special_paths`] finds: directories to bind read-only (relative)
 /// and paths to cover, with whether each is a directory.
-type SpecialPaths = (Vec<String>, Vec<(PathBuf, bool)>);
+pub(crate) type SpecialPaths = (Vec<String>, Vec<(PathBuf, bool)>);
 
 /// In a view (ADR-0077): the namespaces, the overlay, Landlock and seccomp
 /// on top, every capability dropped; the changes left pending.
@@ -606,6 +606,7 @@ pub(crate) fn run_namespace(
         caches: &layer.dir.join("caches"),
         user_ns,
         net: view_net,
+        workspace_mount: WorkspaceMount::Overlay,
     })
     .map_err(|e| failed("cannot plan the command's view", e))?;
     // The rules made before the fork hold for bound paths (a bind mount

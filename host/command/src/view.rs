@@ -178,6 +178,21 @@ pub(crate) struct ViewInput<'a> {
     pub caches: &'a Path,
     pub user_ns: UserNs,
     pub net: ViewNet,
+    /// How the workspace is mounted.
+    pub workspace_mount: WorkspaceMount,
+}
+
+/// How the workspace appears in a view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WorkspaceMount {
+    /// An overlay whose upper layer GOAT inspects and lands (a command).
+    Overlay,
+    /// The workspace itself, bound read-only or read-write (a long-lived
+    /// server, whose writes a snapshot records call by call).
+    Bind {
+        /// Whether the bind is writable.
+        writable: bool,
+    },
 }
 
 /// Package caches under the home directory that package managers write
@@ -447,13 +462,20 @@ impl ViewPlan {
         // The workspace overlay, then what is kept from it.
         plan.mkdirs(input.workspace)?;
         let at = plan.inside(input.workspace);
-        plan.steps.push(Step::Overlay {
-            lower: cstring(input.workspace)?,
-            upper: cstring(input.upper)?,
-            work: cstring(input.work)?,
-            at: cstring(&at)?,
-            userxattr: input.user_ns == UserNs::New,
-        });
+        match input.workspace_mount {
+            WorkspaceMount::Overlay => plan.steps.push(Step::Overlay {
+                lower: cstring(input.workspace)?,
+                upper: cstring(input.upper)?,
+                work: cstring(input.work)?,
+                at: cstring(&at)?,
+                userxattr: input.user_ns == UserNs::New,
+            }),
+            WorkspaceMount::Bind { writable } => plan.steps.push(Step::Bind {
+                from: cstring(input.workspace)?,
+                at: cstring(&at)?,
+                read_only: (!writable).then(|| locked_flags(input.workspace)),
+            }),
+        }
         for rel in input.read_only {
             let path = input.workspace.join(rel);
             plan.steps.push(Step::Bind {

@@ -66,6 +66,7 @@ mod tests {
             plugin: false,
             path_fields: Vec::new(),
             network,
+            mcp_server: None,
         }
     }
 

@@ -148,6 +148,8 @@ pub struct Parts<'a> {
     pub mode: ApprovalMode,
     /// ADR-0074: how the context window is chosen.
     pub context: goat_shepherd::WindowChoice,
+    /// ADR-0086: the trusted MCP servers' tools, if any.
+    pub external: Option<Arc<dyn goat_shepherd::ExternalTools>>,
 }
 
 /// Builds the sandbox and tools, creates or resumes the session in the
@@ -180,6 +182,7 @@ pub fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         unwrapped_calls,
         mode,
         context,
+        external,
     } = parts;
     let (resume, announce) = match start {
         Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
@@ -226,6 +229,10 @@ pub fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         &session_id,
         approver,
     );
+    let router = match external {
+        Some(tools) => router.with_external(tools),
+        None => router,
+    };
     let instructions = crate::instructions::load(&workspace);
     // The repository speaks to the model: say so, so it is never unseen.
     for file in instructions.files() {
@@ -417,7 +424,49 @@ pub fn for_turn(
         unwrapped_calls: settings.unwrapped_calls(),
         mode,
         context: settings.context_window(),
+        external: mcp_servers(
+            &settings,
+            &workspace,
+            &[&store_path_for_commands, &permissions_for_commands],
+            db,
+            notes,
+        )?,
     })
+}
+
+/// ADR-0086: the MCP servers the person trusted, offered through one
+/// hub, contained as commands are (in a view only); `None`, with a note
+/// saying why, where there are none or none can be contained.
+pub fn mcp_servers(
+    settings: &Settings,
+    workspace: &Path,
+    host_files: &[&Path],
+    db: Option<&Path>,
+    notes: Notes<'_>,
+) -> anyhow::Result<Option<Arc<dyn goat_shepherd::ExternalTools>>> {
+    let file = paths::mcp_file(db)?.into_resolved();
+    let registry = goat_mcp_client::Registry::load(&file)?;
+    for server in registry.servers.iter().filter(|s| s.trusted.is_none()) {
+        notes(&format!(
+            "the MCP server '{}' is not offered: it is not trusted yet (goat mcp trust {})",
+            server.name, server.name
+        ));
+    }
+    if registry.servers.iter().all(|s| s.trusted.is_none()) {
+        return Ok(None);
+    }
+    let containment = settings.command_containment(workspace, host_files)?;
+    if let Err(why) = goat_command_support(&containment) {
+        notes(&format!("the MCP servers are not offered: {why}"));
+        return Ok(None);
+    }
+    let hub = goat_mcp_client::Hub::new(registry.servers, containment)?;
+    Ok(Some(Arc::new(hub)))
+}
+
+/// Whether a server can be contained here.
+fn goat_command_support(containment: &goat_shepherd::Containment) -> Result<(), String> {
+    goat_shepherd::server_support(containment).map_err(|e| e.to_string())
 }
 
 /// Where a session works and keeps its record, checked: everything

@@ -41,6 +41,13 @@ pub fn plugin_dir(db_flag: Option<&Path>) -> anyhow::Result<HostPath> {
     Ok(dir)
 }
 
+/// The MCP servers' file: see [`goat_state::paths::mcp_file`]. Beside
+/// the store, so outside every workspace the store is; its privacy is
+/// checked when it is read ([`goat_mcp_client::Registry::load`]).
+pub fn mcp_file(db_flag: Option<&Path>) -> anyhow::Result<HostPath> {
+    Ok(state::mcp_file(db_flag)?)
+}
+
 /// The compiled-code cache: see [`goat_state::paths::cache_dir`].
 pub fn cache_dir() -> anyhow::Result<HostPath> {
     Ok(state::cache_dir()?)

@@ -109,7 +109,7 @@ fn command_description(containment: &Containment) -> String {
 }
 
 /// The gate's [`Boundary`] as the command's filesystem asks it.
-struct BoundaryRules(Boundary);
+pub struct BoundaryRules(pub Boundary);
 
 impl WorkspaceRules for BoundaryRules {
     fn visible(&self, path: &str) -> bool {

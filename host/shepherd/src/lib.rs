@@ -23,13 +23,14 @@ mod command;
 pub mod context;
 mod direct;
 pub mod egress;
+mod external;
 mod mode;
 mod router;
 pub mod schema;
 mod turn;
 
 pub use command::{
-    CommandTool, RUN_COMMAND, command_containment, command_schema, command_support,
+    BoundaryRules, CommandTool, RUN_COMMAND, command_containment, command_schema, command_support,
     default_containment, view_unavailable,
 };
 pub use context::{
@@ -37,10 +38,13 @@ pub use context::{
     ProjectPrompt, ProjectSection, WindowChoice,
 };
 pub use direct::DirectCalls;
-pub use goat_command::{Containment, ContainmentMode, Network, Used as ContainmentUsed};
+pub use goat_command::{
+    Containment, ContainmentMode, Network, Used as ContainmentUsed, server_support,
+};
 /// The egress proxy, re-exported: a session makes one from `commands.network`.
 pub use goat_egress as network;
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
+pub use external::{ExternalOutcome, ExternalTool, ExternalTools};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, OfferedTool, Routed,
     RouterConfig,

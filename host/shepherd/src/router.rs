@@ -22,6 +22,7 @@ use crate::gate::{
     PermissionDb, Scope, WritePolicy,
 };
 use crate::mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
+use crate::external::ExternalTools;
 use crate::schema;
 
 mod approval;
@@ -30,7 +31,7 @@ mod outcome;
 pub use approval::{Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS};
 pub(crate) use approval::{denial_reason, directory_pattern};
 pub use outcome::{OfferedTool, Routed, failure_kind};
-pub(crate) use outcome::{denied, denied_because, failed, unasked};
+pub(crate) use outcome::{denied, denied_because, failed, succeeded, unasked};
 
 /// Where and how calls run.
 #[derive(Clone, Debug)]
@@ -62,6 +63,8 @@ pub struct AppToolRouter {
     /// Where a command's change set is written before it lands, and the
     /// row of the call being routed (set by the Shepherd).
     journal: Option<(Arc<Mutex<goat_store::Store>>, Option<i64>)>,
+    /// MCP servers' tools (ADR-0086).
+    external: Option<Arc<dyn ExternalTools>>,
 }
 
 impl AppToolRouter {
@@ -77,6 +80,7 @@ impl AppToolRouter {
             commands: None,
             mode: ModeSwitch::default(),
             journal: None,
+            external: None,
         }
     }
 
@@ -164,6 +168,36 @@ impl AppToolRouter {
         self
     }
 
+    /// Offers the tools of outside (MCP) servers too.
+    pub fn with_external(mut self, tools: Arc<dyn ExternalTools>) -> Self {
+        self.external = Some(tools);
+        self
+    }
+
+    /// Tells the outside tools the context window (ADR-0086: over a share
+    /// of it, they are offered on demand).
+    pub fn fit_external(&self, tokens: u64) {
+        if let Some(ext) = &self.external {
+            ext.fit_window(tokens);
+        }
+    }
+
+    /// The outside tools, if any.
+    pub(crate) fn external(&self) -> Option<Arc<dyn ExternalTools>> {
+        self.external.clone()
+    }
+
+    /// The gate's decision on `request`, and the boundary it holds a call to.
+    pub(crate) fn decide(
+        &self,
+        request: &GateRequest<'_>,
+    ) -> (Evaluation, Option<Boundary>) {
+        self.gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .decide_with_boundary(request)
+    }
+
     /// Asks the approver, if there is one.
     pub(crate) fn approve_with(&mut self, request: &ApprovalRequest<'_>) -> Option<Approval> {
         self.approver.as_mut().map(|a| a.approve(request))
@@ -189,6 +223,7 @@ impl AppToolRouter {
                     .as_ref()
                     .map(|c| command_schema(&c.containment)),
             )
+            .chain(self.external.iter().flat_map(|e| e.schemas()))
             .collect()
     }
 
@@ -203,6 +238,7 @@ impl AppToolRouter {
                 plugin: t.kind() == goat_sandbox::ToolKind::Plugin,
                 path_fields: t.spec().path_fields.clone(),
                 network: false,
+                mcp_server: None,
             })
             .chain(self.commands.as_ref().map(|c| OfferedTool {
                 name: RUN_COMMAND.to_owned(),
@@ -211,6 +247,22 @@ impl AppToolRouter {
                 plugin: false,
                 path_fields: Vec::new(),
                 network: c.containment.network != goat_command::Network::Closed,
+                mcp_server: None,
+            }))
+            .chain(self.external.iter().flat_map(|e| {
+                let offered = e.offered_names();
+                e.tools()
+                    .into_iter()
+                    .filter(move |t| offered.contains(&t.name))
+                    .map(|t| OfferedTool {
+                        name: t.name,
+                        writes: t.writes,
+                        command: false,
+                        plugin: false,
+                        path_fields: Vec::new(),
+                        network: t.network,
+                        mcp_server: Some(t.server),
+                    })
             }))
             .collect()
     }
@@ -221,6 +273,7 @@ impl AppToolRouter {
             .iter()
             .map(|t| t.spec().name.clone())
             .chain(self.commands.is_some().then(|| RUN_COMMAND.to_owned()))
+            .chain(self.external.iter().flat_map(|e| e.offered_names()))
             .collect()
     }
 
@@ -240,6 +293,9 @@ impl AppToolRouter {
             && let Some(tool) = self.commands.clone()
         {
             return Ok(self.route_command(&tool, call));
+        }
+        if self.is_external(&call.name) {
+            return Ok(self.route_external(call));
         }
         let tool = match self.find(call) {
             Ok(tool) => tool.clone(),
@@ -549,7 +605,7 @@ impl AppToolRouter {
     /// Saves a person's "allow for this session" or "always allow" as allow
     /// rules for exactly this tool, access and these path patterns. Deny
     /// rules still win over them, as over any allow rule.
-    fn remember(
+    pub(crate) fn remember(
         &self,
         tool: &str,
         access: gate::Access,

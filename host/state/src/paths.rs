@@ -19,6 +19,9 @@ pub const PERMISSIONS_FILE: &str = "permissions.db";
 /// The plugin directory's name, beside the store.
 pub const PLUGIN_DIR: &str = "plugins";
 
+/// The MCP servers the person added (ADR-0086), beside the store.
+pub const MCP_FILE: &str = "mcp.json";
+
 /// The plugin registry's file name inside the plugin directory.
 pub const PLUGIN_REGISTRY_FILE: &str = "plugins.db";
 
@@ -247,6 +250,13 @@ pub fn permissions_path(
 /// ([`PLUGIN_REGISTRY_FILE`]).
 pub fn plugin_dir(db_flag: Option<&Path>) -> Result<HostPath, PathError> {
     store_path(db_flag)?.sibling(PLUGIN_DIR)
+}
+
+/// The MCP servers' file: [`MCP_FILE`] beside the store (`--db`, else
+/// `$GOAT_DB`, else the default), resolved: which servers the person
+/// added, how each starts, and the tool definitions they trusted.
+pub fn mcp_file(db_flag: Option<&Path>) -> Result<HostPath, PathError> {
+    store_path(db_flag)?.sibling(MCP_FILE)
 }
 
 /// GOAT's compiled-code cache: `$GOAT_CACHE_DIR`, else

@@ -102,6 +102,11 @@ pub enum CallErrorKind {
     TooManyCalls,
     /// GOAT stopped while the call was pending.
     Interrupted,
+    /// An outside (MCP) tool ran and reported failure (`isError`).
+    ToolError,
+    /// An outside (MCP) server could not be started, ended during the
+    /// call, or answered with something that is not a result.
+    ServerFailed,
 }
 
 /// Why a round was stored as failed or cancelled.
@@ -190,6 +195,8 @@ text_enum!(CallErrorKind {
     Cancelled => "cancelled",
     TooManyCalls => "too-many-calls",
     Interrupted => "interrupted",
+    ToolError => "tool-error",
+    ServerFailed => "server-failed",
 });
 text_enum!(MarkupChannel { Content => "content", Reasoning => "reasoning" });
 text_enum!(RoundFailure {

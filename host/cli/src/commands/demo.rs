@@ -208,6 +208,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
 
     let limits = crate::config::Settings::load()?.limits();
     let opened = session::open(Parts {
+        external: None,
         notes: &crate::stderr_note,
         workspace: workspace.clone(),
         store: Store::open(&store_path)?,

@@ -22,6 +22,32 @@ pub enum McpCommand {
     /// over MCP on stdin and stdout, through the same gate, record and undo
     /// as a chat. The connection is a session in the store.
     Serve(ServeArgs),
+    /// Add an MCP server whose tools the model may call once you trust
+    /// them: goat mcp add NAME [--env VAR]... [--read DIR]... [--writes]
+    /// [--network] -- COMMAND [ARGS]... It runs contained like a command.
+    Add(super::mcp_servers::AddArgs),
+    /// List the MCP servers, with what their tool definitions cost.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: DbArg,
+    },
+    /// Show a server, its trusted tools, and how what it offers now
+    /// differs (it is started contained to ask).
+    Show(super::mcp_servers::ProbeArgs),
+    /// Start a server contained, show every tool it offers, and pin their
+    /// definitions: a tool whose definition later changes is suspended
+    /// until trusted again.
+    Trust(super::mcp_servers::TrustArgs),
+    /// Remove a server.
+    Remove {
+        /// The server's name.
+        name: String,
+        #[command(flatten)]
+        store: DbArg,
+    },
 }
 
 #[derive(clap::Args)]
@@ -60,6 +86,11 @@ fn parse_mode(text: &str) -> Result<goat_shepherd::ApprovalMode, String> {
 pub fn mcp(command: McpCommand) -> anyhow::Result<Outcome> {
     match command {
         McpCommand::Serve(args) => serve(args),
+        McpCommand::Add(args) => super::mcp_servers::add(args),
+        McpCommand::List { json, store } => super::mcp_servers::list(json, store.db.as_deref()),
+        McpCommand::Show(args) => super::mcp_servers::show(&args),
+        McpCommand::Trust(args) => super::mcp_servers::trust(&args),
+        McpCommand::Remove { name, store } => super::mcp_servers::remove(&name, store.db.as_deref()),
     }
 }
 

@@ -57,6 +57,21 @@ pub(crate) fn denied_because(why: &gate::Denial, reason: String) -> Routed {
     }
 }
 
+/// A call that ran and succeeded with `result`, before any decision was
+/// needed (the caller fills in why none was).
+pub(crate) fn succeeded(result: String) -> Routed {
+    CallOutcome {
+        status: CallStatus::Ok,
+        result,
+        error_kind: None,
+        decision: None,
+        decision_reason: None,
+        duration: Duration::ZERO,
+        exit_code: None,
+        changes: Vec::new(),
+    }
+}
+
 /// A call that needed a person's approval when there was no one to ask.
 pub(crate) fn unasked(reason: String) -> Routed {
     Routed {
@@ -96,4 +111,6 @@ pub struct OfferedTool {
     /// It may reach beyond the workspace: a command whose network is not
     /// closed. A component never can (no socket is linked).
     pub network: bool,
+    /// The MCP server it belongs to (ADR-0086), for an outside tool.
+    pub mcp_server: Option<String>,
 }

@@ -423,7 +423,9 @@ impl Shepherd {
     /// and their names for the markup detector, read once so every round
     /// offers the same set.
     fn offered(&self) -> (Vec<ToolSchema>, Vec<String>) {
+        let window = self.state(|s| s.window().0);
         let router = self.router.lock().unwrap_or_else(PoisonError::into_inner);
+        router.fit_external(u64::try_from(window).unwrap_or(u64::MAX));
         (router.schemas(), router.names())
     }
 

@@ -1,0 +1,497 @@
+//! The servers of one session: started at their first call, held to
+//! their pinned definitions, stopped with the session.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsString;
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use goat_command::{Containment, ContainmentMode, Network, ServerSpec, WorkspaceRules};
+use goat_engine::ToolSchema;
+use goat_shepherd::{ExternalOutcome, ExternalTool, ExternalTools};
+use goat_store::{CallErrorKind, CallStatus};
+use rmcp::model::{CallToolRequestParams, Tool};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::connection::{Connection, MAX_MESSAGE_BYTES, handshake, keep_stderr};
+use crate::offer::{self, CALL_TOOL, SEARCH_TOOL};
+use crate::registry::{PinnedTool, ServerEntry, definition_hash, exposed_name};
+use crate::render;
+
+/// Over this share of the context window, the tools are offered on
+/// demand (ADR-0086).
+pub const ON_DEMAND_SHARE: f64 = 0.10;
+
+/// The trusted servers of one session.
+pub struct Hub {
+    servers: Vec<ServerEntry>,
+    base: Containment,
+    runtime: Option<tokio::runtime::Runtime>,
+    connections: Mutex<HashMap<String, Connection>>,
+    /// Tools found changed (or gone) when their server started: name and
+    /// why.
+    suspended: Mutex<HashMap<String, String>>,
+    on_demand: OnceLock<bool>,
+}
+
+/// A hub that could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("the MCP client's runtime could not start: {0}")]
+pub struct HubError(std::io::Error);
+
+impl Hub {
+    /// A hub for `servers` (the trusted ones are offered), contained as
+    /// `base` (the session's command containment) says, with each
+    /// server's own network, variables and readable directories on top.
+    pub fn new(servers: Vec<ServerEntry>, base: Containment) -> Result<Self, HubError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("goat-mcp-client")
+            .enable_all()
+            .build()
+            .map_err(HubError)?;
+        Ok(Self {
+            servers: servers.into_iter().filter(|s| s.trusted.is_some()).collect(),
+            base,
+            runtime: Some(runtime),
+            connections: Mutex::new(HashMap::new()),
+            suspended: Mutex::new(HashMap::new()),
+            on_demand: OnceLock::new(),
+        })
+    }
+
+    /// Whether any server is offered.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Runs `future` in the hub's runtime and waits for it, from a thread
+    /// outside it (the router's).
+    fn block<T: Send + 'static>(&self, future: impl Future<Output = T> + Send + 'static) -> Option<T> {
+        let runtime = self.runtime.as_ref()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        runtime.spawn(async move {
+            let _ = tx.send(future.await);
+        });
+        rx.recv().ok()
+    }
+
+    fn pinned(&self) -> Vec<(&ServerEntry, &PinnedTool, String)> {
+        self.servers
+            .iter()
+            .flat_map(|server| {
+                server
+                    .trusted
+                    .iter()
+                    .flat_map(|t| t.tools.iter())
+                    .filter_map(move |tool| {
+                        exposed_name(&server.name, &tool.name)
+                            .ok()
+                            .map(|name| (server, tool, name))
+                    })
+            })
+            .collect()
+    }
+
+    fn all_tools(&self) -> Vec<ExternalTool> {
+        self.pinned()
+            .into_iter()
+            .map(|(server, tool, name)| ExternalTool {
+                name,
+                server: server.name.clone(),
+                description: render::escape(&tool.description),
+                parameters: tool.input_schema.clone(),
+                writes: server.writes,
+                network: server.network,
+            })
+            .collect()
+    }
+
+    fn on_demand(&self) -> bool {
+        self.on_demand.get().copied().unwrap_or(false)
+    }
+
+    /// Stops a server (its whole process group), dropping its client in
+    /// the runtime.
+    fn stop(&self, mut connection: Connection) {
+        let service = connection.service.take();
+        let _ = self.block(async move { drop(service) });
+        connection.process.stop();
+    }
+
+    /// Starts `server` contained, shakes hands, and checks what it offers
+    /// against what was trusted.
+    fn start(&self, server: &ServerEntry, rules: &dyn WorkspaceRules) -> Result<Connection, String> {
+        let mut process = start_contained(server, &self.base, rules)?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(err) = process.stderr.take() {
+            keep_stderr(err, Arc::clone(&stderr));
+        }
+        let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
+            return Err("its pipes could not be opened".to_owned());
+        };
+        let oversize = Arc::new(Notify::new());
+        let timeout = Duration::from_secs(server.timeout_secs);
+        let shaken = self
+            .block(handshake(stdin, stdout, Arc::clone(&oversize), timeout))
+            .unwrap_or_else(|| Err("the MCP client's runtime is gone".to_owned()));
+        let mut connection = Connection {
+            service: None,
+            process,
+            stderr,
+            oversize,
+            live: Vec::new(),
+        };
+        match shaken {
+            Ok((service, live)) => {
+                connection.service = Some(service);
+                connection.live = live;
+            }
+            Err(why) => {
+                let ended = connection.ended(Duration::from_millis(300));
+                let tail = connection.stderr_tail();
+                self.stop(connection);
+                return Err(match ended {
+                    Some(how) => format!("{why}; it ended ({how}){tail}"),
+                    None => format!("{why}{tail}"),
+                });
+            }
+        }
+        let changed = changed_tools(server, &connection.live);
+        let mut suspended = self.suspended.lock().unwrap_or_else(PoisonError::into_inner);
+        for (tool, why) in changed {
+            if let Ok(name) = exposed_name(&server.name, &tool) {
+                suspended.insert(name, why);
+            }
+        }
+        Ok(connection)
+    }
+}
+
+/// Starts `server` contained as `base` says (with `rules` on the
+/// workspace), lists what it offers now, and stops it.
+pub fn list_live(
+    server: &ServerEntry,
+    base: &Containment,
+    rules: &dyn WorkspaceRules,
+) -> Result<Vec<Tool>, String> {
+    let hub = Hub::new(Vec::new(), base.clone()).map_err(|e| e.to_string())?;
+    let connection = hub.start(server, rules)?;
+    let live = connection.live.clone();
+    hub.stop(connection);
+    Ok(live)
+}
+
+/// Each pinned tool `live` no longer matches, and why.
+pub fn changed_tools(server: &ServerEntry, live: &[Tool]) -> Vec<(String, String)> {
+    let Some(trusted) = &server.trusted else {
+        return Vec::new();
+    };
+    trusted
+        .tools
+        .iter()
+        .filter_map(|pinned| {
+            let Some(now) = live.iter().find(|t| t.name == pinned.name) else {
+                return Some((
+                    pinned.name.clone(),
+                    "the server no longer offers it".to_owned(),
+                ));
+            };
+            let (description, input, output) = definition(now);
+            (definition_hash(&now.name, &description, &input, output.as_ref()) != pinned.sha256)
+                .then(|| {
+                    (
+                        pinned.name.clone(),
+                        format!(
+                            "its definition changed since it was trusted; `goat mcp show {}` shows \
+                             how, and `goat mcp trust {}` trusts it again",
+                            server.name, server.name
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// A live tool's description and schemas, as pinned.
+pub fn definition(tool: &Tool) -> (String, Value, Option<Value>) {
+    (
+        tool.description.as_deref().unwrap_or_default().to_owned(),
+        Value::Object((*tool.input_schema).clone()),
+        tool.output_schema
+            .as_ref()
+            .map(|schema| Value::Object((**schema).clone())),
+    )
+}
+
+/// Starts `server` in a view: the session's containment, with its own
+/// network, readable directories and variables (read now from GOAT's
+/// environment; a variable that is not set is left out).
+pub fn start_contained(
+    server: &ServerEntry,
+    base: &Containment,
+    rules: &dyn WorkspaceRules,
+) -> Result<goat_command::Server, String> {
+    let Some((program, args)) = server.command.split_first() else {
+        return Err("it has no command to start".to_owned());
+    };
+    let mut containment = base.clone();
+    containment.mode = ContainmentMode::Namespace;
+    containment.network = if server.network {
+        Network::Open
+    } else {
+        Network::Closed
+    };
+    containment.read_paths.extend(server.read.iter().cloned());
+    let env: Vec<(String, OsString)> = server
+        .env
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (name.clone(), value)))
+        .collect();
+    goat_command::start_server(
+        &containment,
+        rules,
+        &ServerSpec {
+            program,
+            args,
+            env: &env,
+            writable: server.writes,
+        },
+    )
+    .map_err(|e| format!("it could not be started contained: {e}"))
+}
+
+/// A failure before or around the call, for the model.
+fn server_failed(text: String) -> ExternalOutcome {
+    ExternalOutcome {
+        status: CallStatus::Error,
+        error_kind: Some(CallErrorKind::ServerFailed),
+        text,
+        changes: None,
+    }
+}
+
+impl ExternalTools for Hub {
+    fn tools(&self) -> Vec<ExternalTool> {
+        // A suspended tool stays findable, so that a call to it says why
+        // it does not run; it is no longer offered.
+        self.all_tools()
+    }
+
+    fn schemas(&self) -> Vec<ToolSchema> {
+        if self.servers.is_empty() {
+            return Vec::new();
+        }
+        if self.on_demand() {
+            return offer::on_demand_schemas(&self.all_tools());
+        }
+        let suspended = self.suspended.lock().unwrap_or_else(PoisonError::into_inner);
+        self.all_tools()
+            .into_iter()
+            .filter(|t| !suspended.contains_key(&t.name))
+            .map(|t| ToolSchema {
+                name: t.name,
+                description: t.description,
+                parameters: t.parameters,
+            })
+            .collect()
+    }
+
+    fn fit_window(&self, tokens: u64) {
+        let _ = self.on_demand.get_or_init(|| {
+            let cost: u64 = self.all_tools().iter().map(offer::tool_tokens).sum();
+            (cost as f64) > (tokens as f64) * ON_DEMAND_SHARE
+        });
+    }
+
+    fn indirect(&self, name: &str, args: &Value) -> Option<Result<String, (String, Value)>> {
+        if !self.on_demand() || self.servers.is_empty() {
+            return None;
+        }
+        match name {
+            SEARCH_TOOL => {
+                let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
+                let suspended = self.suspended.lock().unwrap_or_else(PoisonError::into_inner);
+                let tools: Vec<ExternalTool> = self
+                    .all_tools()
+                    .into_iter()
+                    .filter(|t| !suspended.contains_key(&t.name))
+                    .collect();
+                Some(Ok(offer::search(&tools, query)))
+            }
+            CALL_TOOL => {
+                let tool = args.get("tool").and_then(Value::as_str).unwrap_or_default();
+                let arguments = args
+                    .get("arguments")
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+                Some(Err((tool.to_owned(), arguments)))
+            }
+            _ => None,
+        }
+    }
+
+    fn call(&self, tool: &str, args: &Value, rules: &dyn WorkspaceRules) -> ExternalOutcome {
+        let pinned = self.pinned();
+        let Some((server, pinned_tool, _)) = pinned.iter().find(|(_, _, name)| name == tool) else {
+            return server_failed(format!("no MCP tool is called '{tool}'"));
+        };
+        let mut connections = self
+            .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !connections.contains_key(&server.name) {
+            match self.start(server, rules) {
+                Ok(connection) => {
+                    connections.insert(server.name.clone(), connection);
+                }
+                Err(why) => {
+                    return server_failed(format!(
+                        "{tool} did not run: the MCP server '{}' could not be started: {why}",
+                        server.name
+                    ));
+                }
+            }
+        }
+        if let Some(why) = self
+            .suspended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool)
+        {
+            return ExternalOutcome {
+                status: CallStatus::Denied,
+                error_kind: Some(CallErrorKind::Denied),
+                text: format!("denied: {tool} is suspended: {why}"),
+                changes: None,
+            };
+        }
+        let Some(connection) = connections.get_mut(&server.name) else {
+            return server_failed(format!("the MCP server '{}' is not running", server.name));
+        };
+        let Some(peer) = connection.peer() else {
+            return server_failed(format!("the MCP server '{}' is not connected", server.name));
+        };
+        let watch = server
+            .writes
+            .then(|| goat_command::WorkspaceWatch::take(&self.base.workspace, rules));
+        let mut params = CallToolRequestParams::new(pinned_tool.name.clone());
+        params.arguments = args.as_object().cloned();
+        let timeout = Duration::from_secs(server.timeout_secs);
+        let oversize = Arc::clone(&connection.oversize);
+        let answer = self.block(async move {
+            tokio::select! {
+                answer = tokio::time::timeout(timeout, peer.call_tool(params)) => match answer {
+                    Ok(Ok(result)) => Answer::Result(Box::new(result)),
+                    Ok(Err(e)) => Answer::Failed(e.to_string()),
+                    Err(_) => Answer::TimedOut,
+                },
+                () = oversize.notified() => Answer::Oversize,
+            }
+        });
+        let changes = match watch {
+            Some(Ok(watch)) => watch.changes(rules).ok(),
+            Some(Err(_)) | None => None,
+        };
+        let name = &server.name;
+        let outcome = match answer {
+            Some(Answer::Result(result)) => {
+                let text = render::render(&result);
+                if result.is_error == Some(true) {
+                    ExternalOutcome {
+                        status: CallStatus::Error,
+                        error_kind: Some(CallErrorKind::ToolError),
+                        text: format!("{tool} reported an error: {text}"),
+                        changes: None,
+                    }
+                } else {
+                    ExternalOutcome {
+                        status: CallStatus::Ok,
+                        error_kind: None,
+                        text,
+                        changes: None,
+                    }
+                }
+            }
+            Some(Answer::TimedOut) => {
+                if let Some(connection) = connections.remove(name) {
+                    self.stop(connection);
+                }
+                ExternalOutcome {
+                    status: CallStatus::Error,
+                    error_kind: Some(CallErrorKind::Timeout),
+                    text: format!(
+                        "{tool} timed out after {} s: the MCP server '{name}' was stopped, with \
+                         everything it started; it starts again at its next call",
+                        timeout.as_secs()
+                    ),
+                    changes: None,
+                }
+            }
+            Some(Answer::Oversize) => {
+                if let Some(connection) = connections.remove(name) {
+                    self.stop(connection);
+                }
+                ExternalOutcome {
+                    status: CallStatus::Error,
+                    error_kind: Some(CallErrorKind::TooLarge),
+                    text: format!(
+                        "{tool} failed: the MCP server '{name}' sent a message over {} MiB, which \
+                         GOAT dropped unread; the server was stopped and starts again at its next \
+                         call",
+                        MAX_MESSAGE_BYTES / (1024 * 1024)
+                    ),
+                    changes: None,
+                }
+            }
+            Some(Answer::Failed(why)) => {
+                let mut text = format!("{tool} failed: {}", render::escape(&why));
+                if let Some(mut connection) = connections.remove(name) {
+                    match connection.ended(Duration::from_secs(1)) {
+                        Some(how) => text = format!(
+                            "{tool} failed: the MCP server '{name}' ended during the call \
+                             ({how}){}; it starts again at its next call",
+                            connection.stderr_tail()
+                        ),
+                        None => text.push_str(&format!(
+                            "; the MCP server '{name}' was stopped and starts again at its next \
+                             call"
+                        )),
+                    }
+                    self.stop(connection);
+                }
+                server_failed(text)
+            }
+            None => server_failed("the MCP client's runtime is gone".to_owned()),
+        };
+        ExternalOutcome { changes, ..outcome }
+    }
+}
+
+/// How a call ended, in the runtime.
+enum Answer {
+    Result(Box<rmcp::model::CallToolResult>),
+    Failed(String),
+    TimedOut,
+    Oversize,
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let connections: Vec<Connection> = self
+            .connections
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, c)| c)
+            .collect();
+        for connection in connections {
+            self.stop(connection);
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
