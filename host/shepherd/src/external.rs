@@ -150,6 +150,15 @@ impl AppToolRouter {
         let (evaluation, boundary) = self.decide(&request);
         let granted = match &evaluation.decision {
             Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
+            // No rule, and no one to ask: the way to allow it is a rule
+            // naming the tool (`--allow-writes` is not one for a server).
+            Decision::Deny(gate::Denial::NeedsApproval { .. }) => {
+                return unasked(format!(
+                    "denied: calling {} needs approval and no one is at a terminal to give it; \
+                     the user can allow it with `goat permissions allow {} . --write`",
+                    tool.name, tool.name
+                ));
+            }
             Decision::Deny(why) => return denied_because(why, evaluation.reason()),
             Decision::Ask { .. } => match self.ask_external(tool, &args) {
                 Ok(granted) => granted,
@@ -224,7 +233,7 @@ impl AppToolRouter {
         }) else {
             return Err(unasked(format!(
                 "denied: {question}; no one is there to approve it (allow it with \
-                 `goat permissions allow {} . --access write`)",
+                 `goat permissions allow {} . --write`)",
                 tool.name
             )));
         };

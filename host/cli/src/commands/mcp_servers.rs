@@ -80,6 +80,12 @@ fn load(db: Option<&Path>) -> anyhow::Result<Registry> {
     Ok(Registry::load(&file)?)
 }
 
+/// Whether an MCP server called `name` was added (a list that cannot be
+/// read counts as none).
+pub fn is_added(db: Option<&Path>, name: &str) -> bool {
+    load(db).is_ok_and(|r| r.get(name).is_some())
+}
+
 /// `goat mcp add`.
 pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
     goat_mcp_client::check_name(&args.name).map_err(anyhow::Error::msg)?;

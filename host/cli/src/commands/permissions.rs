@@ -162,7 +162,13 @@ fn add(args: RuleArgs, effect: Effect) -> anyhow::Result<Outcome> {
                 .chain([gate::COMMAND_TOOL])
                 .chain(plugin_tools.iter().map(String::as_str))
                 .collect();
-            if !known.contains(&name) {
+            // An MCP server's tools go by NAME__TOOL; one added but not
+            // trusted yet may be named ahead of its tools.
+            let mcp_server = name.split_once("__").is_some_and(|(server, tool)| {
+                goat_mcp_client::exposed_name(server, tool).is_ok()
+                    && super::mcp_servers::is_added(args.location.store.db.as_deref(), server)
+            });
+            if !known.contains(&name) && !mcp_server {
                 bail!(
                     "no tool named '{}'; available: {}, or '*' for all tools",
                     text::escape_controls(name),

@@ -220,9 +220,11 @@ fn run_with(args: &RunArgs, output: OutputFormat, lines: &Arc<Lines>) -> anyhow:
     match result {
         Ok(_) => {
             if !report.ended.denials.is_empty() {
+                let denials = report.ended.denials.len();
                 note(format_args!(
-                    "{} denied; outcome {}",
-                    crate::text::count(report.ended.denials.len(), "call was"),
+                    "{} {} denied; outcome {}",
+                    crate::text::count(denials, "call"),
+                    if denials == 1 { "was" } else { "were" },
                     outcome.as_str()
                 ));
             }

@@ -6,6 +6,7 @@
 //! checked where it lands: files on disk, rows in the store, `goat undo`.
 //! The hostile client (`hostile`) needs no client but raw pipes.
 
+mod client;
 mod hostile;
 mod inspector;
 
