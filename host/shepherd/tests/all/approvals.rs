@@ -536,3 +536,110 @@ fn accept_edits_allows_the_file_tools_but_still_asks_about_a_plugins_write() {
         "by the model"
     );
 }
+
+/// An outside (MCP) server's one tool, counting its calls.
+struct OneOutsideTool {
+    calls: Arc<Mutex<usize>>,
+}
+
+impl goat_shepherd::ExternalTools for OneOutsideTool {
+    fn tools(&self) -> Vec<goat_shepherd::ExternalTool> {
+        vec![goat_shepherd::ExternalTool {
+            name: "docs__search".to_owned(),
+            server: "docs".to_owned(),
+            description: "Search the docs.".to_owned(),
+            parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
+            writes: false,
+            network: true,
+        }]
+    }
+
+    fn schemas(&self) -> Vec<goat_engine::ToolSchema> {
+        self.tools()
+            .into_iter()
+            .map(|t| goat_engine::ToolSchema {
+                name: t.name,
+                description: t.description,
+                parameters: t.parameters,
+            })
+            .collect()
+    }
+
+    fn indirect(&self, _: &str, _: &Value) -> Option<Result<String, (String, Value)>> {
+        None
+    }
+
+    fn call(
+        &self,
+        _: &str,
+        args: &Value,
+        _: &dyn goat_command::WorkspaceRules,
+    ) -> goat_shepherd::ExternalOutcome {
+        *self.calls.lock().unwrap() += 1;
+        goat_shepherd::ExternalOutcome {
+            status: CallStatus::Ok,
+            error_kind: None,
+            text: format!("found {}", args["q"]),
+            changes: None,
+        }
+    }
+}
+
+fn search(q: &str) -> ToolCall {
+    let arguments = json!({"q": q});
+    ToolCall {
+        index: 0,
+        id: "call_1".to_owned(),
+        id_generated: false,
+        name: "docs__search".to_owned(),
+        raw_arguments: arguments.to_string(),
+        arguments: Ok(arguments),
+    }
+}
+
+#[test]
+fn always_for_an_mcp_tool_sticks_and_a_deny_rule_still_wins() {
+    let f = Fixture::new();
+    let calls = Arc::new(Mutex::new(0));
+    let outside = Arc::new(OneOutsideTool {
+        calls: calls.clone(),
+    });
+    let mut router = f
+        .router("s1", vec![Approval::Always])
+        .with_external(outside.clone());
+    let first = router.route(&search("one")).unwrap();
+    assert_eq!(first.status, CallStatus::Ok, "{}", first.result);
+    assert_eq!(
+        first.decision,
+        Some(goat_store::CallDecision::AskAllowedAlways)
+    );
+    assert!(f.asked()[0].prompt.contains("MCP server 'docs'"), "{:?}", f.asked());
+    // A new session, a new router: the saved rule answers; no one is asked.
+    let mut later = f.router("s2", vec![]).with_external(outside.clone());
+    let second = later.route(&search("two")).unwrap();
+    assert_eq!(second.status, CallStatus::Ok, "{}", second.result);
+    assert_eq!(second.decision, Some(goat_store::CallDecision::Allow));
+    assert_eq!(f.asked().len(), 1, "{:?}", f.asked());
+    let rules = f.rules();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0].tool.as_deref(), Some("docs__search"));
+    // A deny rule for the tool wins over the remembered allow, unasked.
+    PermissionDb::open(&f.db)
+        .unwrap()
+        .add(NewRule {
+            tool: Some("docs__search".to_owned()),
+            pattern: ".".to_owned(),
+            access: Access::Write,
+            effect: Effect::Deny,
+            scope: Scope::Persistent,
+            workspace: None,
+            created_at: 0,
+            expires_at: None,
+            command: None,
+        })
+        .unwrap();
+    let third = later.route(&search("three")).unwrap();
+    assert_eq!(third.status, CallStatus::Denied, "{}", third.result);
+    assert_eq!(*calls.lock().unwrap(), 2, "the denied call never reached the server");
+    assert_eq!(f.asked().len(), 1);
+}
