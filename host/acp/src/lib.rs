@@ -19,7 +19,8 @@
 //!   it), and with `--workspace` given it must be that directory;
 //! - GOAT never uses the client's `fs/*` or `terminal/*` methods: the tools
 //!   read and write through the Pen and the fence;
-//! - the client's MCP servers are refused (GOAT has no MCP client);
+//! - the client's MCP servers are refused (GOAT starts only the servers the
+//!   person added and trusted, ADR-0086, and offers those);
 //! - an answer to a permission request that is not one of the options
 //!   offered, a cancelled request, or a failed one, is a denial;
 //! - nothing runs before the first `session/prompt`: opening a session asks

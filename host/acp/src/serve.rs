@@ -76,13 +76,15 @@ fn open_failed(e: &anyhow::Error) -> Error {
     )
 }
 
-/// GOAT has no MCP client yet (issue 26), and one workspace per session.
+/// GOAT starts only the MCP servers the person added and trusted
+/// (ADR-0086), never a client's, and works in one workspace per session.
 fn refuse_extras(mcp_servers: usize, additional_directories: usize) -> Result<(), Error> {
     if mcp_servers > 0 {
         return Err(Error::new(
             ErrorCode::INVALID_PARAMS,
-            "GOAT cannot use the client's MCP servers (it has no MCP client); send an empty \
-             mcpServers list",
+            "GOAT does not start an editor's MCP servers: it runs only the servers the person \
+             added and trusted (goat mcp add, goat mcp trust), contained, and offers those in \
+             every session; send an empty mcpServers list",
         ));
     }
     if additional_directories > 0 {
