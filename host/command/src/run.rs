@@ -330,7 +330,11 @@ pub(crate) fn lock_down(
 /// A spawn that failed before the command's `exec`: the kernel refused a
 /// step of the sandbox, named from `progress` (`steps`: the view's own).
 /// A failure at `exec` itself stays the spawn error it is.
-pub(crate) fn refused_at(error: CommandError, progress: &Progress, steps: &[String]) -> CommandError {
+pub(crate) fn refused_at(
+    error: CommandError,
+    progress: &Progress,
+    steps: &[String],
+) -> CommandError {
     match error {
         CommandError::Spawn(why) if !progress.reached_exec() => CommandError::Containment(format!(
             "the kernel refused {}: {why}",

@@ -74,7 +74,9 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("pid", &self.child.id()).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("pid", &self.child.id())
+            .finish_non_exhaustive()
     }
 }
 

@@ -65,11 +65,16 @@ impl Connection {
         let until = std::time::Instant::now() + wait;
         loop {
             if let Some(status) = self.process.exited() {
-                return Some(match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
-                    (Some(code), _) => format!("exit status {code}"),
-                    (None, Some(signal)) => format!("killed by signal {signal}"),
-                    (None, None) => "ended".to_owned(),
-                });
+                return Some(
+                    match (
+                        status.code(),
+                        std::os::unix::process::ExitStatusExt::signal(&status),
+                    ) {
+                        (Some(code), _) => format!("exit status {code}"),
+                        (None, Some(signal)) => format!("killed by signal {signal}"),
+                        (None, None) => "ended".to_owned(),
+                    },
+                );
             }
             if std::time::Instant::now() >= until {
                 return None;
@@ -123,7 +128,12 @@ pub async fn handshake(
     tokio::spawn(pump(stdout, ours, oversize));
     let service = tokio::time::timeout(timeout, client_config().serve((framed, stdin)))
         .await
-        .map_err(|_| format!("it did not answer the handshake within {} s", timeout.as_secs()))?
+        .map_err(|_| {
+            format!(
+                "it did not answer the handshake within {} s",
+                timeout.as_secs()
+            )
+        })?
         .map_err(|e| format!("the handshake failed: {e}"))?;
     let tools = tokio::time::timeout(timeout, service.list_all_tools())
         .await

@@ -53,7 +53,10 @@ impl Hub {
             .build()
             .map_err(HubError)?;
         Ok(Self {
-            servers: servers.into_iter().filter(|s| s.trusted.is_some()).collect(),
+            servers: servers
+                .into_iter()
+                .filter(|s| s.trusted.is_some())
+                .collect(),
             base,
             runtime: Some(runtime),
             connections: Mutex::new(HashMap::new()),
@@ -69,7 +72,10 @@ impl Hub {
 
     /// Runs `future` in the hub's runtime and waits for it, from a thread
     /// outside it (the router's).
-    fn block<T: Send + 'static>(&self, future: impl Future<Output = T> + Send + 'static) -> Option<T> {
+    fn block<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> Option<T> {
         let runtime = self.runtime.as_ref()?;
         let (tx, rx) = std::sync::mpsc::channel();
         runtime.spawn(async move {
@@ -123,7 +129,11 @@ impl Hub {
 
     /// Starts `server` contained, shakes hands, and checks what it offers
     /// against what was trusted.
-    fn start(&self, server: &ServerEntry, rules: &dyn WorkspaceRules) -> Result<Connection, String> {
+    fn start(
+        &self,
+        server: &ServerEntry,
+        rules: &dyn WorkspaceRules,
+    ) -> Result<Connection, String> {
         let mut process = start_contained(server, &self.base, rules)?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(err) = process.stderr.take() {
@@ -160,7 +170,10 @@ impl Hub {
             }
         }
         let changed = changed_tools(server, &connection.live);
-        let mut suspended = self.suspended.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut suspended = self
+            .suspended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         for (tool, why) in changed {
             if let Ok(name) = exposed_name(&server.name, &tool) {
                 suspended.insert(name, why);
@@ -287,7 +300,10 @@ impl ExternalTools for Hub {
         if self.on_demand() {
             return offer::on_demand_schemas(&self.all_tools());
         }
-        let suspended = self.suspended.lock().unwrap_or_else(PoisonError::into_inner);
+        let suspended = self
+            .suspended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         self.all_tools()
             .into_iter()
             .filter(|t| !suspended.contains_key(&t.name))
@@ -312,8 +328,14 @@ impl ExternalTools for Hub {
         }
         match name {
             SEARCH_TOOL => {
-                let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
-                let suspended = self.suspended.lock().unwrap_or_else(PoisonError::into_inner);
+                let query = args
+                    .get("query")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let suspended = self
+                    .suspended
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 let tools: Vec<ExternalTool> = self
                     .all_tools()
                     .into_iter()
@@ -450,11 +472,13 @@ impl ExternalTools for Hub {
                 let mut text = format!("{tool} failed: {}", render::escape(&why));
                 if let Some(mut connection) = connections.remove(name) {
                     match connection.ended(Duration::from_secs(1)) {
-                        Some(how) => text = format!(
-                            "{tool} failed: the MCP server '{name}' ended during the call \
+                        Some(how) => {
+                            text = format!(
+                                "{tool} failed: the MCP server '{name}' ended during the call \
                              ({how}){}; it starts again at its next call",
-                            connection.stderr_tail()
-                        ),
+                                connection.stderr_tail()
+                            )
+                        }
                         None => text.push_str(&format!(
                             "; the MCP server '{name}' was stopped and starts again at its next \
                              call"

@@ -21,6 +21,6 @@ pub mod registry;
 pub mod render;
 
 pub use hub::{Hub, changed_tools, definition, list_live, start_contained};
+pub use registry::{PinnedTool, Registry, ServerEntry, Trusted, check_name, exposed_name};
 /// A tool as a server offers it now.
 pub use rmcp::model::Tool as LiveTool;
-pub use registry::{PinnedTool, Registry, ServerEntry, Trusted, check_name, exposed_name};

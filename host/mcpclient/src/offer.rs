@@ -85,7 +85,10 @@ pub fn search(tools: &[ExternalTool], query: &str) -> String {
             let description = t.description.to_lowercase();
             let score = words
                 .iter()
-                .map(|w| 3 * usize::from(name.contains(w.as_str())) + usize::from(description.contains(w.as_str())))
+                .map(|w| {
+                    3 * usize::from(name.contains(w.as_str()))
+                        + usize::from(description.contains(w.as_str()))
+                })
                 .sum();
             (score, t)
         })
@@ -111,7 +114,10 @@ pub fn search(tools: &[ExternalTool], query: &str) -> String {
         text.push('\n');
     }
     if scored.len() > MAX_FOUND {
-        text.push_str(&format!("({} more match; narrow the query)\n", scored.len() - MAX_FOUND));
+        text.push_str(&format!(
+            "({} more match; narrow the query)\n",
+            scored.len() - MAX_FOUND
+        ));
     }
     text
 }

@@ -84,8 +84,7 @@ impl PinnedTool {
         input_schema: Value,
         output_schema: Option<Value>,
     ) -> Self {
-        let sha256 =
-            definition_hash(name, description, &input_schema, output_schema.as_ref());
+        let sha256 = definition_hash(name, description, &input_schema, output_schema.as_ref());
         Self {
             name: name.to_owned(),
             description: description.to_owned(),
@@ -337,16 +336,31 @@ mod tests {
 
     #[test]
     fn the_hash_ignores_key_order_and_sees_every_change() {
-        let a: Value = serde_json::from_str(r#"{"type":"object","properties":{"x":{"type":"string"}}}"#)
-            .unwrap_or_default();
-        let b: Value = serde_json::from_str(r#"{"properties":{"x":{"type":"string"}},"type":"object"}"#)
-            .unwrap_or_default();
-        let c: Value = serde_json::from_str(r#"{"properties":{"x":{"type":"number"}},"type":"object"}"#)
-            .unwrap_or_default();
-        assert_eq!(definition_hash("t", "d", &a, None), definition_hash("t", "d", &b, None));
-        assert_ne!(definition_hash("t", "d", &a, None), definition_hash("t", "d", &c, None));
-        assert_ne!(definition_hash("t", "d", &a, None), definition_hash("t", "d ", &a, None));
-        assert_ne!(definition_hash("t", "d", &a, None), definition_hash("u", "d", &a, None));
+        let a: Value =
+            serde_json::from_str(r#"{"type":"object","properties":{"x":{"type":"string"}}}"#)
+                .unwrap_or_default();
+        let b: Value =
+            serde_json::from_str(r#"{"properties":{"x":{"type":"string"}},"type":"object"}"#)
+                .unwrap_or_default();
+        let c: Value =
+            serde_json::from_str(r#"{"properties":{"x":{"type":"number"}},"type":"object"}"#)
+                .unwrap_or_default();
+        assert_eq!(
+            definition_hash("t", "d", &a, None),
+            definition_hash("t", "d", &b, None)
+        );
+        assert_ne!(
+            definition_hash("t", "d", &a, None),
+            definition_hash("t", "d", &c, None)
+        );
+        assert_ne!(
+            definition_hash("t", "d", &a, None),
+            definition_hash("t", "d ", &a, None)
+        );
+        assert_ne!(
+            definition_hash("t", "d", &a, None),
+            definition_hash("u", "d", &a, None)
+        );
         assert_ne!(
             definition_hash("t", "d", &a, None),
             definition_hash("t", "d", &a, Some(&c))
@@ -358,10 +372,22 @@ mod tests {
         for ok in ["github", "docs2", "my_server"] {
             assert!(check_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "Git", "a__b", "a_", "2x", "a-b", "a.b", "abcdefghijklmnopqrstuvwxy"] {
+        for bad in [
+            "",
+            "Git",
+            "a__b",
+            "a_",
+            "2x",
+            "a-b",
+            "a.b",
+            "abcdefghijklmnopqrstuvwxy",
+        ] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
-        assert_eq!(exposed_name("s", "get-sum").ok().as_deref(), Some("s__get-sum"));
+        assert_eq!(
+            exposed_name("s", "get-sum").ok().as_deref(),
+            Some("s__get-sum")
+        );
         assert!(exposed_name("s", "bad name").is_err());
         assert!(exposed_name("s", "a.b").is_err());
         assert!(exposed_name("s", &"x".repeat(62)).is_err());

@@ -84,14 +84,18 @@ impl AppToolRouter {
     /// Whether `name` is for the outside tools.
     pub(crate) fn is_external(&self, name: &str) -> bool {
         self.external().is_some_and(|ext| {
-            ext.offered_names().iter().any(|n| n == name) || ext.tools().iter().any(|t| t.name == name)
+            ext.offered_names().iter().any(|n| n == name)
+                || ext.tools().iter().any(|t| t.name == name)
         })
     }
 
     /// The outside road: search, or arguments, mode, gate, person, call.
     pub(crate) fn route_external(&mut self, call: &ToolCall) -> Routed {
         let Some(ext) = self.external() else {
-            return failed(CallErrorKind::UnknownTool, format!("unknown tool '{}'", call.name));
+            return failed(
+                CallErrorKind::UnknownTool,
+                format!("unknown tool '{}'", call.name),
+            );
         };
         let args = match call.arguments.as_ref() {
             Ok(args) => args.clone(),
@@ -122,7 +126,11 @@ impl AppToolRouter {
                 format!(
                     "unknown tool '{}'; the MCP tools available are: {}",
                     goat_gate::quoted(&name),
-                    tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                    tools
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             );
         };
@@ -239,7 +247,10 @@ impl AppToolRouter {
         };
         let scope = match answer {
             Approval::Deny => {
-                return Err(denied(CallDecision::AskDenied, denial_reason(&question, None)));
+                return Err(denied(
+                    CallDecision::AskDenied,
+                    denial_reason(&question, None),
+                ));
             }
             Approval::DenyWith(note) => {
                 return Err(denied(

@@ -38,13 +38,13 @@ pub use context::{
     ProjectPrompt, ProjectSection, WindowChoice,
 };
 pub use direct::DirectCalls;
+pub use external::{ExternalOutcome, ExternalTool, ExternalTools};
 pub use goat_command::{
     Containment, ContainmentMode, Network, Used as ContainmentUsed, server_support,
 };
 /// The egress proxy, re-exported: a session makes one from `commands.network`.
 pub use goat_egress as network;
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
-pub use external::{ExternalOutcome, ExternalTool, ExternalTools};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, OfferedTool, Routed,
     RouterConfig,

@@ -17,12 +17,12 @@ use serde_json::Value;
 
 use crate::checkpoint;
 use crate::command::{CommandTool, RUN_COMMAND, command_schema};
+use crate::external::ExternalTools;
 use crate::gate::{
     self, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive, NewRule,
     PermissionDb, Scope, WritePolicy,
 };
 use crate::mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
-use crate::external::ExternalTools;
 use crate::schema;
 
 mod approval;
@@ -188,10 +188,7 @@ impl AppToolRouter {
     }
 
     /// The gate's decision on `request`, and the boundary it holds a call to.
-    pub(crate) fn decide(
-        &self,
-        request: &GateRequest<'_>,
-    ) -> (Evaluation, Option<Boundary>) {
+    pub(crate) fn decide(&self, request: &GateRequest<'_>) -> (Evaluation, Option<Boundary>) {
         self.gate
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

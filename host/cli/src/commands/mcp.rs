@@ -90,7 +90,9 @@ pub fn mcp(command: McpCommand) -> anyhow::Result<Outcome> {
         McpCommand::List { json, store } => super::mcp_servers::list(json, store.db.as_deref()),
         McpCommand::Show(args) => super::mcp_servers::show(&args),
         McpCommand::Trust(args) => super::mcp_servers::trust(&args),
-        McpCommand::Remove { name, store } => super::mcp_servers::remove(&name, store.db.as_deref()),
+        McpCommand::Remove { name, store } => {
+            super::mcp_servers::remove(&name, store.db.as_deref())
+        }
     }
 }
 

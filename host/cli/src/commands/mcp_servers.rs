@@ -196,7 +196,10 @@ pub fn list(json_out: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({ "servers": servers }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "servers": servers }))?
+        );
         return Ok(Outcome::Ok);
     }
     if registry.servers.is_empty() {
@@ -230,14 +233,16 @@ pub fn schema_tokens(server: &ServerEntry) -> u64 {
             .iter()
             .filter_map(|tool| {
                 let name = goat_mcp_client::exposed_name(&server.name, &tool.name).ok()?;
-                Some(goat_mcp_client::offer::tool_tokens(&goat_shepherd::ExternalTool {
-                    name,
-                    server: server.name.clone(),
-                    description: goat_mcp_client::render::escape(&tool.description),
-                    parameters: tool.input_schema.clone(),
-                    writes: server.writes,
-                    network: server.network,
-                }))
+                Some(goat_mcp_client::offer::tool_tokens(
+                    &goat_shepherd::ExternalTool {
+                        name,
+                        server: server.name.clone(),
+                        description: goat_mcp_client::render::escape(&tool.description),
+                        parameters: tool.input_schema.clone(),
+                        writes: server.writes,
+                        network: server.network,
+                    },
+                ))
             })
             .sum()
     })
@@ -245,13 +250,18 @@ pub fn schema_tokens(server: &ServerEntry) -> u64 {
 
 /// Starts `server` contained in `probe`'s workspace (read-only) and lists
 /// what it offers now.
-fn live_tools(server: &ServerEntry, probe: &ProbeArgs) -> anyhow::Result<Vec<goat_mcp_client::LiveTool>> {
+fn live_tools(
+    server: &ServerEntry,
+    probe: &ProbeArgs,
+) -> anyhow::Result<Vec<goat_mcp_client::LiveTool>> {
     let settings = crate::config::Settings::load()?;
     let workspace = goat_session::paths::workspace(probe.workspace.as_deref())?;
     let store = paths::store_path(probe.store.db.as_deref())?.into_resolved();
-    let permissions =
-        paths::permissions_path(probe.permissions.permissions.as_deref(), probe.store.db.as_deref())?
-            .into_resolved();
+    let permissions = paths::permissions_path(
+        probe.permissions.permissions.as_deref(),
+        probe.store.db.as_deref(),
+    )?
+    .into_resolved();
     let containment = settings.command_containment(&workspace, &[&store, &permissions])?;
     goat_shepherd::server_support(&containment)?;
     let (_, boundary) = goat_shepherd::gate::GateHandle::new(&permissions).decide_with_boundary(
@@ -267,14 +277,20 @@ fn live_tools(server: &ServerEntry, probe: &ProbeArgs) -> anyhow::Result<Vec<goa
         },
     );
     let Some(boundary) = boundary else {
-        bail!("the permission rules could not be applied to {}", workspace.display());
+        bail!(
+            "the permission rules could not be applied to {}",
+            workspace.display()
+        );
     };
     let rules = goat_shepherd::BoundaryRules(boundary);
     let mut looked_at = server.clone();
     looked_at.writes = false;
     looked_at.trusted = None;
     goat_mcp_client::list_live(&looked_at, &containment, &rules).map_err(|why| {
-        anyhow::anyhow!("the MCP server '{}' could not be started: {why}", server.name)
+        anyhow::anyhow!(
+            "the MCP server '{}' could not be started: {why}",
+            server.name
+        )
     })
 }
 
@@ -283,31 +299,75 @@ fn live_tools(server: &ServerEntry, probe: &ProbeArgs) -> anyhow::Result<Vec<goa
 pub fn show(probe: &ProbeArgs) -> anyhow::Result<Outcome> {
     let registry = load(probe.store.db.as_deref())?;
     let Some(server) = registry.get(&probe.name) else {
-        bail!("no MCP server is called '{}' (goat mcp list)", text::escape_controls(&probe.name));
+        bail!(
+            "no MCP server is called '{}' (goat mcp list)",
+            text::escape_controls(&probe.name)
+        );
     };
     let mut out = io::stdout().lock();
     writeln!(out, "MCP server '{}'", server.name)?;
-    writeln!(out, "  command: {}", text::escape_controls(&server.command.join(" ")))?;
-    writeln!(out, "  workspace: {}", if server.writes { "read-write" } else { "read-only" })?;
-    writeln!(out, "  network: {}", if server.network { "on" } else { "off" })?;
-    writeln!(out, "  variables: {}", if server.env.is_empty() { "none".to_owned() } else { server.env.join(", ") })?;
+    writeln!(
+        out,
+        "  command: {}",
+        text::escape_controls(&server.command.join(" "))
+    )?;
+    writeln!(
+        out,
+        "  workspace: {}",
+        if server.writes {
+            "read-write"
+        } else {
+            "read-only"
+        }
+    )?;
+    writeln!(
+        out,
+        "  network: {}",
+        if server.network { "on" } else { "off" }
+    )?;
+    writeln!(
+        out,
+        "  variables: {}",
+        if server.env.is_empty() {
+            "none".to_owned()
+        } else {
+            server.env.join(", ")
+        }
+    )?;
     for dir in &server.read {
-        writeln!(out, "  reads: {}", text::escape_controls(&dir.display().to_string()))?;
+        writeln!(
+            out,
+            "  reads: {}",
+            text::escape_controls(&dir.display().to_string())
+        )?;
     }
     writeln!(out, "  timeout: {} s", server.timeout_secs)?;
     let Some(trusted) = &server.trusted else {
         writeln!(out, "  not trusted yet: goat mcp trust {}", server.name)?;
         return Ok(Outcome::Ok);
     };
-    writeln!(out, "  trusted tools ({}, about {} tokens):", trusted.tools.len(), schema_tokens(server))?;
+    writeln!(
+        out,
+        "  trusted tools ({}, about {} tokens):",
+        trusted.tools.len(),
+        schema_tokens(server)
+    )?;
     for tool in &trusted.tools {
-        writeln!(out, "    {}: {}", text::escape_controls(&tool.name), text::escape_controls(&tool.description))?;
+        writeln!(
+            out,
+            "    {}: {}",
+            text::escape_controls(&tool.name),
+            text::escape_controls(&tool.description)
+        )?;
     }
     drop(out);
     let live = match live_tools(server, probe) {
         Ok(live) => live,
         Err(e) => {
-            println!("  what it offers now is unknown: {}", text::escape_controls(&format!("{e:#}")));
+            println!(
+                "  what it offers now is unknown: {}",
+                text::escape_controls(&format!("{e:#}"))
+            );
             return Ok(Outcome::Failed);
         }
     };
@@ -321,7 +381,11 @@ pub fn show(probe: &ProbeArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     for (name, why) in &changed {
-        println!("  SUSPENDED {}: {}", text::escape_controls(name), text::escape_controls(why));
+        println!(
+            "  SUSPENDED {}: {}",
+            text::escape_controls(name),
+            text::escape_controls(why)
+        );
         let before = trusted.tools.iter().find(|p| &p.name == name);
         let after = live.iter().find(|t| &t.name == name).map(definition);
         if let Some(before) = before {
@@ -339,17 +403,28 @@ pub fn show(probe: &ProbeArgs) -> anyhow::Result<Outcome> {
 }
 
 /// How a pinned definition and the live one differ, line by line, escaped.
-fn print_diff(before: &PinnedTool, after: Option<&(String, serde_json::Value, Option<serde_json::Value>)>) {
+fn print_diff(
+    before: &PinnedTool,
+    after: Option<&(String, serde_json::Value, Option<serde_json::Value>)>,
+) {
     let Some((description, input, output)) = after else {
         println!("    (no longer offered)");
         return;
     };
     let pairs = [
-        ("description", before.description.clone(), description.clone()),
+        (
+            "description",
+            before.description.clone(),
+            description.clone(),
+        ),
         ("arguments", pretty(&before.input_schema), pretty(input)),
         (
             "result",
-            before.output_schema.as_ref().map(pretty).unwrap_or_default(),
+            before
+                .output_schema
+                .as_ref()
+                .map(pretty)
+                .unwrap_or_default(),
             output.as_ref().map(pretty).unwrap_or_default(),
         ),
     ];
@@ -364,7 +439,10 @@ fn print_diff(before: &PinnedTool, after: Option<&(String, serde_json::Value, Op
                 similar::ChangeTag::Insert => "+",
                 similar::ChangeTag::Equal => " ",
             };
-            println!("      {sign}{}", text::escape_controls(change.value().trim_end_matches('\n')));
+            println!(
+                "      {sign}{}",
+                text::escape_controls(change.value().trim_end_matches('\n'))
+            );
         }
     }
 }
@@ -388,7 +466,9 @@ fn sorted(value: &serde_json::Value) -> serde_json::Value {
                     .collect(),
             )
         }
-        serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(sorted).collect()),
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(sorted).collect())
+        }
         other => other.clone(),
     }
 }
@@ -398,7 +478,10 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
     let probe = &args.probe;
     let mut registry = load(probe.store.db.as_deref())?;
     let Some(server) = registry.get(&probe.name).cloned() else {
-        bail!("no MCP server is called '{}' (goat mcp list)", text::escape_controls(&probe.name));
+        bail!(
+            "no MCP server is called '{}' (goat mcp list)",
+            text::escape_controls(&probe.name)
+        );
     };
     let live = live_tools(&server, probe)?;
     let mut pins = Vec::new();
@@ -408,7 +491,11 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
         "MCP server '{}' ({}; workspace {}; network {}) offers {} tools:",
         server.name,
         text::escape_controls(&server.command.join(" ")),
-        if server.writes { "read-write" } else { "read-only" },
+        if server.writes {
+            "read-write"
+        } else {
+            "read-only"
+        },
         if server.network { "on" } else { "off" },
         live.len()
     )?;
@@ -417,7 +504,11 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
         match goat_mcp_client::exposed_name(&server.name, &tool.name) {
             Ok(name) => {
                 writeln!(out, "  {name}: {}", text::escape_controls(&description))?;
-                writeln!(out, "    arguments: {}", text::escape_controls(&input.to_string()))?;
+                writeln!(
+                    out,
+                    "    arguments: {}",
+                    text::escape_controls(&input.to_string())
+                )?;
                 pins.push(PinnedTool::new(&tool.name, &description, input, output));
             }
             Err(why) => writeln!(out, "  not offered: {}", text::escape_controls(&why))?,
@@ -425,7 +516,10 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
     }
     drop(out);
     if pins.is_empty() {
-        bail!("the MCP server '{}' offers no tool a model can call; nothing was trusted", server.name);
+        bail!(
+            "the MCP server '{}' offers no tool a model can call; nothing was trusted",
+            server.name
+        );
     }
     if !args.yes {
         let terminal = io::stdin().is_terminal() && io::stderr().is_terminal();
@@ -438,7 +532,12 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
             );
         }
         let mut err = io::stderr().lock();
-        write!(err, "Trust these {} tools of '{}'? [y/N] ", pins.len(), server.name)?;
+        write!(
+            err,
+            "Trust these {} tools of '{}'? [y/N] ",
+            pins.len(),
+            server.name
+        )?;
         err.flush()?;
         let mut line = String::new();
         io::BufRead::read_line(&mut io::stdin().lock(), &mut line)?;
@@ -468,7 +567,10 @@ pub fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let before = registry.servers.len();
     registry.servers.retain(|s| s.name != name);
     if registry.servers.len() == before {
-        bail!("no MCP server is called '{}' (goat mcp list)", text::escape_controls(name));
+        bail!(
+            "no MCP server is called '{}' (goat mcp list)",
+            text::escape_controls(name)
+        );
     }
     registry.save()?;
     println!("removed MCP server '{name}'; rules naming its tools stay until you remove them");

@@ -425,7 +425,7 @@ impl Shepherd {
     fn offered(&self) -> (Vec<ToolSchema>, Vec<String>) {
         let window = self.state(|s| s.window().0);
         let router = self.router.lock().unwrap_or_else(PoisonError::into_inner);
-        router.fit_external(u64::try_from(window).unwrap_or(u64::MAX));
+        router.fit_external(window);
         (router.schemas(), router.names())
     }
 

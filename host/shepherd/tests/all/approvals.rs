@@ -613,7 +613,11 @@ fn always_for_an_mcp_tool_sticks_and_a_deny_rule_still_wins() {
         first.decision,
         Some(goat_store::CallDecision::AskAllowedAlways)
     );
-    assert!(f.asked()[0].prompt.contains("MCP server 'docs'"), "{:?}", f.asked());
+    assert!(
+        f.asked()[0].prompt.contains("MCP server 'docs'"),
+        "{:?}",
+        f.asked()
+    );
     // A new session, a new router: the saved rule answers; no one is asked.
     let mut later = f.router("s2", vec![]).with_external(outside.clone());
     let second = later.route(&search("two")).unwrap();
@@ -640,6 +644,10 @@ fn always_for_an_mcp_tool_sticks_and_a_deny_rule_still_wins() {
         .unwrap();
     let third = later.route(&search("three")).unwrap();
     assert_eq!(third.status, CallStatus::Denied, "{}", third.result);
-    assert_eq!(*calls.lock().unwrap(), 2, "the denied call never reached the server");
+    assert_eq!(
+        *calls.lock().unwrap(),
+        2,
+        "the denied call never reached the server"
+    );
     assert_eq!(f.asked().len(), 1);
 }

@@ -82,10 +82,7 @@ fn offered(run: &GoatRun, request: usize) -> Vec<String> {
 
 /// The store's calls of the run's only session.
 fn calls(run: &GoatRun) -> Vec<Value> {
-    let id = run.sessions()[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = run.sessions()[0]["id"].as_str().unwrap().to_owned();
     let out = run.env.run(&["sessions", "show", &id, "--json"]);
     assert!(out.status.success(), "{}", shown(&out));
     let show: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -121,7 +118,12 @@ async fn a_python_sdk_servers_tools_reach_the_model() {
     let trusted = add_and_trust(
         env,
         "sdk",
-        &["--read", venv.to_str().unwrap(), "--read", servers_dir().to_str().unwrap()],
+        &[
+            "--read",
+            venv.to_str().unwrap(),
+            "--read",
+            servers_dir().to_str().unwrap(),
+        ],
         &[python.to_str().unwrap(), script.to_str().unwrap()],
     );
     assert!(trusted.contains("sdk__add"), "{trusted}");
@@ -137,7 +139,11 @@ async fn a_python_sdk_servers_tools_reach_the_model() {
     )
     .await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
-    assert!(offered(&run, 0).contains(&"sdk__add".to_owned()), "{:?}", offered(&run, 0));
+    assert!(
+        offered(&run, 0).contains(&"sdk__add".to_owned()),
+        "{:?}",
+        offered(&run, 0)
+    );
     let sum = tool_result(&run, 1);
     assert!(sum.contains('5'), "{sum}");
     // The server sees the workspace (read-only): one file in it.
@@ -230,9 +236,15 @@ async fn a_server_cannot_read_home_write_outside_or_connect_out() {
     let run = calling(
         builder,
         &[
-            ("probe__read_file", json!({"path": home.join(".ssh/id_ed25519")})),
+            (
+                "probe__read_file",
+                json!({"path": home.join(".ssh/id_ed25519")}),
+            ),
             ("probe__write_file", json!({"path": outside, "text": "x"})),
-            ("probe__write_file", json!({"path": "inside.txt", "text": "x"})),
+            (
+                "probe__write_file",
+                json!({"path": "inside.txt", "text": "x"}),
+            ),
             ("probe__connect", json!({"host": "127.0.0.1", "port": port})),
             ("probe__env", json!({})),
             ("probe__list_dir", json!({"path": state})),
@@ -243,12 +255,24 @@ async fn a_server_cannot_read_home_write_outside_or_connect_out() {
     let read = tool_result(&run, 1);
     assert!(read.starts_with("ERROR"), "{read}");
     assert!(!run.request_text(6).contains("SECRET"));
-    assert!(tool_result(&run, 2).starts_with("ERROR"), "{}", tool_result(&run, 2));
+    assert!(
+        tool_result(&run, 2).starts_with("ERROR"),
+        "{}",
+        tool_result(&run, 2)
+    );
     assert!(!outside.exists());
     // Read-only: the workspace is not the server's to write.
-    assert!(tool_result(&run, 3).starts_with("ERROR"), "{}", tool_result(&run, 3));
+    assert!(
+        tool_result(&run, 3).starts_with("ERROR"),
+        "{}",
+        tool_result(&run, 3)
+    );
     assert!(!env_ws(&run).join("inside.txt").exists());
-    assert!(tool_result(&run, 4).starts_with("ERROR"), "{}", tool_result(&run, 4));
+    assert!(
+        tool_result(&run, 4).starts_with("ERROR"),
+        "{}",
+        tool_result(&run, 4)
+    );
     let vars: Value = serde_json::from_str(&tool_result(&run, 5)).unwrap();
     let keys: Vec<&str> = vars["keys"]
         .as_array()
@@ -277,7 +301,10 @@ async fn a_writing_servers_changes_are_recorded_and_undone() {
     allow(env, "scribe__write_file");
     let run = calling(
         builder,
-        &[("scribe__write_file", json!({"path": "made.txt", "text": "by the server"}))],
+        &[(
+            "scribe__write_file",
+            json!({"path": "made.txt", "text": "by the server"}),
+        )],
     )
     .await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
@@ -302,8 +329,18 @@ async fn a_definition_changed_after_trust_is_suspended_and_shown() {
     add_and_trust(
         env,
         "rug",
-        &["--read", servers_dir().to_str().unwrap(), "--read", dir.to_str().unwrap()],
-        &["python3", script.to_str().unwrap(), "rugpull", description.to_str().unwrap()],
+        &[
+            "--read",
+            servers_dir().to_str().unwrap(),
+            "--read",
+            dir.to_str().unwrap(),
+        ],
+        &[
+            "python3",
+            script.to_str().unwrap(),
+            "rugpull",
+            description.to_str().unwrap(),
+        ],
     );
     allow(env, "rug__lookup");
     allow(env, "rug__steady");
@@ -326,7 +363,11 @@ async fn a_definition_changed_after_trust_is_suspended_and_shown() {
         ],
     )
     .await;
-    assert!(run.stderr().contains("outcome completed_with_denials"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("outcome completed_with_denials"),
+        "{}",
+        run.stderr()
+    );
     let suspended = tool_result(&run, 1);
     assert!(suspended.contains("suspended"), "{suspended}");
     assert!(!suspended.contains("looked up"), "{suspended}");
@@ -356,7 +397,10 @@ async fn escapes_are_escaped_and_an_unusable_name_is_not_offered() {
     let run = calling(builder, &[("loud__shout", json!({}))]).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     let result = tool_result(&run, 1);
-    assert!(!result.contains('\u{1b}') && !result.contains('\u{9b}'), "{result:?}");
+    assert!(
+        !result.contains('\u{1b}') && !result.contains('\u{9b}'),
+        "{result:?}"
+    );
     assert!(result.contains("\\u{1b}[31mred"), "{result}");
     assert!(!run.stdout().contains('\u{1b}') && !run.stderr().contains('\u{1b}'));
     let names = offered(&run, 0);
@@ -373,7 +417,14 @@ async fn a_huge_a_hanging_a_dying_and_a_garbling_server_each_get_a_clear_result(
     hostile(env, "hang", &["hang"], &["--timeout", "3"]);
     hostile(env, "die", &["die"], &[]);
     hostile(env, "noisy", &["garbage"], &[]);
-    for tool in ["huge__big", "hang__wait", "hang__quick", "die__crash", "die__alive", "noisy__noise"] {
+    for tool in [
+        "huge__big",
+        "hang__wait",
+        "hang__quick",
+        "die__crash",
+        "die__alive",
+        "noisy__noise",
+    ] {
         allow(env, tool);
     }
     let run = calling(
@@ -396,7 +447,10 @@ async fn a_huge_a_hanging_a_dying_and_a_garbling_server_each_get_a_clear_result(
     assert!(hang.contains("timed out after 3 s"), "{hang}");
     assert_eq!(tool_result(&run, 3), "quick");
     let died = tool_result(&run, 4);
-    assert!(died.contains("ended during the call (exit status 3)"), "{died}");
+    assert!(
+        died.contains("ended during the call (exit status 3)"),
+        "{died}"
+    );
     assert_eq!(tool_result(&run, 5), "alive");
     assert_eq!(tool_result(&run, 6), "noise done");
     let stored = calls(&run);
@@ -429,16 +483,23 @@ async fn a_deny_rule_wins_and_no_rule_means_no_call_without_a_person() {
     )
     .await;
     assert!(
-        run.stderr().contains("2 calls were denied; outcome needs_approval"),
+        run.stderr()
+            .contains("2 calls were denied; outcome needs_approval"),
         "{}",
         run.stderr()
     );
     let denied = tool_result(&run, 1);
     assert!(denied.starts_with("denied"), "{denied}");
     let unasked = tool_result(&run, 2);
-    assert!(unasked.contains("no one is at a terminal to give it"), "{unasked}");
+    assert!(
+        unasked.contains("no one is at a terminal to give it"),
+        "{unasked}"
+    );
     assert!(!unasked.contains("--allow-writes"), "{unasked}");
-    assert!(unasked.contains("goat permissions allow probe__fail . --write"), "{unasked}");
+    assert!(
+        unasked.contains("goat permissions allow probe__fail . --write"),
+        "{unasked}"
+    );
     let invalid = tool_result(&run, 3);
     assert!(invalid.contains("invalid arguments"), "{invalid}");
     let stored = calls(&run);
@@ -462,8 +523,14 @@ async fn over_a_share_of_the_window_the_tools_are_searched_and_called_on_demand(
         builder,
         &[
             ("mcp_search", json!({"query": "echo text"})),
-            ("mcp_call", json!({"tool": "probe__echo", "arguments": {"text": "on demand"}})),
-            ("mcp_call", json!({"tool": "probe__structured", "arguments": {}})),
+            (
+                "mcp_call",
+                json!({"tool": "probe__echo", "arguments": {"text": "on demand"}}),
+            ),
+            (
+                "mcp_call",
+                json!({"tool": "probe__structured", "arguments": {}}),
+            ),
         ],
     )
     .await;
@@ -477,8 +544,14 @@ async fn over_a_share_of_the_window_the_tools_are_searched_and_called_on_demand(
     assert!(found.contains("\"name\":\"probe__echo\""), "{found}");
     assert_eq!(tool_result(&run, 2), "on demand");
     let structured = tool_result(&run, 3);
-    assert!(structured.contains("structured content: {\"answer\":42}"), "{structured}");
-    assert!(structured.contains("[resource link 'passwd': file:///etc/passwd]"), "{structured}");
+    assert!(
+        structured.contains("structured content: {\"answer\":42}"),
+        "{structured}"
+    );
+    assert!(
+        structured.contains("[resource link 'passwd': file:///etc/passwd]"),
+        "{structured}"
+    );
     assert!(!structured.contains("embedded text"), "{structured}");
     let stored = calls(&run);
     assert_eq!(stored[1]["tool"], "mcp_call", "{stored:?}");
@@ -489,13 +562,34 @@ async fn over_a_share_of_the_window_the_tools_are_searched_and_called_on_demand(
 fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace() {
     let env = Env::new();
     for (args, says) in [
-        (vec!["mcp", "add", "Bad-Name", "--", "python3"], "cannot name an MCP server"),
-        (vec!["mcp", "add", "x", "--", "/no/such/program"], "no program"),
-        (vec!["mcp", "add", "x", "--env", "A=B", "--", "python3"], "not the name of a variable"),
-        (vec!["mcp", "add", "x", "--read", "/no/such/dir", "--", "python3"], "no such directory"),
-        (vec!["mcp", "show", "nothing"], "no MCP server is called 'nothing'"),
-        (vec!["mcp", "trust", "nothing"], "no MCP server is called 'nothing'"),
-        (vec!["mcp", "remove", "nothing"], "no MCP server is called 'nothing'"),
+        (
+            vec!["mcp", "add", "Bad-Name", "--", "python3"],
+            "cannot name an MCP server",
+        ),
+        (
+            vec!["mcp", "add", "x", "--", "/no/such/program"],
+            "no program",
+        ),
+        (
+            vec!["mcp", "add", "x", "--env", "A=B", "--", "python3"],
+            "not the name of a variable",
+        ),
+        (
+            vec!["mcp", "add", "x", "--read", "/no/such/dir", "--", "python3"],
+            "no such directory",
+        ),
+        (
+            vec!["mcp", "show", "nothing"],
+            "no MCP server is called 'nothing'",
+        ),
+        (
+            vec!["mcp", "trust", "nothing"],
+            "no MCP server is called 'nothing'",
+        ),
+        (
+            vec!["mcp", "remove", "nothing"],
+            "no MCP server is called 'nothing'",
+        ),
     ] {
         let out = env.run(&args);
         assert!(!out.status.success(), "{args:?}");
@@ -504,13 +598,21 @@ fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace()
     let out = env.run(&["mcp", "add", "ok", "--", "python3", "-c", "pass"]);
     assert!(out.status.success(), "{}", shown(&out));
     let out = env.run(&["mcp", "add", "ok", "--", "python3"]);
-    assert!(shown(&out).contains("already called 'ok'"), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("already called 'ok'"),
+        "{}",
+        shown(&out)
+    );
     let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
     assert_eq!(list["servers"][0]["trusted"], false);
     // Not trusted: not offered, and trusting a server that is no MCP server fails clearly.
     let out = env.run(&["mcp", "trust", "ok", "--yes"]);
     assert!(!out.status.success());
-    assert!(shown(&out).contains("could not be started"), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("could not be started"),
+        "{}",
+        shown(&out)
+    );
     let file = env.db.parent().unwrap().join("mcp.json");
     assert!(file.exists());
     assert!(!env.ws.join("mcp.json").exists());
