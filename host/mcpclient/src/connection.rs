@@ -23,8 +23,8 @@ const STDERR_TAIL_BYTES: usize = 2048;
 pub struct Connection {
     /// The SDK's client; dropped (in the runtime) before the process.
     pub service: Option<RunningService<RoleClient, ClientConfig>>,
-    /// The contained process.
-    pub process: goat_command::Server,
+    /// The contained process (none for a server at a URL).
+    pub process: Option<goat_command::Server>,
     /// What it said on stderr, last.
     pub stderr: Arc<Mutex<VecDeque<u8>>>,
     /// Told when a message over [`MAX_MESSAGE_BYTES`] was dropped.
@@ -63,8 +63,9 @@ impl Connection {
     /// How it ended, if it has, waiting up to `wait` for it to.
     pub fn ended(&mut self, wait: Duration) -> Option<String> {
         let until = std::time::Instant::now() + wait;
+        let process = self.process.as_mut()?;
         loop {
-            if let Some(status) = self.process.exited() {
+            if let Some(status) = process.exited() {
                 return Some(
                     match (
                         status.code(),
@@ -127,6 +128,43 @@ pub async fn handshake(
     let (framed, ours) = tokio::io::duplex(1 << 16);
     tokio::spawn(pump(stdout, ours, oversize));
     let service = tokio::time::timeout(timeout, client_config().serve((framed, stdin)))
+        .await
+        .map_err(|_| {
+            format!(
+                "it did not answer the handshake within {} s",
+                timeout.as_secs()
+            )
+        })?
+        .map_err(|e| format!("the handshake failed: {e}"))?;
+    let tools = tokio::time::timeout(timeout, service.list_all_tools())
+        .await
+        .map_err(|_| format!("it did not list its tools within {} s", timeout.as_secs()))?
+        .map_err(|e| format!("listing its tools failed: {e}"))?;
+    Ok((service, tools))
+}
+
+/// The handshake and the tool list with a Streamable HTTP server at
+/// `url`, with `bearer` as its token; no response over
+/// [`MAX_MESSAGE_BYTES`] is read.
+pub async fn handshake_http(
+    url: String,
+    bearer: Option<String>,
+    timeout: Duration,
+) -> Result<(RunningService<RoleClient, ClientConfig>, Vec<Tool>), String> {
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+    };
+    // ring, as for the engine; installed once for the process (an error
+    // means one is already there).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = bearer {
+        config = config.auth_header(token);
+    }
+    config.max_sse_event_size = MAX_MESSAGE_BYTES;
+    config.max_json_response_size = MAX_MESSAGE_BYTES;
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let service = tokio::time::timeout(timeout, client_config().serve(transport))
         .await
         .map_err(|_| {
             format!(

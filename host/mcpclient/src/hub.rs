@@ -119,17 +119,72 @@ impl Hub {
         self.on_demand.get().copied().unwrap_or(false)
     }
 
-    /// Stops a server (its whole process group), dropping its client in
+    /// Stops a server (its whole process group), closing its client in
     /// the runtime.
     fn stop(&self, mut connection: Connection) {
         let service = connection.service.take();
-        let _ = self.block(async move { drop(service) });
-        connection.process.stop();
+        let _ = self.block(async move {
+            if let Some(service) = service {
+                let _ = service.cancel().await;
+            }
+        });
+        if let Some(process) = connection.process.take() {
+            process.stop();
+        }
     }
 
-    /// Starts `server` contained, shakes hands, and checks what it offers
-    /// against what was trusted.
+    /// Starts (or connects to) `server`, shakes hands, and checks what it
+    /// offers against what was trusted.
     fn start(
+        &self,
+        server: &ServerEntry,
+        rules: &dyn WorkspaceRules,
+    ) -> Result<Connection, String> {
+        let connection = match &server.url {
+            Some(url) => self.connect(server, url)?,
+            None => self.spawn(server, rules)?,
+        };
+        let changed = changed_tools(server, &connection.live);
+        let mut suspended = self
+            .suspended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (tool, why) in changed {
+            if let Ok(name) = exposed_name(&server.name, &tool) {
+                suspended.insert(name, why);
+            }
+        }
+        Ok(connection)
+    }
+
+    /// Connects to a server at a URL (no process: it runs elsewhere).
+    fn connect(&self, server: &ServerEntry, url: &str) -> Result<Connection, String> {
+        let bearer = match &server.bearer_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                format!("the variable {var}, named for its bearer token, is not set")
+            })?),
+            None => None,
+        };
+        let timeout = Duration::from_secs(server.timeout_secs);
+        let (service, live) = self
+            .block(crate::connection::handshake_http(
+                url.to_owned(),
+                bearer,
+                timeout,
+            ))
+            .unwrap_or_else(|| Err("the MCP client's runtime is gone".to_owned()))
+            .map_err(|why| render::escape(&why))?;
+        Ok(Connection {
+            service: Some(service),
+            process: None,
+            stderr: Arc::new(Mutex::new(VecDeque::new())),
+            oversize: Arc::new(Notify::new()),
+            live,
+        })
+    }
+
+    /// Starts a stdio server contained and shakes hands.
+    fn spawn(
         &self,
         server: &ServerEntry,
         rules: &dyn WorkspaceRules,
@@ -149,7 +204,7 @@ impl Hub {
             .unwrap_or_else(|| Err("the MCP client's runtime is gone".to_owned()));
         let mut connection = Connection {
             service: None,
-            process,
+            process: Some(process),
             stderr,
             oversize,
             live: Vec::new(),
@@ -158,28 +213,18 @@ impl Hub {
             Ok((service, live)) => {
                 connection.service = Some(service);
                 connection.live = live;
+                Ok(connection)
             }
             Err(why) => {
                 let ended = connection.ended(Duration::from_millis(300));
                 let tail = connection.stderr_tail();
                 self.stop(connection);
-                return Err(match ended {
+                Err(match ended {
                     Some(how) => format!("{why}; it ended ({how}){tail}"),
                     None => format!("{why}{tail}"),
-                });
+                })
             }
         }
-        let changed = changed_tools(server, &connection.live);
-        let mut suspended = self
-            .suspended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        for (tool, why) in changed {
-            if let Ok(name) = exposed_name(&server.name, &tool) {
-                suspended.insert(name, why);
-            }
-        }
-        Ok(connection)
     }
 }
 

@@ -23,8 +23,16 @@ pub const MAX_TIMEOUT_SECS: u64 = 600;
 pub struct ServerEntry {
     /// Its name: the `NAME` of `NAME__TOOL`.
     pub name: String,
-    /// The program and its arguments (stdio).
+    /// The program and its arguments (stdio); empty for a server at a URL.
+    #[serde(default)]
     pub command: Vec<String>,
+    /// A Streamable HTTP server's URL (`https`, or `http` on loopback).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The variable of GOAT's environment holding its bearer token (read
+    /// when GOAT connects, never stored).
+    #[serde(default)]
+    pub bearer_env: Option<String>,
     /// Names of the person's environment variables it gets.
     #[serde(default)]
     pub env: Vec<String>,
@@ -189,6 +197,36 @@ pub fn exposed_name(server: &str, tool: &str) -> Result<String, String> {
             tool.escape_default(),
             64
         ))
+    }
+}
+
+/// Why `url` is refused as an MCP server's, if it is: `https`, or
+/// plain `http` only to this machine (loopback), where nothing on the way
+/// can read the token.
+pub fn check_url(url: &str) -> Result<(), String> {
+    let shown = url.escape_default();
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("'{shown}' is not a URL (give https://HOST/PATH)"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() || authority.contains('@') || url.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "'{shown}' is not a URL GOAT connects to (no host, or a user in it)"
+        ));
+    }
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        authority.split(':').next().unwrap_or_default()
+    };
+    match scheme {
+        "https" => Ok(()),
+        "http" if matches!(host, "127.0.0.1" | "localhost" | "::1") => Ok(()),
+        "http" => Err(format!(
+            "'{shown}' is plain http to another machine: anything on the way could read the \
+             calls and the token; use https (plain http is for 127.0.0.1, ::1 and localhost)"
+        )),
+        _ => Err(format!("'{shown}' is not an http or https URL")),
     }
 }
 
@@ -391,5 +429,23 @@ mod tests {
         assert!(exposed_name("s", "bad name").is_err());
         assert!(exposed_name("s", "a.b").is_err());
         assert!(exposed_name("s", &"x".repeat(62)).is_err());
+        for ok in [
+            "https://mcp.example.com/mcp",
+            "http://127.0.0.1:8000/mcp",
+            "http://[::1]:9/x",
+            "http://localhost/",
+        ] {
+            assert!(check_url(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://example.com/mcp",
+            "ftp://x/",
+            "mcp.example.com",
+            "https://u:p@h/",
+            "http://127.0.0.1.evil.com/",
+            "https:///x",
+        ] {
+            assert!(check_url(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -43,10 +43,18 @@ pub struct AddArgs {
     /// Seconds the server may take to start, and to answer each call.
     #[arg(long, value_name = "SECS", default_value_t = goat_mcp_client::registry::DEFAULT_TIMEOUT_SECS)]
     timeout: u64,
+    /// A Streamable HTTP server at this URL instead of a program: https,
+    /// or http on this machine (127.0.0.1, ::1, localhost).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["command", "writes", "network", "env", "read"])]
+    url: Option<String>,
+    /// The variable of GOAT's environment that holds the HTTP server's
+    /// bearer token (read when GOAT connects, never stored).
+    #[arg(long, value_name = "VAR", requires = "url")]
+    bearer_env: Option<String>,
     #[command(flatten)]
     store: DbArg,
     /// The program and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     command: Vec<String>,
 }
 
@@ -108,7 +116,7 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
             args.name
         );
     }
-    for var in &args.env {
+    for var in args.env.iter().chain(&args.bearer_env) {
         let ok = var.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ok {
@@ -126,14 +134,17 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
             .with_context(|| format!("--read {}: no such directory", dir.display()))?;
         read.push(real);
     }
-    let Some(program) = args.command.first() else {
-        bail!("give the server's command after --");
-    };
-    if which(program).is_none() {
-        bail!(
-            "no program '{}': it is not a file and not found in PATH",
-            text::escape_controls(program)
-        );
+    if let Some(url) = &args.url {
+        goat_mcp_client::registry::check_url(url).map_err(anyhow::Error::msg)?;
+    } else if let Some(program) = args.command.first() {
+        if which(program).is_none() {
+            bail!(
+                "no program '{}': it is not a file and not found in PATH",
+                text::escape_controls(program)
+            );
+        }
+    } else {
+        bail!("give the server's command after --, or its --url");
     }
     if !(1..=goat_mcp_client::registry::MAX_TIMEOUT_SECS).contains(&args.timeout) {
         bail!(
@@ -145,6 +156,8 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
     registry.servers.push(ServerEntry {
         name: args.name.clone(),
         command: args.command.clone(),
+        url: args.url.clone(),
+        bearer_env: args.bearer_env.clone(),
         env: args.env,
         read,
         writes: args.writes,
@@ -159,6 +172,14 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
         args.name, args.name
     );
     Ok(Outcome::Ok)
+}
+
+/// How a server is reached, escaped: its URL, or its command line.
+fn how(server: &ServerEntry) -> String {
+    match &server.url {
+        Some(url) => text::escape_controls(url),
+        None => text::escape_controls(&server.command.join(" ")),
+    }
 }
 
 /// The program a server runs, found as `exec` would.
@@ -185,6 +206,8 @@ pub fn list(json_out: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 json!({
                     "name": s.name,
                     "command": s.command,
+                    "url": s.url,
+                    "bearer_env": s.bearer_env,
                     "env": s.env,
                     "read": s.read,
                     "writes": s.writes,
@@ -218,7 +241,7 @@ pub fn list(json_out: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
         println!(
             "{}: {} [{}; {}] {state}",
             s.name,
-            text::escape_controls(&s.command.join(" ")),
+            how(s),
             if s.writes { "writes" } else { "read-only" },
             if s.network { "network" } else { "no network" },
         );
@@ -288,7 +311,7 @@ fn live_tools(
     looked_at.trusted = None;
     goat_mcp_client::list_live(&looked_at, &containment, &rules).map_err(|why| {
         anyhow::anyhow!(
-            "the MCP server '{}' could not be started: {why}",
+            "the MCP server '{}' could not be started or reached: {why}",
             server.name
         )
     })
@@ -306,10 +329,18 @@ pub fn show(probe: &ProbeArgs) -> anyhow::Result<Outcome> {
     };
     let mut out = io::stdout().lock();
     writeln!(out, "MCP server '{}'", server.name)?;
+    if let Some(var) = &server.bearer_env {
+        writeln!(out, "  bearer token from: ${var}")?;
+    }
     writeln!(
         out,
-        "  command: {}",
-        text::escape_controls(&server.command.join(" "))
+        "  {}: {}",
+        if server.url.is_some() {
+            "url"
+        } else {
+            "command"
+        },
+        how(server)
     )?;
     writeln!(
         out,
@@ -490,7 +521,7 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
         out,
         "MCP server '{}' ({}; workspace {}; network {}) offers {} tools:",
         server.name,
-        text::escape_controls(&server.command.join(" ")),
+        how(&server),
         if server.writes {
             "read-write"
         } else {

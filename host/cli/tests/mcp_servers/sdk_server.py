@@ -6,6 +6,10 @@ hostile.py. It needs the `mcp` package (CI pins it in the harbor venv, which
 the tests find as $GOAT_MCP_PYTHON):
 
     $GOAT_MCP_PYTHON host/cli/tests/mcp_servers/sdk_server.py
+    $GOAT_MCP_PYTHON host/cli/tests/mcp_servers/sdk_server.py http TOKEN
+
+The second serves Streamable HTTP at http://127.0.0.1:PORT/mcp (PORT is the
+first line on stdout) and refuses a request without `Bearer TOKEN` (401).
 
 Works with mcp 2.x (`mcp.server.mcpserver.MCPServer`) and with 1.x, where the
 same class was called `mcp.server.fastmcp.FastMCP`.
@@ -58,5 +62,39 @@ def whoami() -> str:
     return "sdk-server"
 
 
+def serve_http(token):
+    """Streamable HTTP on a loopback port the kernel picks (printed first on
+    stdout), answering only requests that carry `Bearer TOKEN`."""
+    import socket
+    import sys
+
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != ("Bearer %s" % token).encode():
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"no or wrong bearer token"})
+                return
+        await app(scope, receive, send)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    print(sock.getsockname()[1], flush=True)
+    sys.stdout.flush()
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        serve_http(sys.argv[2])
+    else:
+        server.run("stdio")

@@ -621,3 +621,101 @@ fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace()
     let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
     assert_eq!(list["servers"].as_array().map(Vec::len), Some(0));
 }
+
+/// The Python SDK's server over Streamable HTTP, guarded by `token`, and
+/// its URL.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(python: &Path, token: &str) -> Self {
+        let mut child = std::process::Command::new(python)
+            .arg(servers_dir().join("sdk_server.py"))
+            .args(["http", token])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let port: u16 = line.trim().parse().unwrap();
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamable_http_server_with_a_bearer_token_reaches_the_model() {
+    let Some(python) = sdk_python() else { return };
+    let server = HttpServer::start(&python, "the-token");
+    let builder = GoatRun::builder();
+    let env = builder.env();
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "web",
+        "--url",
+        &server.url,
+        "--bearer-env",
+        "WEB_TOKEN",
+    ]);
+    assert!(out.status.success(), "{}", shown(&out));
+    // Without the variable, and with a wrong token: nothing is trusted.
+    let out = env.run(&["mcp", "trust", "web", "--yes"]);
+    assert!(
+        shown(&out).contains("WEB_TOKEN, named for its bearer token, is not set"),
+        "{}",
+        shown(&out)
+    );
+    let out = env
+        .cmd()
+        .args(["mcp", "trust", "web", "--yes"])
+        .env("WEB_TOKEN", "wrong")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("401"), "{}", shown(&out));
+    let out = env
+        .cmd()
+        .args(["mcp", "trust", "web", "--yes"])
+        .env("WEB_TOKEN", "the-token")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    allow(env, "web__add");
+    let run = calling(
+        builder.var("WEB_TOKEN", "the-token"),
+        &[("web__add", json!({"a": 20, "b": 22}))],
+    )
+    .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let sum = tool_result(&run, 1);
+    assert!(sum.contains("42"), "{sum}");
+    // The token is never stored.
+    let stored = std::fs::read_to_string(run.env.db.parent().unwrap().join("mcp.json")).unwrap();
+    assert!(!stored.contains("the-token"), "{stored}");
+    // Plain http is for this machine only.
+    let out = run
+        .env
+        .run(&["mcp", "add", "far", "--url", "http://example.com/mcp"]);
+    assert!(
+        shown(&out).contains("plain http to another machine"),
+        "{}",
+        shown(&out)
+    );
+}
