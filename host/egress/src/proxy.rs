@@ -435,21 +435,57 @@ async fn connect(
     Err(Outcome::Unreachable { entry, why: last })
 }
 
-async fn tunnel(mut client: TcpStream, ctx: &Ctx, authority: &str, mut hello: Vec<u8>) {
-    let kind = RequestKind::Connect;
-    let (host, port) = match target(authority, None) {
+/// A request's destination, read, admitted and connected.
+struct Opened {
+    host: Host,
+    port: u16,
+    entry: String,
+    upstream: TcpStream,
+    address: SocketAddr,
+}
+
+/// Reads `authority` and connects to it; `None` when that failed, the
+/// failure then recorded and answered to the client.
+async fn open(
+    client: &mut TcpStream,
+    ctx: &Ctx,
+    kind: RequestKind,
+    authority: &str,
+    default_port: Option<u16>,
+) -> Option<Opened> {
+    let (host, port) = match target(authority, default_port) {
         Ok(t) => t,
         Err((shown, refusal)) => {
-            refuse(&mut client, ctx, kind, shown, refusal).await;
-            return;
+            refuse(client, ctx, kind, shown, refusal).await;
+            return None;
         }
     };
-    let (entry, mut upstream, address) = match connect(ctx, &host, port).await {
-        Ok(connected) => connected,
+    match connect(ctx, &host, port).await {
+        Ok((entry, upstream, address)) => Some(Opened {
+            host,
+            port,
+            entry,
+            upstream,
+            address,
+        }),
         Err(outcome) => {
-            fail(&mut client, ctx, kind, &host, port, outcome).await;
-            return;
+            fail(client, ctx, kind, &host, port, outcome).await;
+            None
         }
+    }
+}
+
+async fn tunnel(mut client: TcpStream, ctx: &Ctx, authority: &str, mut hello: Vec<u8>) {
+    let kind = RequestKind::Connect;
+    let Some(Opened {
+        host,
+        port,
+        entry,
+        mut upstream,
+        address,
+    }) = open(&mut client, ctx, kind, authority, None).await
+    else {
+        return;
     };
     if client
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -542,19 +578,15 @@ async fn read_hello(client: &mut TcpStream, hello: &mut Vec<u8>) -> Option<Hello
 
 async fn forward_http(mut client: TcpStream, ctx: &Ctx, forward: http::Forward, rest: Vec<u8>) {
     let kind = RequestKind::Http;
-    let (host, port) = match target(&forward.authority, Some(80)) {
-        Ok(t) => t,
-        Err((shown, refusal)) => {
-            refuse(&mut client, ctx, kind, shown, refusal).await;
-            return;
-        }
-    };
-    let (entry, mut upstream, address) = match connect(ctx, &host, port).await {
-        Ok(connected) => connected,
-        Err(outcome) => {
-            fail(&mut client, ctx, kind, &host, port, outcome).await;
-            return;
-        }
+    let Some(Opened {
+        host,
+        port,
+        entry,
+        mut upstream,
+        address,
+    }) = open(&mut client, ctx, kind, &forward.authority, Some(80)).await
+    else {
+        return;
     };
     ctx.record(decision(
         kind,

@@ -172,39 +172,14 @@ fn server_name(body: &[u8]) -> Option<Hello> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use goat_testkit::tls_client_hello;
 
     /// A minimal ClientHello record naming `name` (or none), with one
-    /// unrelated extension after it.
-    pub(crate) fn hello(name: Option<&str>) -> Vec<u8> {
-        let mut ext = Vec::new();
-        if let Some(name) = name {
-            let mut list = vec![0u8];
-            list.extend((name.len() as u16).to_be_bytes());
-            list.extend(name.as_bytes());
-            let mut data = (list.len() as u16).to_be_bytes().to_vec();
-            data.extend(list);
-            ext.extend(0u16.to_be_bytes());
-            ext.extend((data.len() as u16).to_be_bytes());
-            ext.extend(data);
-        }
-        // An unrelated extension (supported_versions).
-        ext.extend([0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04]);
-        let mut body = vec![3, 3];
-        body.extend([7u8; 32]);
-        body.push(0);
-        body.extend([0, 2, 0x13, 0x01]);
-        body.extend([1, 0]);
-        body.extend((ext.len() as u16).to_be_bytes());
-        body.extend(ext);
-        let mut hs = vec![1u8];
-        hs.extend(&(body.len() as u32).to_be_bytes()[1..]);
-        hs.extend(body);
-        let mut record = vec![0x16, 3, 1];
-        record.extend((hs.len() as u16).to_be_bytes());
-        record.extend(hs);
-        record
+    /// unrelated extension (supported_versions) after it.
+    fn hello(name: Option<&str>) -> Vec<u8> {
+        tls_client_hello(name, &[0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04])
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!
 //! [`PrefillMeter`] counts what an engine's prefix cache must prefill for
 //! the requests a server recorded (issue 25).
+//!
+//! [`tls_client_hello`] builds the first bytes of a TLS handshake, for tests
+//! of what reads the name a tunnel is for.
 
 #![expect(
     clippy::unwrap_used,
@@ -24,6 +27,7 @@
 #![expect(missing_docs, reason = "test support")]
 
 mod events;
+mod hello;
 mod prefill;
 mod real_engine;
 mod reply;
@@ -31,6 +35,7 @@ mod server;
 mod tls;
 
 pub use events::*;
+pub use hello::tls_client_hello;
 pub use prefill::{PrefillMeter, Sent, estimated_tokens};
 pub use real_engine::{RealEngine, RealModel, RealTemplate, real_engine_dir};
 pub use reply::{Arguments, ReplyBuilder, qwen_markup, qwen_unwrapped_markup};

@@ -136,6 +136,28 @@ fn steps(mut first: Vec<Value>, more: &[Value]) -> Value {
     Value::Array(first)
 }
 
+/// Starts a scripted engine with `replies` and runs the client through
+/// `initialize`, `new` and one prompt of `text`, answering its permission
+/// requests with `permissions` in order. The engine is returned for its
+/// requests, with the transcript.
+async fn prompted(
+    env: &Env,
+    sdk: &Path,
+    replies: Vec<Reply>,
+    text: &str,
+    permissions: &[&str],
+) -> (ScriptedServer, Vec<Value>) {
+    let server = ScriptedServer::start(replies).await;
+    let transcript = client(
+        env,
+        sdk,
+        &server.base_url(),
+        json!({"steps": steps(opening(), &[prompt(text)]), "permissions": permissions}),
+    )
+    .await;
+    (server, transcript)
+}
+
 /// The store's calls: tool, status, decision.
 fn stored_calls(env: &Env) -> Vec<(String, String, Option<String>)> {
     let db = rusqlite::Connection::open(&env.db).unwrap();
@@ -160,16 +182,15 @@ async fn a_prompt_reads_a_file_and_streams_the_answer() {
     let Some(sdk) = sdk() else { return };
     let env = Env::new();
     std::fs::write(env.ws.join("a.txt"), "alpha\n").unwrap();
-    let server = ScriptedServer::start(vec![
-        Reply::tool_call("read_file", r#"{"path": "a.txt"}"#),
-        Reply::text("It says alpha."),
-    ])
-    .await;
-    let t = client(
+    let (server, t) = prompted(
         &env,
         &sdk,
-        &server.base_url(),
-        json!({"steps": steps(opening(), &[prompt("What is in a.txt?")])}),
+        vec![
+            Reply::tool_call("read_file", r#"{"path": "a.txt"}"#),
+            Reply::text("It says alpha."),
+        ],
+        "What is in a.txt?",
+        &[],
     )
     .await;
     let answers = answers(&t);
@@ -220,12 +241,12 @@ async fn an_edit_approved_in_the_editor_lands_on_disk() {
     let Some(sdk) = sdk() else { return };
     let env = Env::new();
     std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
-    let server = ScriptedServer::start(vec![edit_one_to_two(), Reply::text("Done.")]).await;
-    let t = client(
+    let (_server, t) = prompted(
         &env,
         &sdk,
-        &server.base_url(),
-        json!({"steps": steps(opening(), &[prompt("Make it two")]), "permissions": ["allow-once"]}),
+        vec![edit_one_to_two(), Reply::text("Done.")],
+        "Make it two",
+        &["allow-once"],
     )
     .await;
     assert_eq!(answers(&t)[2]["result"]["stopReason"], "end_turn", "{t:?}");
@@ -276,12 +297,12 @@ async fn an_edit_rejected_or_answered_with_an_unknown_option_is_denied() {
     for answer in ["reject", "allow", "allow-everything"] {
         let env = Env::new();
         std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
-        let server = ScriptedServer::start(vec![edit_one_to_two(), Reply::text("Not done.")]).await;
-        let t = client(
+        let (_server, t) = prompted(
             &env,
             &sdk,
-            &server.base_url(),
-            json!({"steps": steps(opening(), &[prompt("Make it two")]), "permissions": [answer]}),
+            vec![edit_one_to_two(), Reply::text("Not done.")],
+            "Make it two",
+            &[answer],
         )
         .await;
         assert_eq!(answers(&t)[2]["result"]["stopReason"], "end_turn", "{t:?}");
@@ -311,19 +332,18 @@ async fn an_edit_rejected_or_answered_with_an_unknown_option_is_denied() {
 async fn a_command_approved_in_the_editor_shows_its_exit_code_and_output() {
     let Some(sdk) = sdk() else { return };
     let env = Env::new();
-    let server = ScriptedServer::start(vec![
-        Reply::tool_call(
-            "run_command",
-            r#"{"command": "echo hello-from-goat; exit 3"}"#,
-        ),
-        Reply::text("It exited 3."),
-    ])
-    .await;
-    let t = client(
+    let (_server, t) = prompted(
         &env,
         &sdk,
-        &server.base_url(),
-        json!({"steps": steps(opening(), &[prompt("Run it")]), "permissions": ["allow-once"]}),
+        vec![
+            Reply::tool_call(
+                "run_command",
+                r#"{"command": "echo hello-from-goat; exit 3"}"#,
+            ),
+            Reply::text("It exited 3."),
+        ],
+        "Run it",
+        &["allow-once"],
     )
     .await;
     assert_eq!(answers(&t)[2]["result"]["stopReason"], "end_turn", "{t:?}");
@@ -357,12 +377,12 @@ async fn a_deny_rule_is_never_put_to_the_editor() {
     std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
     let out = env.run(&["permissions", "deny", "*", "a.txt"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let server = ScriptedServer::start(vec![edit_one_to_two(), Reply::text("Denied.")]).await;
-    let t = client(
+    let (_server, t) = prompted(
         &env,
         &sdk,
-        &server.base_url(),
-        json!({"steps": steps(opening(), &[prompt("Make it two")]), "permissions": ["allow-once"]}),
+        vec![edit_one_to_two(), Reply::text("Denied.")],
+        "Make it two",
+        &["allow-once"],
     )
     .await;
     assert!(
@@ -418,12 +438,12 @@ async fn a_cancel_mid_turn_ends_it_with_cancelled() {
     let Some(sdk) = sdk() else { return };
     let env = Env::new();
     std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
-    let server = ScriptedServer::start(vec![edit_one_to_two(), Reply::text("Never asked.")]).await;
-    let t = client(
+    let (server, t) = prompted(
         &env,
         &sdk,
-        &server.base_url(),
-        json!({"steps": steps(opening(), &[prompt("Make it two")]), "permissions": ["cancel-turn"]}),
+        vec![edit_one_to_two(), Reply::text("Never asked.")],
+        "Make it two",
+        &["cancel-turn"],
     )
     .await;
     assert_eq!(answers(&t)[2]["result"]["stopReason"], "cancelled", "{t:?}");
@@ -481,12 +501,12 @@ async fn a_cancel_while_the_engine_streams_ends_the_turn_at_once() {
 async fn session_load_replays_and_continues_the_stored_session() {
     let Some(sdk) = sdk() else { return };
     let env = Env::new();
-    let server = ScriptedServer::start(vec![Reply::text("Hi there."), Reply::text("Again.")]).await;
-    let first = client(
+    let (server, first) = prompted(
         &env,
         &sdk,
-        &server.base_url(),
-        json!({"steps": steps(opening(), &[prompt("Say hi")])}),
+        vec![Reply::text("Hi there."), Reply::text("Again.")],
+        "Say hi",
+        &[],
     )
     .await;
     let id = answers(&first)[1]["result"]["sessionId"].clone();

@@ -6,13 +6,12 @@
 //! saying why, where that cannot be done.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-use crate::{Env, have, shown};
+use crate::{Env, Nobody, have, shown};
 
 /// Whether these tests can make their mount namespaces; says why not.
 fn can_unshare() -> bool {
@@ -250,47 +249,19 @@ fn a_workspace_on_overlayfs_runs_commands_under_landlock() {
 /// containment still runs its commands, with none.
 #[test]
 fn landlock_only_runs_commands_for_an_unprivileged_user() {
-    if !rustix::process::geteuid().is_root() || !have("setpriv") {
-        eprintln!("skipped: needs root to switch to an unprivileged user");
+    let Some(nobody) = Nobody::new("goat-nobody-ll") else {
         return;
-    }
-    let base = std::env::temp_dir().join(format!("goat-nobody-ll-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&base);
-    let ws = base.join("ws");
-    fs::create_dir_all(ws.join("src")).unwrap();
-    let state = base.join("state");
-    fs::create_dir(&state).unwrap();
-    for path in [&base, &ws, &ws.join("src"), &state] {
-        std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
-    }
-    fs::set_permissions(&base, fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = base.join("goat");
-    fs::copy(env!("CARGO_BIN_EXE_goat"), &bin).unwrap();
-    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&bin)
-        .args(["tools", "call", "run_command"])
-        .arg(
-            json!({"command": "echo ok > src/made.txt; grep CapEff /proc/self/status || true"})
-                .to_string(),
-        )
-        .arg("--workspace")
-        .arg(&ws)
-        .args(["--allow-commands", "--db"])
-        .arg(state.join("goat.db"))
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", &base)
-        .env("XDG_DATA_HOME", &state)
-        .env("GOAT_CACHE_DIR", state.join("cache"))
-        .env("GOAT_COMMANDS_CONTAINMENT", "landlock")
-        .current_dir(&ws)
-        .output()
-        .unwrap();
+    };
+    let ws = &nobody.ws;
+    fs::create_dir(ws.join("src")).unwrap();
+    nobody.chown(&ws.join("src"));
+    let out = nobody.run_command(
+        &json!({"command": "echo ok > src/made.txt; grep CapEff /proc/self/status || true"}),
+        &[("GOAT_COMMANDS_CONTAINMENT", "landlock")],
+    );
     let result = shown(&out);
     let made = fs::read_to_string(ws.join("src/made.txt"));
-    let _ = fs::remove_dir_all(&base);
+    let _ = fs::remove_dir_all(&nobody.base);
     assert_eq!(out.status.code(), Some(0), "{result}");
     assert_eq!(made.unwrap(), "ok\n", "{result}");
     assert!(!result.contains("could not be started"), "{result}");

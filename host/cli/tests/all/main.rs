@@ -205,6 +205,85 @@ pub(crate) fn have(tool: &str) -> bool {
     found
 }
 
+/// The unprivileged user the `as_an_unprivileged_user` tests switch to.
+const NOBODY: u32 = 65534;
+
+/// A directory owned by nobody (made by the test; CI runs as root) with a
+/// workspace, a state directory and a copy of the `goat` binary nobody can
+/// reach, for running `goat` as an unprivileged user through `setpriv`.
+pub(crate) struct Nobody {
+    /// The directory holding it all, under the system's temporary
+    /// directory; the test removes it.
+    pub(crate) base: PathBuf,
+    /// The workspace, also the current directory.
+    pub(crate) ws: PathBuf,
+    /// The host state: store, caches.
+    pub(crate) state: PathBuf,
+    bin: PathBuf,
+}
+
+impl Nobody {
+    /// Makes `$TMPDIR/NAME-PID`; `None` (said) when this does not run as
+    /// root with `setpriv` to switch users.
+    pub(crate) fn new(name: &str) -> Option<Self> {
+        use std::os::unix::fs::PermissionsExt;
+        if !rustix::process::geteuid().is_root() || !have("setpriv") {
+            eprintln!("skipped: needs root to switch to an unprivileged user");
+            return None;
+        }
+        let base = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let ws = base.join("ws");
+        let state = base.join("state");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&state).unwrap();
+        let nobody = Self {
+            bin: base.join("goat"),
+            base,
+            ws,
+            state,
+        };
+        for path in [&nobody.base, &nobody.ws, &nobody.state] {
+            nobody.chown(path);
+        }
+        std::fs::set_permissions(&nobody.base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // The binary must be reachable by nobody: copy it.
+        std::fs::copy(env!("CARGO_BIN_EXE_goat"), &nobody.bin).unwrap();
+        std::fs::set_permissions(&nobody.bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Some(nobody)
+    }
+
+    /// Gives `path` to nobody.
+    pub(crate) fn chown(&self, path: &Path) {
+        std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+
+    /// `goat tools call run_command COMMAND --allow-commands` as nobody,
+    /// in the workspace, with a clean environment and `vars` added.
+    pub(crate) fn run_command(&self, command: &Value, vars: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new("setpriv");
+        cmd.arg(format!("--reuid={NOBODY}"))
+            .arg(format!("--regid={NOBODY}"))
+            .args(["--clear-groups", "--"])
+            .arg(&self.bin)
+            .args(["tools", "call", "run_command"])
+            .arg(command.to_string())
+            .arg("--workspace")
+            .arg(&self.ws)
+            .args(["--allow-commands", "--db"])
+            .arg(self.state.join("goat.db"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.base)
+            .env("XDG_DATA_HOME", &self.state)
+            .env("GOAT_CACHE_DIR", self.state.join("cache"));
+        for (name, value) in vars {
+            cmd.env(name, value);
+        }
+        cmd.current_dir(&self.ws).output().unwrap()
+    }
+}
+
 /// Output bytes as text.
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::{Env, GoatRun, call_reply, content_reply, have, json_out, shown, text};
+use crate::{Env, GoatRun, Nobody, call_reply, content_reply, have, json_out, shown, text};
 
 /// An HTTP server on 127.0.0.1 that answers every request with
 /// `served by PORT PATH` and records each request head it received.
@@ -479,55 +479,25 @@ async fn every_decision_is_recorded_against_the_call_and_the_model_sees_the_refu
 /// a view and with Landlock only.
 #[test]
 fn as_an_unprivileged_user_only_the_proxy_is_reachable() {
-    if !rustix::process::geteuid().is_root() || !have("setpriv") {
-        eprintln!("skipped: needs root to switch to an unprivileged user");
+    let Some(nobody) = Nobody::new("goat-nobody-net") else {
         return;
-    }
+    };
     let env = Env::new();
-    let base = std::env::temp_dir().join(format!("goat-nobody-net-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    let ws = base.join("ws");
-    let state = base.join("state");
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&state).unwrap();
-    for path in [&base, &ws, &state] {
-        std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
-    }
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = base.join("goat");
-    std::fs::copy(env!("CARGO_BIN_EXE_goat"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let server = Server::start();
     let other = Server::start();
     let port = server.port;
     for mode in modes(&env) {
-        let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&bin)
-            .args(["tools", "call", "run_command"])
-            .arg(
-                json!({"command": format!(
-                    "id -u; curl -sS --max-time 5 http://localhost:{port}/nobody; \
-                     curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{}/around",
-                    other.port
-                )})
-                .to_string(),
-            )
-            .arg("--workspace")
-            .arg(&ws)
-            .args(["--allow-commands", "--db"])
-            .arg(state.join("goat.db"))
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", &base)
-            .env("XDG_DATA_HOME", &state)
-            .env("GOAT_CACHE_DIR", state.join("cache"))
-            .env("GOAT_COMMANDS_NETWORK", format!("localhost:{port}"))
-            .env("GOAT_COMMANDS_CONTAINMENT", mode)
-            .current_dir(&ws)
-            .output()
-            .unwrap();
+        let out = nobody.run_command(
+            &json!({"command": format!(
+                "id -u; curl -sS --max-time 5 http://localhost:{port}/nobody; \
+                 curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{}/around",
+                other.port
+            )}),
+            &[
+                ("GOAT_COMMANDS_NETWORK", &format!("localhost:{port}")),
+                ("GOAT_COMMANDS_CONTAINMENT", mode),
+            ],
+        );
         let result = shown(&out);
         if mode == "namespace" && result.contains("not offered") {
             eprintln!("skipped the view: none for an unprivileged user here: {result}");
@@ -548,5 +518,5 @@ fn as_an_unprivileged_user_only_the_proxy_is_reachable() {
         );
         assert_eq!(other.seen(), Vec::<String>::new(), "{mode}");
     }
-    let _ = std::fs::remove_dir_all(&base);
+    let _ = std::fs::remove_dir_all(&nobody.base);
 }

@@ -20,7 +20,7 @@ use goat_testkit::ScriptedServer;
 use serde_json::json;
 
 use crate::pty::Pty;
-use crate::{Env, GoatRun, call_reply, content_reply, have, json_out, shown, text};
+use crate::{Env, GoatRun, Nobody, call_reply, content_reply, have, json_out, shown, text};
 
 /// Whether a view can be made here; the skip note says why not.
 fn view_available(env: &Env) -> bool {
@@ -541,48 +541,23 @@ fn landlock_only_containment_says_what_it_cannot_enforce_and_that_is_what_happen
 /// does not.
 #[test]
 fn as_an_unprivileged_user_the_view_holds_too() {
-    if !rustix::process::geteuid().is_root() || !have("setpriv") {
-        eprintln!("skipped: needs root to switch to an unprivileged user");
+    let Some(nobody) = Nobody::new("goat-nobody") else {
         return;
-    }
-    let base = std::env::temp_dir().join(format!("goat-nobody-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&base);
-    let ws = base.join("ws");
-    fs::create_dir_all(ws.join(".git")).unwrap();
-    let outside = base.join("outside.txt");
+    };
+    let ws = &nobody.ws;
+    fs::create_dir(ws.join(".git")).unwrap();
+    let outside = nobody.base.join("outside.txt");
     fs::write(&outside, "x").unwrap();
-    for path in [&base, &ws, &ws.join(".git"), &outside] {
-        std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    for path in [&ws.join(".git"), &outside] {
+        nobody.chown(path);
     }
-    fs::set_permissions(&base, fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
-    let state = base.join("state");
-    fs::create_dir(&state).unwrap();
-    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
-    let goat = env!("CARGO_BIN_EXE_goat");
-    // The binary must be reachable by nobody: copy it.
-    let bin = base.join("goat");
-    fs::copy(goat, &bin).unwrap();
-    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&bin)
-        .args(["tools", "call", "run_command"])
-        .arg(json!({"command": format!("chmod 666 {}; echo x > at-root.txt; grep CapEff /proc/self/status", outside.display())}).to_string())
-        .arg("--workspace")
-        .arg(&ws)
-        .args(["--allow-commands", "--db"])
-        .arg(state.join("goat.db"))
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", &base)
-        .env("XDG_DATA_HOME", &state)
-        .env("GOAT_CACHE_DIR", state.join("cache"))
-        .current_dir(&ws)
-        .output()
-        .unwrap();
+    let out = nobody.run_command(
+        &json!({"command": format!("chmod 666 {}; echo x > at-root.txt; grep CapEff /proc/self/status", outside.display())}),
+        &[],
+    );
     let result = shown(&out);
-    let _cleanup = scopeguard(&base);
+    let _cleanup = scopeguard(&nobody.base);
     if result.contains("Landlock-only") || result.contains("no namespace") {
         eprintln!("skipped: no view for an unprivileged user here: {result}");
         return;

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use goat_egress::{Allowlist, Outcome, Proxy, Refusal, Resolve, Served, Serving};
+use goat_testkit::tls_client_hello;
 
 /// Every name leads to 127.0.0.1.
 struct AllHere;
@@ -103,36 +104,7 @@ fn exchange(proxy_port: u16, request: &[u8]) -> String {
 
 /// A minimal TLS ClientHello record naming `name`.
 fn hello(name: &str) -> Vec<u8> {
-    hello_with(Some(name), &[])
-}
-
-/// A ClientHello naming `name` (or none), with the raw extensions `more`
-/// after its server_name.
-fn hello_with(name: Option<&str>, more: &[u8]) -> Vec<u8> {
-    let mut ext = Vec::new();
-    if let Some(name) = name {
-        let mut list = vec![0u8];
-        list.extend((name.len() as u16).to_be_bytes());
-        list.extend(name.as_bytes());
-        let mut data = (list.len() as u16).to_be_bytes().to_vec();
-        data.extend(list);
-        ext.extend(0u16.to_be_bytes());
-        ext.extend((data.len() as u16).to_be_bytes());
-        ext.extend(data);
-    }
-    ext.extend(more);
-    let mut body = vec![3, 3];
-    body.extend([7u8; 32]);
-    body.extend([0, 0, 2, 0x13, 0x01, 1, 0]);
-    body.extend((ext.len() as u16).to_be_bytes());
-    body.extend(ext);
-    let mut hs = vec![1u8];
-    hs.extend(&(body.len() as u32).to_be_bytes()[1..]);
-    hs.extend(body);
-    let mut record = vec![0x16, 3, 1];
-    record.extend((hs.len() as u16).to_be_bytes());
-    record.extend(hs);
-    record
+    tls_client_hello(Some(name), &[])
 }
 
 /// Opens a tunnel, sends `first` through it, and returns the proxy's
@@ -311,10 +283,14 @@ fn a_hidden_or_missing_handshake_name_passes_nothing_and_a_huge_one_is_cut() {
         let mut ech = kind.to_be_bytes().to_vec();
         ech.extend(26u16.to_be_bytes());
         ech.extend(b"INNER-SNI-attacker.example");
-        let answer = through_tunnel(port, &authority, &hello_with(Some("registry.test"), &ech));
+        let answer = through_tunnel(
+            port,
+            &authority,
+            &tls_client_hello(Some("registry.test"), &ech),
+        );
         assert_eq!(answer, "HTTP/1.1 200 Connection established\r\n\r\n");
     }
-    let answer = through_tunnel(port, &authority, &hello_with(None, &[]));
+    let answer = through_tunnel(port, &authority, &tls_client_hello(None, &[]));
     assert_eq!(answer, "HTTP/1.1 200 Connection established\r\n\r\n");
     let huge = "\u{1}".repeat(15_000);
     let answer = through_tunnel(port, &authority, &hello(&huge));

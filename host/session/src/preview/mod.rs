@@ -366,14 +366,20 @@ mod tests {
             fs::write(ws.path().join(name), content).unwrap_or_else(|e| panic!("{e}"));
         }
         let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
-        let paths = [arguments["path"].as_str().unwrap_or_default().to_owned()];
+        let path = arguments["path"].as_str().unwrap_or_default().to_owned();
+        preview_of(&root, tool, &path, &arguments)
+    }
+
+    /// The short preview of a call of `tool` on the gate's resolved `path`
+    /// in the workspace `root`, asked as the gate asks for a file tool.
+    fn preview_of(root: &Path, tool: &str, path: &str, arguments: &Value) -> Vec<String> {
         preview(
             &ApprovalRequest {
                 tool,
                 prompt: "",
-                paths: &paths,
-                arguments: &arguments,
-                workspace: &root,
+                paths: &[path.to_owned()],
+                arguments,
+                workspace: root,
                 can_remember: true,
                 directories: &[],
                 details: &[],
@@ -520,19 +526,7 @@ mod tests {
         std::os::unix::fs::symlink("target.txt", root.join("link"))
             .unwrap_or_else(|e| panic!("{e}"));
         let arguments = json!({"path": "link"});
-        let lines = preview(
-            &ApprovalRequest {
-                tool: "delete_file",
-                prompt: "",
-                paths: &["target.txt".to_owned()],
-                arguments: &arguments,
-                workspace: &root,
-                can_remember: true,
-                directories: &[],
-                details: &[],
-            },
-            Extent::Short,
-        );
+        let lines = preview_of(&root, "delete_file", "target.txt", &arguments);
         assert_eq!(
             lines,
             ["deletes the link 'link' (to 'target.txt'); what it points to is untouched"]
@@ -598,19 +592,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let root = ws.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
         let arguments = json!({"path": "s", "content": "x"});
-        let lines = preview(
-            &ApprovalRequest {
-                tool: "write_file",
-                prompt: "",
-                paths: &["s".to_owned()],
-                arguments: &arguments,
-                workspace: &root,
-                can_remember: true,
-                directories: &[],
-                details: &[],
-            },
-            Extent::Short,
-        );
+        let lines = preview_of(&root, "write_file", "s", &arguments);
         assert!(lines[0].contains("outside the workspace"), "{lines:?}");
         assert!(!lines.concat().contains("top secret"), "{lines:?}");
     }
