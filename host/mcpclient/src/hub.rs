@@ -360,6 +360,50 @@ impl ExternalTools for Hub {
             .collect()
     }
 
+    fn status(&self) -> Vec<String> {
+        let tools = self.all_tools();
+        let suspended = self
+            .suspended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let running = self
+            .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let how = match self.on_demand.get() {
+            Some(true) => "offered on demand (mcp_search, mcp_call)",
+            Some(false) => "offered",
+            None => "not offered yet",
+        };
+        self.servers
+            .iter()
+            .map(|server| {
+                let own: Vec<&ExternalTool> =
+                    tools.iter().filter(|t| t.server == server.name).collect();
+                let cost: u64 = own.iter().map(|t| offer::tool_tokens(t)).sum();
+                let off = own
+                    .iter()
+                    .filter(|t| suspended.contains_key(&t.name))
+                    .count();
+                format!(
+                    "{}: {} tools, about {cost} tokens, {how}; {}{}",
+                    server.name,
+                    own.len(),
+                    if running.contains_key(&server.name) {
+                        "running"
+                    } else {
+                        "starts at its first call"
+                    },
+                    if off > 0 {
+                        format!("; {off} suspended (goat mcp show {})", server.name)
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect()
+    }
+
     fn fit_window(&self, tokens: u64) {
         let _ = self.on_demand.get_or_init(|| {
             let cost: u64 = self.all_tools().iter().map(offer::tool_tokens).sum();

@@ -66,6 +66,11 @@ pub trait ExternalTools: Send + Sync {
     fn fit_window(&self, tokens: u64) {
         let _ = tokens;
     }
+    /// One line per server for a person (`/status`): its tools, what their
+    /// definitions cost, and how they are offered.
+    fn status(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The names [`schemas`](Self::schemas) offers.
     fn offered_names(&self) -> Vec<String> {
         self.schemas().into_iter().map(|s| s.name).collect()

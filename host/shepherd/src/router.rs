@@ -182,6 +182,14 @@ impl AppToolRouter {
         }
     }
 
+    /// One line per outside server, for a person.
+    pub fn external_status(&self) -> Vec<String> {
+        self.external
+            .as_ref()
+            .map(|e| e.status())
+            .unwrap_or_default()
+    }
+
     /// The outside tools, if any.
     pub(crate) fn external(&self) -> Option<Arc<dyn ExternalTools>> {
         self.external.clone()

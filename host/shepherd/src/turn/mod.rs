@@ -401,6 +401,14 @@ impl Shepherd {
             .unwrap_or_else(PoisonError::into_inner) = stats;
     }
 
+    /// One line per MCP server (ADR-0086), for `/status`.
+    pub fn mcp_status(&self) -> Vec<String> {
+        self.router
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .external_status()
+    }
+
     /// The tools on offer, as a front end describes them.
     pub fn offered_tools(&self) -> Vec<crate::router::OfferedTool> {
         self.router

@@ -422,6 +422,13 @@ pub fn status_text(opened: &Opened) -> String {
         },
     );
     line("mode", &format!("{} ({})", mode.name(), mode_meaning(mode)));
+    let servers = opened.shepherd.mcp_status();
+    if servers.is_empty() {
+        line("MCP", "no servers trusted (goat mcp add, goat mcp trust)");
+    }
+    for (i, server) in servers.iter().enumerate() {
+        line(if i == 0 { "MCP" } else { "" }, server);
+    }
     let files = opened.instruction_files();
     if files.is_empty() {
         line("AGENTS.md", "none read");

@@ -719,3 +719,50 @@ async fn a_streamable_http_server_with_a_bearer_token_reaches_the_model() {
         shown(&out)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_a_chat_always_is_asked_once_and_status_shows_the_server() {
+    use crate::composer::{chat, leave, settle};
+    let env = Env::new();
+    hostile(&env, "probe", &["probe"], &[]);
+    let server = goat_testkit::ScriptedServer::start(vec![
+        Reply::tool_call("probe__echo", json!({"text": "first"})),
+        Reply::text("One."),
+        Reply::tool_call("probe__echo", json!({"text": "second"})),
+        Reply::text("Two."),
+    ])
+    .await;
+    let url = server.base_url();
+    let mut pty = chat(&env, &url, &[], &[]);
+    pty.expect("> ");
+    settle();
+    pty.type_keys("echo first\r");
+    pty.expect("MCP server 'probe'");
+    pty.expect("(default deny): ");
+    pty.type_keys("a\r");
+    pty.expect("One.");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("echo second\r");
+    pty.expect("Two.");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("/status\r");
+    pty.expect("MCP        probe: 8 tools, about");
+    pty.expect("> ");
+    leave(&mut pty);
+    let transcript = pty.transcript();
+    assert_eq!(
+        transcript.matches("(default deny)").count(),
+        1,
+        "asked once: {transcript}"
+    );
+    assert!(transcript.contains("offered; running"), "{transcript}");
+    let requests = server.requests();
+    assert!(requests[3].body["messages"].to_string().contains("second"));
+    let rules = text(&env.run(&["permissions", "list"]).stdout);
+    assert!(
+        rules.contains("allow write '**' for probe__echo, persistent"),
+        "{rules}"
+    );
+}
