@@ -31,7 +31,7 @@ use crate::child::{
 };
 use crate::fs::{self, WorkspaceRules};
 use crate::layer::{ChangeSet, Layer};
-use crate::net::NetRules;
+use crate::net::{self, NetRules};
 use crate::pids::PidsGroup;
 use crate::progress::{Progress, Stage};
 use crate::run::{
@@ -54,6 +54,9 @@ pub struct ServerSpec<'a> {
     pub env: &'a [(String, OsString)],
     /// Whether it may write the workspace.
     pub writable: bool,
+    /// The proxy serving it, for [`Network::Proxied`] (required then);
+    /// it serves for as long as the server lives.
+    pub proxy: Option<&'a dyn crate::ProxyLink>,
 }
 
 /// A running server. Dropping it kills it and everything it started, and
@@ -145,13 +148,29 @@ pub fn start_server(
     } else {
         UserNs::New
     };
-    let (view_net, net_rules) = match containment.network {
-        Network::Closed => (ViewNet::Empty, NetRules::Closed),
-        Network::Open => (ViewNet::Host, NetRules::Open),
+    // Proxied: the view's first child makes the proxy's listener in the
+    // view's own network namespace and sends it back over this pair.
+    let (view_net, net_rules, link) = match containment.network {
+        Network::Closed => (ViewNet::Empty, NetRules::Closed, None),
+        Network::Open => (ViewNet::Host, NetRules::Open, None),
         Network::Proxied => {
-            return Err(CommandError::Containment(
-                "an MCP server's network is on or off; a list of hosts is for commands".to_owned(),
-            ));
+            let link = spec.proxy.ok_or_else(|| {
+                CommandError::Containment(
+                    "the network is to go through GOAT's proxy, and there is none for this \
+                     server"
+                        .to_owned(),
+                )
+            })?;
+            let pair = net::channel().map_err(|e| failed("the proxy's channel", e))?;
+            let view_net = ViewNet::Proxy {
+                port: net::VIEW_PROXY_PORT,
+                channel: pair.1.as_raw_fd(),
+            };
+            (
+                view_net,
+                NetRules::ConnectPort(net::VIEW_PROXY_PORT),
+                Some((link, pair)),
+            )
         }
     };
     let plan = ViewPlan::prepare(&ViewInput {
@@ -186,6 +205,11 @@ pub fn start_server(
         .current_dir(&containment.workspace)
         .env_clear()
         .envs(environment(containment, spec))
+        .envs(if link.is_some() {
+            net::proxy_env(net::VIEW_PROXY_PORT)
+        } else {
+            Vec::new()
+        })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -236,6 +260,18 @@ pub fn start_server(
         .map_err(|e| refused_at(CommandError::Spawn(e), &progress, &step_names))?;
     let group = Pid::from_raw(child.id().cast_signed())
         .ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::InvalidData)))?;
+    // Once spawned (the listener is sent before the server can start),
+    // the proxy serves it; if it cannot, the server is killed unserved.
+    if let Some((link, (ours, theirs))) = link {
+        drop(theirs);
+        if let Err(e) = net::receive_listener(&ours).and_then(|l| link.serve(l)) {
+            kill_group(group, pids.as_ref().map(|p| &p.0));
+            let _ = child.wait();
+            return Err(CommandError::Containment(format!(
+                "the server was stopped as it started: its proxy: {e}"
+            )));
+        }
+    }
     Ok(Server {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),

@@ -31,6 +31,58 @@ pub struct Connection {
     pub oversize: Arc<Notify>,
     /// The tools it offers now.
     pub live: Vec<Tool>,
+    /// GOAT's proxy, serving it for its life when its network is a list.
+    pub proxy: Option<Arc<ServerProxy>>,
+}
+
+/// GOAT's egress proxy (ADR-0082) serving one server for as long as it
+/// lives; what it decided is read call by call.
+#[derive(Debug)]
+pub struct ServerProxy {
+    proxy: goat_shepherd::network::Proxy,
+    serving: Mutex<Vec<goat_shepherd::network::Serving>>,
+}
+
+impl ServerProxy {
+    /// A proxy allowing `list` only.
+    pub fn new(list: goat_shepherd::network::Allowlist) -> Self {
+        Self {
+            proxy: goat_shepherd::network::Proxy::new(list),
+            serving: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// How many decisions it has made so far.
+    pub fn decided(&self) -> usize {
+        self.all().decisions.len()
+    }
+
+    /// Every decision so far.
+    pub fn all(&self) -> goat_shepherd::network::Served {
+        let mut all = goat_shepherd::network::Served::default();
+        for serving in self
+            .serving
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            let served = serving.decisions();
+            all.decisions.extend(served.decisions);
+            all.dropped += served.dropped;
+        }
+        all
+    }
+}
+
+impl goat_command::ProxyLink for ServerProxy {
+    fn serve(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        let serving = self.proxy.serve(listener)?;
+        self.serving
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(serving);
+        Ok(())
+    }
 }
 
 impl Connection {

@@ -15,7 +15,7 @@ use rmcp::model::{CallToolRequestParams, Tool};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::connection::{Connection, MAX_MESSAGE_BYTES, handshake, keep_stderr};
+use crate::connection::{Connection, MAX_MESSAGE_BYTES, ServerProxy, handshake, keep_stderr};
 use crate::offer::{self, CALL_TOOL, SEARCH_TOOL};
 use crate::registry::{PinnedTool, ServerEntry, definition_hash, exposed_name};
 use crate::render;
@@ -110,7 +110,7 @@ impl Hub {
                 description: render::escape(&tool.description),
                 parameters: tool.input_schema.clone(),
                 writes: server.writes,
-                network: server.network,
+                network: server.network || !server.hosts.is_empty(),
             })
             .collect()
     }
@@ -180,6 +180,7 @@ impl Hub {
             stderr: Arc::new(Mutex::new(VecDeque::new())),
             oversize: Arc::new(Notify::new()),
             live,
+            proxy: None,
         })
     }
 
@@ -189,7 +190,8 @@ impl Hub {
         server: &ServerEntry,
         rules: &dyn WorkspaceRules,
     ) -> Result<Connection, String> {
-        let mut process = start_contained(server, &self.base, rules)?;
+        let proxy = proxy_for(server)?;
+        let mut process = start_contained(server, &self.base, rules, proxy.as_deref())?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(err) = process.stderr.take() {
             keep_stderr(err, Arc::clone(&stderr));
@@ -208,6 +210,7 @@ impl Hub {
             stderr,
             oversize,
             live: Vec::new(),
+            proxy,
         };
         match shaken {
             Ok((service, live)) => {
@@ -284,23 +287,38 @@ pub fn definition(tool: &Tool) -> (String, Value, Option<Value>) {
     )
 }
 
+/// The proxy a server whose network is a list of hosts goes through.
+fn proxy_for(server: &ServerEntry) -> Result<Option<Arc<ServerProxy>>, String> {
+    if server.hosts.is_empty() {
+        return Ok(None);
+    }
+    let list = goat_shepherd::network::Allowlist::parse(&server.hosts)
+        .map_err(|e| format!("its list of hosts: {e}"))?;
+    Ok(Some(Arc::new(ServerProxy::new(list))))
+}
+
+/// The setting a server's list of hosts comes from, named in refusals.
+pub const SERVER_HOSTS: &str = "the server's --allow-host list (goat mcp add)";
+
 /// Starts `server` in a view: the session's containment, with its own
 /// network, readable directories and variables (read now from GOAT's
 /// environment; a variable that is not set is left out).
+/// With `proxy`, its network is that proxy alone.
 pub fn start_contained(
     server: &ServerEntry,
     base: &Containment,
     rules: &dyn WorkspaceRules,
+    proxy: Option<&ServerProxy>,
 ) -> Result<goat_command::Server, String> {
     let Some((program, args)) = server.command.split_first() else {
         return Err("it has no command to start".to_owned());
     };
     let mut containment = base.clone();
     containment.mode = ContainmentMode::Namespace;
-    containment.network = if server.network {
-        Network::Open
-    } else {
-        Network::Closed
+    containment.network = match (server.network, proxy.is_some()) {
+        (true, _) => Network::Open,
+        (false, true) => Network::Proxied,
+        (false, false) => Network::Closed,
     };
     containment.read_paths.extend(server.read.iter().cloned());
     let env: Vec<(String, OsString)> = server
@@ -316,6 +334,7 @@ pub fn start_contained(
             args,
             env: &env,
             writable: server.writes,
+            proxy: proxy.map(|p| p as &dyn goat_command::ProxyLink),
         },
     )
     .map_err(|e| format!("it could not be started contained: {e}"))
@@ -328,6 +347,7 @@ fn server_failed(text: String) -> ExternalOutcome {
         error_kind: Some(CallErrorKind::ServerFailed),
         text,
         changes: None,
+        egress: Vec::new(),
     }
 }
 
@@ -477,6 +497,7 @@ impl ExternalTools for Hub {
                 error_kind: Some(CallErrorKind::Denied),
                 text: format!("denied: {tool} is suspended: {why}"),
                 changes: None,
+                egress: Vec::new(),
             };
         }
         let Some(connection) = connections.get_mut(&server.name) else {
@@ -492,6 +513,8 @@ impl ExternalTools for Hub {
         params.arguments = args.as_object().cloned();
         let timeout = Duration::from_secs(server.timeout_secs);
         let oversize = Arc::clone(&connection.oversize);
+        let proxy = connection.proxy.clone();
+        let decided_before = proxy.as_ref().map_or(0, |p| p.decided());
         let answer = self.block(async move {
             tokio::select! {
                 answer = tokio::time::timeout(timeout, peer.call_tool(params)) => match answer {
@@ -506,6 +529,21 @@ impl ExternalTools for Hub {
             Some(Ok(watch)) => watch.changes(rules).ok(),
             Some(Err(_)) | None => None,
         };
+        // What the proxy decided during this call, recorded against it
+        // and told to the model.
+        let (egress, egress_note) = match &proxy {
+            Some(proxy) => {
+                let mut served = proxy.all();
+                served
+                    .decisions
+                    .drain(..decided_before.min(served.decisions.len()));
+                (
+                    goat_shepherd::egress::records(&served),
+                    goat_shepherd::egress::refusals_note(&served, SERVER_HOSTS),
+                )
+            }
+            None => (Vec::new(), String::new()),
+        };
         let name = &server.name;
         let outcome = match answer {
             Some(Answer::Result(result)) => {
@@ -516,6 +554,7 @@ impl ExternalTools for Hub {
                         error_kind: Some(CallErrorKind::ToolError),
                         text: format!("{tool} reported an error: {text}"),
                         changes: None,
+                        egress: Vec::new(),
                     }
                 } else {
                     ExternalOutcome {
@@ -523,6 +562,7 @@ impl ExternalTools for Hub {
                         error_kind: None,
                         text,
                         changes: None,
+                        egress: Vec::new(),
                     }
                 }
             }
@@ -539,6 +579,7 @@ impl ExternalTools for Hub {
                         timeout.as_secs()
                     ),
                     changes: None,
+                    egress: Vec::new(),
                 }
             }
             Some(Answer::Oversize) => {
@@ -555,6 +596,7 @@ impl ExternalTools for Hub {
                         MAX_MESSAGE_BYTES / (1024 * 1024)
                     ),
                     changes: None,
+                    egress: Vec::new(),
                 }
             }
             Some(Answer::Failed(why)) => {
@@ -579,7 +621,13 @@ impl ExternalTools for Hub {
             }
             None => server_failed("the MCP client's runtime is gone".to_owned()),
         };
-        ExternalOutcome { changes, ..outcome }
+        let mut outcome = ExternalOutcome {
+            changes,
+            egress,
+            ..outcome
+        };
+        outcome.text.push_str(&egress_note);
+        outcome
     }
 }
 

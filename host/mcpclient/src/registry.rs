@@ -45,6 +45,11 @@ pub struct ServerEntry {
     /// Whether it has the network.
     #[serde(default)]
     pub network: bool,
+    /// The only destinations it may reach, through GOAT's proxy
+    /// (`commands.network`'s entries: `host`, `host:port`, `*.domain`);
+    /// empty: none, unless `network`.
+    #[serde(default)]
+    pub hosts: Vec<String>,
     /// Seconds it may take to start, and to answer each call.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,

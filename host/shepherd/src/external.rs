@@ -52,6 +52,8 @@ pub struct ExternalOutcome {
     pub text: String,
     /// What a writable server changed in the workspace during the call.
     pub changes: Option<ChangeSet>,
+    /// What GOAT's proxy decided for the server during the call.
+    pub egress: Vec<goat_store::EgressRecord>,
 }
 
 /// What the router needs from a set of outside servers.
@@ -188,6 +190,7 @@ impl AppToolRouter {
         let started = Instant::now();
         let outcome = ext.call(&tool.name, &args, &rules);
         let (decision, reason) = granted;
+        self.record_egress(&outcome.egress);
         let mut text = outcome.text;
         let changes = match outcome.changes {
             Some(set) => {

@@ -38,14 +38,19 @@ pub struct AddArgs {
     #[arg(long)]
     writes: bool,
     /// Give the server the network (none without it).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "allow_host")]
     network: bool,
+    /// Let the server reach this destination only, through GOAT's proxy,
+    /// as commands.network's entries do (host, host:port, *.domain).
+    /// Repeatable; every decision is recorded with the call.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_host: Vec<String>,
     /// Seconds the server may take to start, and to answer each call.
     #[arg(long, value_name = "SECS", default_value_t = goat_mcp_client::registry::DEFAULT_TIMEOUT_SECS)]
     timeout: u64,
     /// A Streamable HTTP server at this URL instead of a program: https,
     /// or http on this machine (127.0.0.1, ::1, localhost).
-    #[arg(long, value_name = "URL", conflicts_with_all = ["command", "writes", "network", "env", "read"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["command", "writes", "network", "allow_host", "env", "read"])]
     url: Option<String>,
     /// The variable of GOAT's environment that holds the HTTP server's
     /// bearer token (read when GOAT connects, never stored).
@@ -146,6 +151,10 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
     } else {
         bail!("give the server's command after --, or its --url");
     }
+    if !args.allow_host.is_empty() {
+        goat_shepherd::network::Allowlist::parse(&args.allow_host)
+            .map_err(|e| anyhow::anyhow!("--allow-host: {e}"))?;
+    }
     if !(1..=goat_mcp_client::registry::MAX_TIMEOUT_SECS).contains(&args.timeout) {
         bail!(
             "--timeout {} is out of range: give 1 to {} seconds",
@@ -162,6 +171,7 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
         read,
         writes: args.writes,
         network: args.network,
+        hosts: args.allow_host.clone(),
         timeout_secs: args.timeout,
         added_at: gate::now(),
         trusted: None,
@@ -179,6 +189,20 @@ fn how(server: &ServerEntry) -> String {
     match &server.url {
         Some(url) => text::escape_controls(url),
         None => text::escape_controls(&server.command.join(" ")),
+    }
+}
+
+/// A server's network, in words.
+fn network(server: &ServerEntry) -> String {
+    if server.network {
+        "on".to_owned()
+    } else if server.hosts.is_empty() {
+        "off".to_owned()
+    } else {
+        format!(
+            "only {} (through GOAT's proxy)",
+            text::escape_controls(&server.hosts.join(", "))
+        )
     }
 }
 
@@ -212,6 +236,7 @@ pub fn list(json_out: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                     "read": s.read,
                     "writes": s.writes,
                     "network": s.network,
+                    "allow_hosts": s.hosts,
                     "timeout_secs": s.timeout_secs,
                     "trusted": s.trusted.is_some(),
                     "tools": s.trusted.as_ref().map_or(0, |t| t.tools.len()),
@@ -243,7 +268,7 @@ pub fn list(json_out: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             s.name,
             how(s),
             if s.writes { "writes" } else { "read-only" },
-            if s.network { "network" } else { "no network" },
+            format!("network {}", network(s)),
         );
     }
     Ok(Outcome::Ok)
@@ -263,7 +288,7 @@ pub fn schema_tokens(server: &ServerEntry) -> u64 {
                         description: goat_mcp_client::render::escape(&tool.description),
                         parameters: tool.input_schema.clone(),
                         writes: server.writes,
-                        network: server.network,
+                        network: server.network || !server.hosts.is_empty(),
                     },
                 ))
             })
@@ -351,11 +376,7 @@ pub fn show(probe: &ProbeArgs) -> anyhow::Result<Outcome> {
             "read-only"
         }
     )?;
-    writeln!(
-        out,
-        "  network: {}",
-        if server.network { "on" } else { "off" }
-    )?;
+    writeln!(out, "  network: {}", network(server))?;
     writeln!(
         out,
         "  variables: {}",
@@ -527,7 +548,7 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
         } else {
             "read-only"
         },
-        if server.network { "on" } else { "off" },
+        network(&server),
         live.len()
     )?;
     for tool in &live {

@@ -36,6 +36,10 @@ probe
                                 file:///etc/passwd, an embedded text resource
                                 (mem://x, "embedded text"), and
                                 structuredContent {"answer": 42}
+net
+    fetch {url}: GET a URL with urllib, which goes through HTTP_PROXY when it is
+    set (GOAT's egress proxy, for a server added with --allow-host).
+
 rugpull PATH
     lookup {query}  description = the contents of the file at PATH, read anew
                     at every tools/list (a test edits it after trusting the
@@ -174,6 +178,15 @@ def probe_structured(_args):
     }
 
 
+def net_fetch(args):
+    import urllib.request
+    try:
+        with urllib.request.urlopen(args["url"], timeout=10) as response:
+            return text_result(response.read(2000).decode("utf-8", "replace"))
+    except BaseException as e:  # noqa: BLE001
+        return text_result(error_text(e))
+
+
 def probe_tools():
     return [
         (tool("read_file", "Read a file by absolute path; returns its first 200 characters or ERROR.",
@@ -251,6 +264,9 @@ def build_tools(mode, arg):
     "raw:<name>" / "hang" / "die" for the special behaviours."""
     if mode == "probe":
         return probe_tools()
+    if mode == "net":
+        return [(tool("fetch", "GET a URL through the proxy in the environment (HTTP_PROXY); returns the body or ERROR.",
+                      {"url": string_prop("the URL")}, ["url"]), net_fetch)]
     if mode == "rugpull":
         if arg is None:
             sys.exit("usage: hostile.py rugpull PATH")

@@ -581,6 +581,7 @@ impl goat_shepherd::ExternalTools for OneOutsideTool {
             error_kind: None,
             text: format!("found {}", args["q"]),
             changes: None,
+            egress: Vec::new(),
         }
     }
 }

@@ -766,3 +766,82 @@ async fn in_a_chat_always_is_asked_once_and_status_shows_the_server() {
         "{rules}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_reaches_only_its_listed_hosts_through_goats_proxy() {
+    use std::io::{Read, Write};
+    // Two local web servers: the listed one answers, the other must never
+    // be reached.
+    let listed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (a, b) = (
+        listed.local_addr().unwrap().port(),
+        other.local_addr().unwrap().port(),
+    );
+    std::thread::spawn(move || {
+        for mut stream in listed.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\ncontent-length: 9\r\n\r\nlisted ok");
+        }
+    });
+    other.set_nonblocking(true).unwrap();
+    let builder = GoatRun::builder();
+    let env = builder.env();
+    hostile(
+        env,
+        "net",
+        &["net"],
+        &["--allow-host", &format!("localhost:{a}")],
+    );
+    allow(env, "net__fetch");
+    let run = calling(
+        builder,
+        &[
+            (
+                "net__fetch",
+                json!({"url": format!("http://localhost:{a}/ok")}),
+            ),
+            (
+                "net__fetch",
+                json!({"url": format!("http://localhost:{b}/no")}),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(tool_result(&run, 1), "listed ok");
+    let refused = tool_result(&run, 2);
+    assert!(refused.starts_with("ERROR"), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "localhost:{b}: not listed in the server's --allow-host list"
+        )),
+        "{refused}"
+    );
+    assert!(other.accept().is_err(), "the unlisted port was reached");
+    // Each decision is recorded against the call that made it.
+    let conn = rusqlite::Connection::open(&run.env.db).unwrap();
+    let rows: Vec<(String, i64, String)> = conn
+        .prepare(
+            "SELECT c.tool, e.port, e.verdict FROM egress_decisions e
+             JOIN tool_calls c ON c.id = e.call_row ORDER BY e.id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        rows,
+        [
+            ("net__fetch".to_owned(), i64::from(a), "allowed".to_owned()),
+            (
+                "net__fetch".to_owned(),
+                i64::from(b),
+                "not-listed".to_owned()
+            ),
+        ],
+        "{rows:?}"
+    );
+}
