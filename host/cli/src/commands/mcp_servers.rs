@@ -264,11 +264,11 @@ pub fn list(json_out: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             None => format!("not trusted yet (goat mcp trust {})", s.name),
         };
         println!(
-            "{}: {} [{}; {}] {state}",
+            "{}: {} [{}; network {}] {state}",
             s.name,
             how(s),
             if s.writes { "writes" } else { "read-only" },
-            format!("network {}", network(s)),
+            network(s),
         );
     }
     Ok(Outcome::Ok)
