@@ -164,6 +164,29 @@ pub(crate) fn first_steps(join_fd: Option<RawFd>) -> io::Result<()> {
 
 /// Installs `setup` to run in the child before `exec`, after every
 /// inherited descriptor above stdio was marked close-on-exec.
+/// Marks every descriptor above stdio close-on-exec again, in the view's
+/// second child: a fork handler GOAT's own libraries registered (wasmtime
+/// reopens `/proc/PID/pagemap` at each fork) runs after the first sweep
+/// of [`install_pre_exec`], and its descriptor would reach the program.
+pub(crate) fn cloexec_above_stdio() -> io::Result<()> {
+    #[expect(unsafe_code, reason = "close_range in the forked child")]
+    // SAFETY: a system call on plain integers; it marks descriptors
+    // close-on-exec and closes none.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 pub(crate) fn install_pre_exec(
     command: &mut Command,
     mut setup: impl FnMut() -> io::Result<()> + Send + Sync + 'static,

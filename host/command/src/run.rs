@@ -31,7 +31,7 @@ use std::time::Duration;
 use rustix::process::Signal;
 
 use crate::child::{
-    PrivateTmp, environment, first_steps, install_pre_exec, pids_group, shell, spawn_and_watch,
+    PrivateTmp, cloexec_above_stdio, environment, first_steps, install_pre_exec, pids_group, shell, spawn_and_watch,
     spawn_and_watch_group, user_namespaces_work, wait_and_exit, wait_group_gone, working_dir,
 };
 use crate::fs::{self, FsPlan, WorkspaceRules};
@@ -655,6 +655,7 @@ pub(crate) fn run_namespace(
         }
         // PID 1 of the new namespace.
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        cloexec_above_stdio()?;
         view::build(&plan, progress)?;
         progress.mark(Stage::Landlock);
         let mut ruleset = ruleset

@@ -26,7 +26,7 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use rustix::process::{Pid, Signal};
 
 use crate::child::{
-    first_steps, install_pre_exec, kill_group, pids_group, user_namespaces_work, wait_and_exit,
+    cloexec_above_stdio, first_steps, install_pre_exec, kill_group, pids_group, user_namespaces_work, wait_and_exit,
     wait_group_gone,
 };
 use crate::fs::{self, WorkspaceRules};
@@ -92,6 +92,18 @@ impl Server {
     /// Whether it has exited (and how), without waiting.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
+    }
+
+    /// Stops it and every process it started (`SIGSTOP` to its group,
+    /// which none can leave): between calls a server does nothing, so
+    /// nothing it does goes unrecorded.
+    pub fn pause(&self) {
+        let _ = rustix::process::kill_process_group(self.group, Signal::STOP);
+    }
+
+    /// Lets it run again, for a call.
+    pub fn resume(&self) {
+        let _ = rustix::process::kill_process_group(self.group, Signal::CONT);
     }
 
     /// Kills it and every process it started, and waits for them.
@@ -199,6 +211,8 @@ pub fn start_server(
         .map_err(CommandError::Containment)?;
     let pids = pids_group(containment)?;
     let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
+    // The program as added (absolute); a bare name is looked up in the
+    // absolute directories of PATH only (see `environment`).
     let mut command = Command::new(spec.program);
     command
         .args(spec.args)
@@ -242,6 +256,7 @@ pub fn start_server(
             wait_and_exit(second);
         }
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+        cloexec_above_stdio()?;
         view::build(&plan, progress)?;
         progress.mark(Stage::Landlock);
         let mut ruleset = ruleset
@@ -287,12 +302,19 @@ pub fn start_server(
 /// `HOME` (the view's empty scratch home), `TMPDIR` (its private `/tmp`),
 /// and the variables it was added with; nothing else of GOAT's.
 fn environment(containment: &Containment, spec: &ServerSpec<'_>) -> Vec<(OsString, OsString)> {
+    // Only absolute directories: a relative one would be looked up in the
+    // workspace, where the repository could put a program of its own.
+    let path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .filter(|dir| dir.is_absolute())
+                .collect::<Vec<_>>()
+        })
+        .and_then(|dirs| std::env::join_paths(dirs).ok())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
     let mut env: Vec<(OsString, OsString)> = vec![
-        (
-            "PATH".into(),
-            std::env::var_os("PATH")
-                .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin")),
-        ),
+        ("PATH".into(), path),
         ("TMPDIR".into(), "/tmp".into()),
     ];
     if let Some(lang) = std::env::var_os("LANG") {
@@ -315,15 +337,39 @@ fn environment(containment: &Containment, spec: &ServerSpec<'_>) -> Vec<(OsStrin
 pub struct WorkspaceWatch {
     before: crate::snapshot::Snapshot,
     workspace: PathBuf,
+    /// The version-control directories there were before (relative).
+    repositories: Vec<String>,
 }
 
 impl WorkspaceWatch {
     /// Takes the snapshot.
     pub fn take(workspace: &Path, rules: &dyn WorkspaceRules) -> io::Result<Self> {
+        let repositories = special_paths(workspace, rules)
+            .map(|(read_only, _)| read_only)
+            .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Self {
             before: crate::snapshot::Snapshot::take(workspace, rules)?,
             workspace: workspace.to_path_buf(),
+            repositories,
         })
+    }
+
+    /// Removes every version-control directory (`.git`, or one git would
+    /// take for a repository) that was not there before, and names each
+    /// with what became of it. A view keeps a command from making one; a
+    /// server writing the workspace directly could, and git would run its
+    /// hooks and `core.fsmonitor` on the person's next `git status`.
+    pub fn remove_planted(&self, rules: &dyn WorkspaceRules) -> Vec<(String, io::Result<()>)> {
+        let Ok((now, _)) = special_paths(&self.workspace, rules) else {
+            return Vec::new();
+        };
+        now.into_iter()
+            .filter(|dir| !self.repositories.contains(dir))
+            .map(|dir| {
+                let removed = crate::layer::remove_tree(&self.workspace.join(&dir));
+                (dir, removed)
+            })
+            .collect()
     }
 
     /// What changed since.

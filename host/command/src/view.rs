@@ -484,6 +484,35 @@ impl ViewPlan {
                 read_only: Some(locked_flags(&path)),
             });
         }
+        // A writable bind: each directory above a hidden path is bound onto
+        // itself, so it is a mount point, which cannot be renamed or
+        // removed (EBUSY): otherwise moving the directory would carry the
+        // hidden file, on the host, to a name no rule covers.
+        if input.workspace_mount == (WorkspaceMount::Bind { writable: true }) {
+            let mut above: Vec<PathBuf> = input
+                .hidden
+                .iter()
+                .flat_map(|(rel, _)| {
+                    rel.ancestors()
+                        .skip(1)
+                        .filter(|a| !a.as_os_str().is_empty())
+                        .map(Path::to_path_buf)
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            above.sort_by(|a, b| {
+                (a.components().count(), a.as_path()).cmp(&(b.components().count(), b.as_path()))
+            });
+            above.dedup();
+            for rel in above {
+                let path = input.workspace.join(&rel);
+                plan.steps.push(Step::Bind {
+                    from: cstring(&path)?,
+                    at: cstring(&plan.inside(&path))?,
+                    read_only: None,
+                });
+            }
+        }
         for (rel, is_dir) in input.hidden {
             let path = input.workspace.join(rel);
             let empty = if *is_dir {

@@ -216,6 +216,10 @@ impl Hub {
             Ok((service, live)) => {
                 connection.service = Some(service);
                 connection.live = live;
+                // Between calls it does nothing (ADR-0086).
+                if let Some(process) = &connection.process {
+                    process.pause();
+                }
                 Ok(connection)
             }
             Err(why) => {
@@ -480,8 +484,9 @@ impl ExternalTools for Hub {
                 }
                 Err(why) => {
                     return server_failed(format!(
-                        "{tool} did not run: the MCP server '{}' could not be started: {why}",
-                        server.name
+                        "{tool} did not run: the MCP server '{}' could not be started: {}",
+                        server.name,
+                        render::escape(&why)
                     ));
                 }
             }
@@ -515,6 +520,9 @@ impl ExternalTools for Hub {
         let oversize = Arc::clone(&connection.oversize);
         let proxy = connection.proxy.clone();
         let decided_before = proxy.as_ref().map_or(0, |p| p.decided());
+        if let Some(process) = &connection.process {
+            process.resume();
+        }
         let answer = self.block(async move {
             tokio::select! {
                 answer = tokio::time::timeout(timeout, peer.call_tool(params)) => match answer {
@@ -525,9 +533,52 @@ impl ExternalTools for Hub {
                 () = oversize.notified() => Answer::Oversize,
             }
         });
+        // Stopped before its changes are read: nothing it does after its
+        // answer escapes the record.
+        if let Some(connection) = connections.get(&server.name)
+            && let Some(process) = &connection.process
+        {
+            process.pause();
+        }
+        let mut warnings = String::new();
         let changes = match watch {
-            Some(Ok(watch)) => watch.changes(rules).ok(),
-            Some(Err(_)) | None => None,
+            Some(Ok(watch)) => {
+                for (dir, removed) in watch.remove_planted(rules) {
+                    warnings.push_str(&match removed {
+                        Ok(()) => format!(
+                            "\n[goat: the MCP server '{}' made a repository directory '{}'; GOAT \
+                             removed it (git would run what it holds)]",
+                            server.name,
+                            render::escape(&dir)
+                        ),
+                        Err(e) => format!(
+                            "\n[goat: WARNING: the MCP server '{}' made a repository directory \
+                             '{}', and GOAT could not remove it ({e}); do not run git in this \
+                             workspace before you look at it]",
+                            server.name,
+                            render::escape(&dir)
+                        ),
+                    });
+                }
+                match watch.changes(rules) {
+                    Ok(set) => Some(set),
+                    Err(e) => {
+                        warnings.push_str(&format!(
+                            "\n[goat: what the server changed could not be read ({e}); goat \
+                             undo cannot put it back]"
+                        ));
+                        None
+                    }
+                }
+            }
+            Some(Err(e)) => {
+                warnings.push_str(&format!(
+                    "\n[goat: the workspace could not be read before the call ({e}); what the \
+                     server changed is not recorded and goat undo cannot put it back]"
+                ));
+                None
+            }
+            None => None,
         };
         // What the proxy decided during this call, recorded against it
         // and told to the model.
@@ -627,6 +678,7 @@ impl ExternalTools for Hub {
             ..outcome
         };
         outcome.text.push_str(&egress_note);
+        outcome.text.push_str(&warnings);
         outcome
     }
 }

@@ -285,6 +285,23 @@ impl Registry {
             path: path.to_path_buf(),
             source,
         };
+        let invalid = |why: String| RegistryError::Invalid {
+            path: path.to_path_buf(),
+            why,
+        };
+        // It says which programs GOAT starts: a link (to anywhere), or a
+        // directory another user may write, is refused before it is read.
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(invalid(
+                "it is a symbolic link; GOAT keeps its MCP server list in a regular file"
+                    .to_owned(),
+            ));
+        }
+        if let Some(dir) = path.parent()
+            && dir.exists()
+        {
+            goat_state::fs::check_private_dir(dir).map_err(|e| invalid(e.to_string()))?;
+        }
         let file = match goat_state::fs::open_regular(path) {
             Ok(file) => file,
             Err(goat_state::fs::OpenRegularError::Open { source, .. })

@@ -57,8 +57,21 @@ pub fn render(result: &CallToolResult) -> String {
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
+        // Controls, bidirectional overrides, and what shows as nothing
+        // (goat-session's `is_invisible`: zero-width characters, tags).
         let unsafe_char = (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            || matches!(
+                c,
+                '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+                    | '\u{00AD}'
+                    | '\u{200B}'..='\u{200F}'
+                    | '\u{2028}'..='\u{2029}'
+                    | '\u{2060}'..='\u{2064}'
+                    | '\u{FEFF}'
+                    | '\u{FFF9}'..='\u{FFFB}'
+                    | '\u{E0000}'..='\u{E007F}'
+            );
         if unsafe_char {
             out.extend(c.escape_default());
         } else {
@@ -105,6 +118,8 @@ mod tests {
     #[test]
     fn escapes_and_caps() {
         assert_eq!(escape("a\u{1b}[2Jb\n\tc\u{9b}"), "a\\u{1b}[2Jb\n\tc\\u{9b}");
+        // An instruction in tag characters is seen, not hidden.
+        assert_eq!(escape("x\u{E0049}\u{200B}"), "x\\u{e0049}\\u{200b}");
         let long = "é".repeat(40_000);
         let capped = cap(&long);
         assert!(capped.len() < MAX_RESULT_BYTES + 100);

@@ -444,7 +444,7 @@ pub fn mcp_servers(
     db: Option<&Path>,
     notes: Notes<'_>,
 ) -> anyhow::Result<Option<Arc<dyn goat_shepherd::ExternalTools>>> {
-    let file = paths::mcp_file(db)?.into_resolved();
+    let file = paths::mcp_file(db)?;
     let registry = goat_mcp_client::Registry::load(&file)?;
     for server in registry.servers.iter().filter(|s| s.trusted.is_none()) {
         notes(&format!(
@@ -455,12 +455,33 @@ pub fn mcp_servers(
     if registry.servers.iter().all(|s| s.trusted.is_none()) {
         return Ok(None);
     }
+    // A plugin of the same name would share its tools' names: the plugin
+    // keeps them, and the server is left out, said.
+    let plugins = paths::plugin_dir(db)?.into_resolved();
+    let plugin_names: Vec<String> = goat_catalog::Registry::open_read_only(&plugins)?
+        .map(|r| r.all())
+        .transpose()?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    let mut servers = registry.servers;
+    servers.retain(|s| {
+        let clash = plugin_names.contains(&s.name);
+        if clash {
+            notes(&format!(
+                "the MCP server '{}' is not offered: a plugin has the same name (rename one)",
+                s.name
+            ));
+        }
+        !clash
+    });
     let containment = settings.command_containment(workspace, host_files)?;
     if let Err(why) = goat_command_support(&containment) {
         notes(&format!("the MCP servers are not offered: {why}"));
         return Ok(None);
     }
-    let hub = goat_mcp_client::Hub::new(registry.servers, containment)?;
+    let hub = goat_mcp_client::Hub::new(servers, containment)?;
     Ok(Some(Arc::new(hub)))
 }
 

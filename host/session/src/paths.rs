@@ -44,8 +44,17 @@ pub fn plugin_dir(db_flag: Option<&Path>) -> anyhow::Result<HostPath> {
 /// The MCP servers' file: see [`goat_state::paths::mcp_file`]. Beside
 /// the store, so outside every workspace the store is; its privacy is
 /// checked when it is read ([`goat_mcp_client::Registry::load`]).
-pub fn mcp_file(db_flag: Option<&Path>) -> anyhow::Result<HostPath> {
-    Ok(state::mcp_file(db_flag)?)
+///
+/// The directory is resolved, the file's own name is not: a link there is
+/// refused when read, never followed to write somewhere else.
+pub fn mcp_file(db_flag: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
+    let file = state::mcp_file(db_flag)?;
+    let named = file.named();
+    let dir = named
+        .parent()
+        .map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf()))
+        .unwrap_or_default();
+    Ok(dir.join(named.file_name().unwrap_or(std::ffi::OsStr::new(state::MCP_FILE))))
 }
 
 /// The compiled-code cache: see [`goat_state::paths::cache_dir`].

@@ -45,7 +45,26 @@ const ARGS_CHARS: usize = 160;
 fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        || is_invisible(c)
         || is_reserved(c)
+}
+
+/// Characters that show as nothing and can carry text a person never
+/// sees (an instruction spelt in Unicode tag characters, ADR-0086): the
+/// soft hyphen, zero-width spaces and joiners, the direction marks, line
+/// and paragraph separators, word joiners and invisible operators, the
+/// byte-order mark, interlinear annotations, and the tag characters.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{2029}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
 }
 
 /// [`MARK`] and what a person could take for it: the block elements

@@ -163,8 +163,29 @@ impl AppToolRouter {
             now: gate::now(),
         };
         let (evaluation, boundary) = self.decide(&request);
+        // Only a rule that names the tool allows it: a rule for every tool
+        // was written for GOAT's own, whose reach GOAT knows.
+        let named = |grants: &[gate::Grant]| {
+            grants.iter().any(|g| {
+                matches!(&g.by, gate::GrantedBy::Rule(rule) if rule.tool.as_deref() == Some(tool.name.as_str()))
+            })
+        };
         let granted = match &evaluation.decision {
-            Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
+            Decision::Allow { grants } if named(grants) => {
+                (CallDecision::Allow, evaluation.reason())
+            }
+            Decision::Allow { .. } if self.config().interactive == gate::Interactive::No => {
+                return unasked(format!(
+                    "denied: calling {} needs approval and no one is at a terminal to give it; \
+                     a rule for all tools does not cover an MCP server's; the user can allow it \
+                     with `goat permissions allow {} . --write`",
+                    tool.name, tool.name
+                ));
+            }
+            Decision::Allow { .. } => match self.ask_external(tool, &args) {
+                Ok(granted) => granted,
+                Err(routed) => return routed,
+            },
             // No rule, and no one to ask: the way to allow it is a rule
             // naming the tool (`--allow-writes` is not one for a server).
             Decision::Deny(gate::Denial::NeedsApproval { .. }) => {

@@ -89,7 +89,7 @@ pub struct TrustArgs {
 }
 
 fn load(db: Option<&Path>) -> anyhow::Result<Registry> {
-    let file = paths::mcp_file(db)?.into_resolved();
+    let file = paths::mcp_file(db)?;
     Ok(Registry::load(&file)?)
 }
 
@@ -142,7 +142,7 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
     if let Some(url) = &args.url {
         goat_mcp_client::registry::check_url(url).map_err(anyhow::Error::msg)?;
     } else if let Some(program) = args.command.first() {
-        if which(program).is_none() {
+        if which(program).is_none_or(|p| !p.is_absolute()) {
             bail!(
                 "no program '{}': it is not a file and not found in PATH",
                 text::escape_controls(program)
@@ -164,7 +164,7 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
     }
     registry.servers.push(ServerEntry {
         name: args.name.clone(),
-        command: args.command.clone(),
+        command: absolute_command(&args.command),
         url: args.url.clone(),
         bearer_env: args.bearer_env.clone(),
         env: args.env,
@@ -207,16 +207,50 @@ fn network(server: &ServerEntry) -> String {
 }
 
 /// The program a server runs, found as `exec` would.
+/// Only absolute directories of `PATH` count: a relative one would find
+/// the program in whatever directory GOAT runs in (a repository's
+/// `node_modules/.bin`), and the result is made absolute.
 fn which(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let path = PathBuf::from(program);
-        return path.is_file().then_some(path);
+        return path.is_file().then(|| path.canonicalize().ok()).flatten();
     }
     std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute())
             .map(|dir| dir.join(program))
             .find(|p| p.is_file())
     })
+}
+
+/// An argument that names an existing file or directory relative to where
+/// `goat mcp add` runs, made absolute; any other argument as given. A
+/// server started later in a repository must not run the repository's
+/// `./server.py` in place of the one the person added.
+fn absolute_argument(arg: &str) -> String {
+    let path = Path::new(arg);
+    let relative_path =
+        !path.is_absolute() && (arg.starts_with("./") || arg.starts_with("../") || path.exists());
+    match relative_path.then(|| path.canonicalize().ok()).flatten() {
+        Some(real) => real.to_str().map_or_else(|| arg.to_owned(), str::to_owned),
+        None => arg.to_owned(),
+    }
+}
+
+/// The program (found in `PATH` now, absolute) and its arguments (a
+/// relative path made absolute), so the server started later is the one
+/// added here, whatever directory a session runs in.
+fn absolute_command(command: &[String]) -> Vec<String> {
+    let mut absolute: Vec<String> = Vec::with_capacity(command.len());
+    if let Some((program, args)) = command.split_first() {
+        absolute.push(
+            which(program)
+                .and_then(|p| p.to_str().map(str::to_owned))
+                .unwrap_or_else(|| program.clone()),
+        );
+        absolute.extend(args.iter().map(|a| absolute_argument(a)));
+    }
+    absolute
 }
 
 /// `goat mcp list`.

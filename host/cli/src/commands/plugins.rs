@@ -110,6 +110,14 @@ fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow:
     // Everything is checked before the person is asked: a component that
     // cannot be loaded is refused here, and never copied.
     let sandbox = session::sandbox(&crate::config::Settings::load()?.limits())?;
+    if super::mcp_servers::is_added(db, name.as_str()) {
+        bail!(
+            "an MCP server is already called '{}', and its tools are offered as {}__TOOL; give \
+             the plugin another name with --name",
+            name.as_str(),
+            name.as_str()
+        );
+    }
     let candidate = Candidate::check(&sandbox, &dir, name, &wasm)?;
     let (name, exposed) = (candidate.name.to_string(), candidate.exposed.to_string());
 

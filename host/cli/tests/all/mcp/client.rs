@@ -42,9 +42,20 @@ fn hostile(env: &Env, name: &str, mode: &[&str], flags: &[&str]) -> String {
     let dir = servers_dir();
     let mut all = vec!["--read", dir.to_str().unwrap()];
     all.extend(flags);
-    let mut command = vec!["python3", script.to_str().unwrap()];
+    // The system's Python: a session with another HOME (as one test runs)
+    // has no toolchain of the person's home, a pyenv shim included.
+    let mut command = vec![system_python(), script.to_str().unwrap()];
     command.extend(mode);
     add_and_trust(env, name, &all, &command)
+}
+
+/// `/usr/bin/python3` where there is one, else `python3` from PATH.
+fn system_python() -> &'static str {
+    if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    }
 }
 
 /// An allow rule for `tool`, as the person would write it.
@@ -471,6 +482,8 @@ async fn a_deny_rule_wins_and_no_rule_means_no_call_without_a_person() {
     let env = builder.env();
     hostile(env, "probe", &["probe"], &[]);
     allow(env, "probe__echo");
+    // A rule for every tool is not a rule for an MCP server's.
+    allow(env, "*");
     let out = env.run(&["permissions", "deny", "probe__echo", ".", "--write"]);
     assert!(out.status.success(), "{}", shown(&out));
     let run = calling(
@@ -844,4 +857,82 @@ async fn a_server_reaches_only_its_listed_hosts_through_goats_proxy() {
         ],
         "{rows:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_writing_server_cannot_work_between_calls_plant_a_repository_or_move_a_hidden_file() {
+    let builder = GoatRun::builder();
+    let env = builder.env();
+    std::fs::create_dir(env.ws.join("priv")).unwrap();
+    std::fs::write(env.ws.join("priv/key.txt"), "HIDDEN").unwrap();
+    let out = env.run(&["permissions", "deny", "*", "priv/key.txt"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    hostile(env, "sly", &["sly"], &["--writes"]);
+    for tool in ["sly__later", "sly__plant", "sly__rename"] {
+        allow(env, tool);
+    }
+    std::fs::write(env.ws.join("a.txt"), "before").unwrap();
+    let run = calling(
+        builder,
+        &[
+            ("sly__later", json!({"path": "a.txt", "text": " tampered", "delay": 1})),
+            ("sly__plant", json!({})),
+            ("sly__rename", json!({"src": "priv", "dst": "moved"})),
+        ],
+    )
+    .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(tool_result(&run, 1), "SCHEDULED");
+    // The repository it made is gone, and the model was told.
+    let planted = tool_result(&run, 2);
+    assert!(planted.contains("made a repository directory 'sub/.git'; GOAT removed it"), "{planted}");
+    assert!(!run.exists("sub/.git"));
+    // The directory above the hidden file cannot be moved.
+    let renamed = tool_result(&run, 3);
+    assert!(renamed.starts_with("ERROR"), "{renamed}");
+    assert_eq!(run.read("priv/key.txt"), "HIDDEN");
+    assert!(!run.exists("moved"));
+    // Stopped between calls, and gone with the session: the write it left
+    // for later never happens.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(run.read("a.txt"), "before");
+}
+
+#[test]
+fn a_server_is_the_program_added_not_one_the_repository_puts_in_its_place() {
+    let env = Env::new();
+    // Added from the servers' directory with a relative script: stored
+    // absolute.
+    let out = env
+        .cmd()
+        .current_dir(servers_dir())
+        .args(["mcp", "add", "rel", "--", "python3", "./hostile.py", "probe"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
+    let command = &list["servers"][0]["command"];
+    assert!(command[0].as_str().unwrap().starts_with('/'), "{command}");
+    assert_eq!(command[1], servers_dir().join("hostile.py").to_str().unwrap(), "{command}");
+    // A program found only through a relative PATH entry is refused.
+    std::fs::create_dir_all(env.ws.join("node_modules/.bin")).unwrap();
+    let fake = env.ws.join("node_modules/.bin/docs-mcp");
+    std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = env
+        .cmd()
+        .env("PATH", format!("node_modules/.bin:{}", std::env::var("PATH").unwrap()))
+        .args(["mcp", "add", "docs", "--", "docs-mcp"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("no program 'docs-mcp'"), "{}", shown(&out));
+    // A linked list file is refused, not followed.
+    let file = env.db.parent().unwrap().join("mcp.json");
+    let elsewhere = env.root.join("planted.json");
+    std::fs::rename(&file, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+    let out = env.run(&["mcp", "list"]);
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("symbolic link"), "{}", shown(&out));
 }
