@@ -31,8 +31,9 @@ use std::time::Duration;
 use rustix::process::Signal;
 
 use crate::child::{
-    PrivateTmp, cloexec_above_stdio, environment, first_steps, install_pre_exec, pids_group, shell, spawn_and_watch,
-    spawn_and_watch_group, user_namespaces_work, wait_and_exit, wait_group_gone, working_dir,
+    PrivateTmp, cloexec_above_stdio, environment, first_steps, install_pre_exec, pids_group, shell,
+    spawn_and_watch, spawn_and_watch_group, user_namespaces_work, wait_and_exit, wait_group_gone,
+    working_dir,
 };
 use crate::fs::{self, FsPlan, WorkspaceRules};
 use crate::inspect::Inspection;

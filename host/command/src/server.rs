@@ -26,8 +26,8 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use rustix::process::{Pid, Signal};
 
 use crate::child::{
-    cloexec_above_stdio, first_steps, install_pre_exec, kill_group, pids_group, user_namespaces_work, wait_and_exit,
-    wait_group_gone,
+    cloexec_above_stdio, first_steps, install_pre_exec, kill_group, pids_group,
+    user_namespaces_work, wait_and_exit, wait_group_gone,
 };
 use crate::fs::{self, WorkspaceRules};
 use crate::layer::{ChangeSet, Layer};
@@ -313,10 +313,8 @@ fn environment(containment: &Containment, spec: &ServerSpec<'_>) -> Vec<(OsStrin
         .and_then(|dirs| std::env::join_paths(dirs).ok())
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
-    let mut env: Vec<(OsString, OsString)> = vec![
-        ("PATH".into(), path),
-        ("TMPDIR".into(), "/tmp".into()),
-    ];
+    let mut env: Vec<(OsString, OsString)> =
+        vec![("PATH".into(), path), ("TMPDIR".into(), "/tmp".into())];
     if let Some(lang) = std::env::var_os("LANG") {
         env.push(("LANG".into(), lang));
     }

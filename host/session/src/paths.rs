@@ -54,7 +54,11 @@ pub fn mcp_file(db_flag: Option<&Path>) -> anyhow::Result<std::path::PathBuf> {
         .parent()
         .map(|d| d.canonicalize().unwrap_or_else(|_| d.to_path_buf()))
         .unwrap_or_default();
-    Ok(dir.join(named.file_name().unwrap_or(std::ffi::OsStr::new(state::MCP_FILE))))
+    Ok(dir.join(
+        named
+            .file_name()
+            .unwrap_or(std::ffi::OsStr::new(state::MCP_FILE)),
+    ))
 }
 
 /// The compiled-code cache: see [`goat_state::paths::cache_dir`].

@@ -868,33 +868,48 @@ async fn a_writing_server_cannot_work_between_calls_plant_a_repository_or_move_a
     let out = env.run(&["permissions", "deny", "*", "priv/key.txt"]);
     assert!(out.status.success(), "{}", shown(&out));
     hostile(env, "sly", &["sly"], &["--writes"]);
-    for tool in ["sly__later", "sly__plant", "sly__rename"] {
+    // Another server's call that takes two seconds: the time the first
+    // would have to write unrecorded, were it not stopped.
+    hostile(env, "slow", &["hang"], &["--timeout", "2"]);
+    for tool in ["sly__later", "sly__plant", "sly__rename", "slow__wait"] {
         allow(env, tool);
     }
     std::fs::write(env.ws.join("a.txt"), "before").unwrap();
     let run = calling(
         builder,
         &[
-            ("sly__later", json!({"path": "a.txt", "text": " tampered", "delay": 1})),
             ("sly__plant", json!({})),
             ("sly__rename", json!({"src": "priv", "dst": "moved"})),
+            (
+                "sly__later",
+                json!({"path": "a.txt", "text": " tampered", "delay": 0.5}),
+            ),
+            ("slow__wait", json!({})),
         ],
     )
     .await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
-    assert_eq!(tool_result(&run, 1), "SCHEDULED");
+    assert_eq!(tool_result(&run, 3), "SCHEDULED");
+    assert!(
+        tool_result(&run, 4).contains("timed out"),
+        "{}",
+        tool_result(&run, 4)
+    );
     // The repository it made is gone, and the model was told.
-    let planted = tool_result(&run, 2);
-    assert!(planted.contains("made a repository directory 'sub/.git'; GOAT removed it"), "{planted}");
+    let planted = tool_result(&run, 1);
+    assert!(
+        planted.contains("made a repository directory 'sub/.git'; GOAT removed it"),
+        "{planted}"
+    );
     assert!(!run.exists("sub/.git"));
     // The directory above the hidden file cannot be moved.
-    let renamed = tool_result(&run, 3);
+    let renamed = tool_result(&run, 2);
     assert!(renamed.starts_with("ERROR"), "{renamed}");
     assert_eq!(run.read("priv/key.txt"), "HIDDEN");
     assert!(!run.exists("moved"));
-    // Stopped between calls, and gone with the session: the write it left
-    // for later never happens.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // Stopped between calls (through the other server's two seconds), and
+    // gone with the session: the write it left for later never happens.
+    std::thread::sleep(std::time::Duration::from_secs(1));
     assert_eq!(run.read("a.txt"), "before");
 }
 
@@ -906,14 +921,26 @@ fn a_server_is_the_program_added_not_one_the_repository_puts_in_its_place() {
     let out = env
         .cmd()
         .current_dir(servers_dir())
-        .args(["mcp", "add", "rel", "--", "python3", "./hostile.py", "probe"])
+        .args([
+            "mcp",
+            "add",
+            "rel",
+            "--",
+            "python3",
+            "./hostile.py",
+            "probe",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", shown(&out));
     let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
     let command = &list["servers"][0]["command"];
     assert!(command[0].as_str().unwrap().starts_with('/'), "{command}");
-    assert_eq!(command[1], servers_dir().join("hostile.py").to_str().unwrap(), "{command}");
+    assert_eq!(
+        command[1],
+        servers_dir().join("hostile.py").to_str().unwrap(),
+        "{command}"
+    );
     // A program found only through a relative PATH entry is refused.
     std::fs::create_dir_all(env.ws.join("node_modules/.bin")).unwrap();
     let fake = env.ws.join("node_modules/.bin/docs-mcp");
@@ -921,12 +948,19 @@ fn a_server_is_the_program_added_not_one_the_repository_puts_in_its_place() {
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = env
         .cmd()
-        .env("PATH", format!("node_modules/.bin:{}", std::env::var("PATH").unwrap()))
+        .env(
+            "PATH",
+            format!("node_modules/.bin:{}", std::env::var("PATH").unwrap()),
+        )
         .args(["mcp", "add", "docs", "--", "docs-mcp"])
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(shown(&out).contains("no program 'docs-mcp'"), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("no program 'docs-mcp'"),
+        "{}",
+        shown(&out)
+    );
     // A linked list file is refused, not followed.
     let file = env.db.parent().unwrap().join("mcp.json");
     let elsewhere = env.root.join("planted.json");
