@@ -970,3 +970,26 @@ fn a_server_is_the_program_added_not_one_the_repository_puts_in_its_place() {
     assert!(!out.status.success());
     assert!(shown(&out).contains("symbolic link"), "{}", shown(&out));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_call_written_as_text_is_recovered_once() {
+    let builder = GoatRun::builder();
+    let env = builder.env();
+    hostile(env, "probe", &["probe"], &[]);
+    allow(env, "probe__echo");
+    let run = builder
+        .replies([
+            Reply::markup("probe__echo", &[("text", "as text")]),
+            Reply::tool_call("probe__echo", json!({"text": "structured"})),
+            Reply::text("done"),
+        ])
+        .json()
+        .run("echo")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.summary()["recovery_used"], true, "{}", run.stdout());
+    // Nothing ran for the text; the structured call ran once.
+    assert_eq!(tool_result(&run, 2), "structured");
+    let stored = calls(&run);
+    assert_eq!(stored.len(), 1, "{stored:?}");
+}
