@@ -93,6 +93,37 @@ fn load(db: Option<&Path>) -> anyhow::Result<Registry> {
     Ok(Registry::load(&file)?)
 }
 
+/// Every trusted MCP tool, as the model is offered it: its name, its
+/// server, its description (raw) and its arguments' schema. A list that
+/// cannot be read gives none (the command that reads it says why).
+pub fn trusted_tools(db: Option<&Path>) -> Vec<(String, String, String, serde_json::Value)> {
+    let Ok(registry) = load(db) else {
+        return Vec::new();
+    };
+    registry
+        .servers
+        .iter()
+        .flat_map(|server| {
+            server
+                .trusted
+                .iter()
+                .flat_map(|t| t.tools.iter())
+                .filter_map(|tool| {
+                    goat_mcp_client::exposed_name(&server.name, &tool.name)
+                        .ok()
+                        .map(|name| {
+                            (
+                                name,
+                                server.name.clone(),
+                                tool.description.clone(),
+                                tool.input_schema.clone(),
+                            )
+                        })
+                })
+        })
+        .collect()
+}
+
 /// Whether an MCP server called `name` was added (a list that cannot be
 /// read counts as none).
 pub fn is_added(db: Option<&Path>, name: &str) -> bool {

@@ -124,6 +124,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             })
             .collect::<serde_json::Result<_>>()?;
         let mut specs: Vec<serde_json::Value> = specs;
+        let mcp = super::mcp_servers::trusted_tools(db);
         let schema = goat_shepherd::command_schema(&containment);
         specs.push(match &contained {
             Ok(used) => serde_json::json!({
@@ -147,6 +148,19 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 "not_offered": why,
             }),
         });
+        specs.extend(
+            mcp.into_iter()
+                .map(|(name, server, description, parameters)| {
+                    serde_json::json!({
+                        "name": name,
+                        "description": description,
+                        "parameters": parameters,
+                        "access": "mcp",
+                        "path_fields": [],
+                        "mcp_server": server,
+                    })
+                }),
+        );
         serde_json::to_writer_pretty(&mut out, &specs)?;
         writeln!(out)?;
     } else {
@@ -199,6 +213,21 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 "command",
                 text::escape_controls(why)
             )?,
+        }
+        // The trusted MCP servers' tools (ADR-0086), offered in sessions
+        // where their servers can be contained.
+        for (name, server, description, _) in super::mcp_servers::trusted_tools(db) {
+            let summary = description
+                .split(". ")
+                .next()
+                .unwrap_or("")
+                .trim_end_matches('.');
+            writeln!(
+                out,
+                "{name:width$}  {:10}  {} (MCP server '{server}')",
+                "mcp",
+                text::escape_controls(summary)
+            )?;
         }
     }
     out.flush()?;

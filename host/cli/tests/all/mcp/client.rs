@@ -138,6 +138,8 @@ async fn a_python_sdk_servers_tools_reach_the_model() {
         &[python.to_str().unwrap(), script.to_str().unwrap()],
     );
     assert!(trusted.contains("sdk__add"), "{trusted}");
+    let listed = text(&env.run(&["tools", "list"]).stdout);
+    assert!(listed.contains("(MCP server 'sdk')"), "{listed}");
     allow(env, "sdk__add");
     allow(env, "sdk__count_files");
     std::fs::write(env.ws.join("one.txt"), "1").unwrap();
