@@ -243,8 +243,13 @@ fn network(server: &ServerEntry) -> String {
 /// `node_modules/.bin`), and the result is made absolute.
 fn which(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
+        // Absolute, but links kept: a virtual environment's `bin/python`
+        // is a link, and Python finds the environment by the name it ran by.
         let path = PathBuf::from(program);
-        return path.is_file().then(|| path.canonicalize().ok()).flatten();
+        return path
+            .is_file()
+            .then(|| std::path::absolute(&path).ok())
+            .flatten();
     }
     std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
@@ -262,7 +267,10 @@ fn absolute_argument(arg: &str) -> String {
     let path = Path::new(arg);
     let relative_path =
         !path.is_absolute() && (arg.starts_with("./") || arg.starts_with("../") || path.exists());
-    match relative_path.then(|| path.canonicalize().ok()).flatten() {
+    match relative_path
+        .then(|| std::path::absolute(path).ok())
+        .flatten()
+    {
         Some(real) => real.to_str().map_or_else(|| arg.to_owned(), str::to_owned),
         None => arg.to_owned(),
     }
