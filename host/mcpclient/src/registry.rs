@@ -262,6 +262,14 @@ pub enum RegistryError {
         /// Why.
         source: io::Error,
     },
+    /// The file would be where others may write.
+    #[error("{path} was not written: {why}; keep GOAT's store (--db) in a directory of your own")]
+    Unsafe {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// The file is not what GOAT writes.
     #[error(
         "{path} is not a GOAT MCP server list ({why}); fix it or move it away (the servers in \
@@ -297,8 +305,10 @@ impl Registry {
                     .to_owned(),
             ));
         }
+        // No list, no server: a store kept in a shared directory (`--db
+        // /tmp/x.db`) still works; only a list found there is refused.
         if let Some(dir) = path.parent()
-            && dir.exists()
+            && path.exists()
         {
             goat_state::fs::check_private_dir(dir).map_err(|e| invalid(e.to_string()))?;
         }
@@ -364,6 +374,12 @@ impl Registry {
         };
         if let Some(dir) = self.path.parent() {
             goat_state::fs::create_private_dir(dir).map_err(io_error)?;
+            // Written where only its owner may write, or it would be
+            // refused when read.
+            goat_state::fs::check_private_dir(dir).map_err(|e| RegistryError::Unsafe {
+                path: self.path.clone(),
+                why: e.to_string(),
+            })?;
         }
         let file = File {
             version: 1,
