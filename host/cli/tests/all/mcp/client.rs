@@ -633,6 +633,26 @@ fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace()
     assert!(!env.ws.join("mcp.json").exists());
     let out = env.run(&["mcp", "remove", "ok"]);
     assert!(out.status.success(), "{}", shown(&out));
+    // A store in a directory others may write: it works without servers,
+    // and no server list is written there.
+    let shared = env.root.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let db = shared.join("goat.db");
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "x",
+        "--db",
+        db.to_str().unwrap(),
+        "--",
+        "python3",
+    ]);
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("was not written"), "{}", shown(&out));
+    assert!(!shared.join("mcp.json").exists());
+    let out = env.run(&["mcp", "list", "--db", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shown(&out));
     let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
     assert_eq!(list["servers"].as_array().map(Vec::len), Some(0));
 }
