@@ -386,12 +386,13 @@ impl ExternalTools for Hub {
 
     fn status(&self) -> Vec<String> {
         let tools = self.all_tools();
-        let suspended = self
-            .suspended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        // The order `call` takes them in: connections, then suspended.
         let running = self
             .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let suspended = self
+            .suspended
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let how = match self.on_demand.get() {
