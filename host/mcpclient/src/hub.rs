@@ -226,9 +226,18 @@ impl Hub {
                 let ended = connection.ended(Duration::from_millis(300));
                 let tail = connection.stderr_tail();
                 self.stop(connection);
+                // A server that fetches itself at start (npx, uvx) waits
+                // on a network it does not have: say so.
+                let offline = if server.network || !server.hosts.is_empty() {
+                    ""
+                } else {
+                    "; it has no network: one that downloads as it starts (npx -y, uvx) needs \
+                     --network or --allow-host, or its package installed beforehand and its \
+                     directory given with --read"
+                };
                 Err(match ended {
-                    Some(how) => format!("{why}; it ended ({how}){tail}"),
-                    None => format!("{why}{tail}"),
+                    Some(how) => format!("{why}; it ended ({how}){tail}{offline}"),
+                    None => format!("{why}{tail}{offline}"),
                 })
             }
         }

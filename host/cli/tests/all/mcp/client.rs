@@ -623,6 +623,30 @@ fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace()
     );
     let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
     assert_eq!(list["servers"][0]["trusted"], false);
+    // A server that does not answer in time (as npx -y does without the
+    // network) fails to trust, saying it has none.
+    let slow = servers_dir().join("hostile.py");
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "slow",
+        "--timeout",
+        "1",
+        "--read",
+        servers_dir().to_str().unwrap(),
+        "--",
+        system_python(),
+        slow.to_str().unwrap(),
+        "slow_start",
+        "30",
+    ]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let out = env.run(&["mcp", "trust", "slow", "--yes"]);
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("within 1 s"), "{}", shown(&out));
+    assert!(shown(&out).contains("it has no network"), "{}", shown(&out));
+    let out = env.run(&["mcp", "remove", "slow"]);
+    assert!(out.status.success(), "{}", shown(&out));
     // Not trusted: not offered, and trusting a server that is no MCP server fails clearly.
     let out = env.run(&["mcp", "trust", "ok", "--yes"]);
     assert!(!out.status.success());
