@@ -51,8 +51,9 @@ pub enum AtRest {
 }
 
 /// What Ctrl-C does to a running turn, the one rule for every command:
-/// the first cancels it (the Shepherd stops after the step in progress and
-/// records the turn as cancelled), a second quits at once. The console and
+/// the first cancels it (the Shepherd stops the request or the command or
+/// MCP call in progress, ADR-0087, and records the turn as cancelled), a
+/// second quits at once. The console and
 /// the plain driver ([`drive`]) only count presses into it.
 #[derive(Default)]
 struct TurnInterrupts {
@@ -95,8 +96,8 @@ impl TurnInterrupts {
         self.presses += 1;
         if self.presses == 1 {
             note(
-                "cancelling: the turn stops after the step in progress (Ctrl-C again quits at \
-                 once)",
+                "cancelling: what is running is stopped and the turn ends (Ctrl-C again quits \
+                 at once)",
             );
             token.cancel();
             Press::Cancelled

@@ -98,6 +98,7 @@ fn contained(containment: &Containment, command: &str) -> (Duration, Duration, u
             cwd: None,
             timeout: Duration::from_secs(600),
             proxy: None,
+            interrupt: None,
         },
     )
     .unwrap();

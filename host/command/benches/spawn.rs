@@ -110,6 +110,7 @@ fn contained(containment: &Containment, command: &str) -> Duration {
             cwd: None,
             timeout: Duration::from_secs(60),
             proxy: None,
+            interrupt: None,
         },
     )
     .unwrap();

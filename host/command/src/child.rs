@@ -19,6 +19,7 @@ use rustix::fs::{Mode, OFlags, RawDir};
 use rustix::io::FdFlags;
 use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, Signal};
 
+use crate::interrupt::Interrupt;
 use crate::limits::{
     CPU_SECONDS, DATA_BYTES, DRAIN_AFTER_KILL, FILE_BYTES, NPROC, OPEN_FILES, OUTPUT_HEAD_BYTES,
     OUTPUT_TAIL_BYTES,
@@ -299,16 +300,16 @@ fn spawn_and_watch_inner(
             "the command was stopped as it started: {e}"
         )));
     }
-    let watched = watch(pid, reader, request.timeout, pids);
+    let watched = watch(pid, reader, request.timeout, request.interrupt, pids);
     // Reap the shell whatever happened above: it was killed with its group.
     if watched.is_err() {
         kill_group(pid, pids);
     }
     let status = child.wait().map_err(CommandError::Watch)?;
-    let (output, timed_out) = watched?;
+    let (output, stopped) = watched?;
     let duration = started.elapsed();
-    let exit = if timed_out {
-        Exit::TimedOut
+    let exit = if let Some(stopped) = stopped {
+        stopped
     } else if let Some(code) = status.code() {
         Exit::Code(code)
     } else {
@@ -391,15 +392,17 @@ pub(crate) fn kill_group(pid: Pid, pids: Option<&PidsGroup>) {
     }
 }
 
-/// Reads the output and waits for the shell to exit or the timeout to
-/// pass, then kills the group and drains what is left. Returns the output
-/// and whether the timeout passed.
+/// Reads the output and waits for the shell to exit, the timeout to pass
+/// or the `interrupt` to fire, then kills the group and drains what is
+/// left. Returns the output and, when GOAT stopped it, how
+/// ([`Exit::TimedOut`] or [`Exit::Interrupted`]).
 fn watch(
     pid: Pid,
     mut reader: PipeReader,
     timeout: Duration,
+    interrupt: Option<&Interrupt>,
     pids: Option<&PidsGroup>,
-) -> Result<(Captured, bool), CommandError> {
+) -> Result<(Captured, Option<Exit>), CommandError> {
     let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())
         .map_err(|e| CommandError::Watch(e.into()))?;
     let started = Instant::now();
@@ -407,11 +410,20 @@ fn watch(
     let mut buf = vec![0u8; READ_CHUNK_BYTES];
     let mut pipe_open = true;
     let mut exited = false;
-    let mut timed_out = false;
+    let mut stopped = None;
     let mut drain_until: Option<Instant> = None;
+    let wake = interrupt.and_then(Interrupt::wake_fd);
     loop {
         if exited && !pipe_open {
             break;
+        }
+        // Fired: the group is killed at once, as at the timeout (unless it
+        // already ended on its own).
+        if stopped.is_none() && !exited && interrupt.is_some_and(Interrupt::is_fired) {
+            stopped = Some(Exit::Interrupted);
+            kill_group(pid, pids);
+            drain_until = Some(Instant::now() + DRAIN_AFTER_KILL);
+            continue;
         }
         let deadline = match drain_until {
             Some(until) => until,
@@ -424,20 +436,32 @@ fn watch(
                 // out keeps the pipe open. Stop reading.
                 break;
             }
-            timed_out = true;
+            stopped = Some(Exit::TimedOut);
             kill_group(pid, pids);
             drain_until = Some(Instant::now() + DRAIN_AFTER_KILL);
             continue;
         }
-        let wait = deadline - now;
+        let mut wait = deadline - now;
+        if interrupt.is_some() && wake.is_none() {
+            wait = wait.min(crate::interrupt::POLL_WITHOUT_FD);
+        }
         let wait = Timespec {
             tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(wait.subsec_nanos()),
         };
-        let mut fds = Vec::with_capacity(2);
+        let mut fds = Vec::with_capacity(3);
         fds.push(PollFd::new(&pidfd, PollFlags::IN));
-        if pipe_open {
+        let reader_at = pipe_open.then(|| {
             fds.push(PollFd::new(&reader, PollFlags::IN));
+            fds.len() - 1
+        });
+        // Once fired, the descriptor stays readable: it is not watched
+        // again, or the drain would spin.
+        if let Some(fd) = &wake
+            && stopped.is_none()
+            && !exited
+        {
+            fds.push(PollFd::new(fd, PollFlags::IN));
         }
         match rustix::event::poll(&mut fds, Some(&wait)) {
             Ok(_) => {}
@@ -445,7 +469,7 @@ fn watch(
             Err(e) => return Err(CommandError::Watch(e.into())),
         }
         let shell_done = !fds[0].revents().is_empty();
-        let readable = fds.get(1).is_some_and(|fd| !fd.revents().is_empty());
+        let readable = reader_at.is_some_and(|at| !fds[at].revents().is_empty());
         if readable {
             match reader.read(&mut buf) {
                 Ok(0) => pipe_open = false,
@@ -464,7 +488,7 @@ fn watch(
             }
         }
     }
-    Ok((capture.finish(), timed_out))
+    Ok((capture.finish(), stopped))
 }
 
 /// The command's own temporary directory, removed with everything in it

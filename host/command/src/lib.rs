@@ -19,7 +19,8 @@
 //!   group which it cannot leave (`setsid`/`setpgid` refused), no signals
 //!   to processes outside its Landlock domain, stdin from `/dev/null`, a
 //!   scrubbed environment, resource limits ([`limits`]), a wall-clock
-//!   timeout that kills the whole group, and output captured with a cap
+//!   timeout that kills the whole group, the person's [`Interrupt`]
+//!   (Ctrl-C) that does the same at once, and output captured with a cap
 //!   ([`output`]).
 //!
 //! Where the kernel lacks what is needed, [`support`] says why and the tool
@@ -30,6 +31,7 @@ mod child;
 pub mod fs;
 pub mod gitindex;
 pub mod inspect;
+mod interrupt;
 mod land;
 pub mod layer;
 pub mod limits;
@@ -46,6 +48,7 @@ mod view;
 
 pub use fs::{WorkspaceRules, default_read_paths};
 pub use inspect::{Guard, Inspection};
+pub use interrupt::Interrupt;
 pub use land::LandError;
 pub use layer::{ChangeSet, Node, PathChange};
 pub use net::{ProxyLink, VIEW_PROXY_PORT};

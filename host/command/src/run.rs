@@ -37,6 +37,7 @@ use crate::child::{
 };
 use crate::fs::{self, FsPlan, WorkspaceRules};
 use crate::inspect::Inspection;
+use crate::interrupt::Interrupt;
 use crate::land::LandError;
 use crate::layer::{ChangeSet, Layer};
 use crate::limits::MAX_WALK_ENTRIES;
@@ -159,6 +160,9 @@ pub struct CommandRequest<'a> {
     /// The proxy serving this command, for [`Network::Proxied`] (required
     /// then: without one the command does not run); ignored otherwise.
     pub proxy: Option<&'a dyn ProxyLink>,
+    /// The person's Ctrl-C: fired, it kills the whole group at once, as
+    /// the timeout would ([`Exit::Interrupted`]).
+    pub interrupt: Option<&'a Interrupt>,
 }
 
 /// How the command ended.
@@ -171,6 +175,9 @@ pub enum Exit {
     Signal(i32),
     /// The timeout passed; the whole group was killed.
     TimedOut,
+    /// Its turn was cancelled (Ctrl-C, an editor's stop, a signal to
+    /// `goat run`) and the [`Interrupt`] fired; the whole group was killed.
+    Interrupted,
 }
 
 /// What a command changed, as its containment saw it.
@@ -247,7 +254,7 @@ impl CommandOutcome {
     pub fn exit_code(&self) -> Option<i32> {
         match self.exit {
             Exit::Code(code) => Some(code),
-            Exit::Signal(_) | Exit::TimedOut => None,
+            Exit::Signal(_) | Exit::TimedOut | Exit::Interrupted => None,
         }
     }
 
@@ -261,6 +268,9 @@ impl CommandOutcome {
                 "timed out after {} s: the command and every process it started were killed",
                 self.timeout.as_secs()
             ),
+            Exit::Interrupted => "cancelled with the turn: the command and every process \
+                                  it started were killed"
+                .to_owned(),
         };
         let mut text = format!("{ended}; {:.2} s\n", self.duration.as_secs_f64());
         if self.output.total_bytes == 0 {

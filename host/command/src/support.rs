@@ -110,6 +110,7 @@ fn trial_in(base: &Path) -> Result<(), String> {
             cwd: None,
             timeout: Duration::from_secs(10),
             proxy: None,
+            interrupt: None,
         },
     )
     .map_err(|e| e.to_string())?;

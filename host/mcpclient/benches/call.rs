@@ -110,14 +110,15 @@ fn through_hub(ws: &Path, entry: &ServerEntry, calls: usize) -> (Duration, Durat
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let containment = goat_shepherd::default_containment(ws, home.as_deref());
     let hub = Hub::new(vec![entry.clone()], containment).unwrap();
+    let interrupt = goat_command::Interrupt::new();
     let args = json!({"text": "hello"});
     let started = Instant::now();
-    let first = hub.call("bench__echo", &args, &Open);
+    let first = hub.call("bench__echo", &args, &Open, &interrupt);
     assert_eq!(first.text, "hello", "{}", first.text);
     let start = started.elapsed();
     let began = Instant::now();
     for _ in 0..calls {
-        let outcome = hub.call("bench__echo", &args, &Open);
+        let outcome = hub.call("bench__echo", &args, &Open, &interrupt);
         assert_eq!(outcome.text, "hello");
     }
     let per_call = began.elapsed() / u32::try_from(calls).unwrap();

@@ -478,7 +478,13 @@ impl ExternalTools for Hub {
         }
     }
 
-    fn call(&self, tool: &str, args: &Value, rules: &dyn WorkspaceRules) -> ExternalOutcome {
+    fn call(
+        &self,
+        tool: &str,
+        args: &Value,
+        rules: &dyn WorkspaceRules,
+        interrupt: &goat_command::Interrupt,
+    ) -> ExternalOutcome {
         let pinned = self.pinned();
         let Some((server, pinned_tool, _)) = pinned.iter().find(|(_, _, name)| name == tool) else {
             return server_failed(format!("no MCP tool is called '{tool}'"));
@@ -500,6 +506,19 @@ impl ExternalTools for Hub {
                     ));
                 }
             }
+        }
+        if interrupt.is_fired() {
+            return ExternalOutcome {
+                status: CallStatus::Error,
+                error_kind: Some(CallErrorKind::Cancelled),
+                text: format!(
+                    "{tool} did not run: the turn was cancelled while its MCP \
+                     server '{}' was starting",
+                    server.name
+                ),
+                changes: None,
+                egress: Vec::new(),
+            };
         }
         if let Some(why) = self
             .suspended
@@ -533,7 +552,11 @@ impl ExternalTools for Hub {
         if let Some(process) = &connection.process {
             process.resume();
         }
+        let interrupt = interrupt.clone();
+        let started = std::time::Instant::now();
         let answer = self.block(async move {
+            // Dropping the SDK's call future (the interrupt) sends the
+            // server `notifications/cancelled` for it.
             tokio::select! {
                 answer = tokio::time::timeout(timeout, peer.call_tool(params)) => match answer {
                     Ok(Ok(result)) => Answer::Result(Box::new(result)),
@@ -541,6 +564,7 @@ impl ExternalTools for Hub {
                     Err(_) => Answer::TimedOut,
                 },
                 () = oversize.notified() => Answer::Oversize,
+                () = interrupted(&interrupt) => Answer::Interrupted,
             }
         });
         // Stopped before its changes are read: nothing it does after its
@@ -627,6 +651,23 @@ impl ExternalTools for Hub {
                     }
                 }
             }
+            Some(Answer::Interrupted) => ExternalOutcome {
+                status: CallStatus::Error,
+                error_kind: Some(CallErrorKind::Cancelled),
+                text: format!(
+                    "{tool} was cancelled with the turn after {:.2} s: GOAT sent the MCP \
+                     server '{name}' notifications/cancelled for it{}; an answer it sends later \
+                     is dropped",
+                    started.elapsed().as_secs_f64(),
+                    if connections.get(name).is_some_and(|c| c.process.is_some()) {
+                        " and holds the server still until its next call"
+                    } else {
+                        ""
+                    }
+                ),
+                changes: None,
+                egress: Vec::new(),
+            },
             Some(Answer::TimedOut) => {
                 if let Some(connection) = connections.remove(name) {
                     self.stop(connection);
@@ -699,6 +740,17 @@ enum Answer {
     Failed(String),
     TimedOut,
     Oversize,
+    Interrupted,
+}
+
+/// How often a call in progress looks at the person's interrupt.
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
+/// Ends when `interrupt` fires.
+async fn interrupted(interrupt: &goat_command::Interrupt) {
+    while !interrupt.is_fired() {
+        tokio::time::sleep(INTERRUPT_POLL).await;
+    }
 }
 
 impl Drop for Hub {

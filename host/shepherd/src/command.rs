@@ -219,6 +219,7 @@ impl AppToolRouter {
                 cwd: cwd.as_deref().map(Path::new),
                 timeout,
                 proxy: proxy.as_ref().map(|p| p as &dyn goat_command::ProxyLink),
+                interrupt: Some(self.interrupt()),
             },
         );
         let egress_note = proxy.map(|proxy| {
@@ -229,8 +230,10 @@ impl AppToolRouter {
         let (decision, reason) = granted;
         match outcome {
             Ok(mut outcome) => {
+                let interrupted = outcome.exit == Exit::Interrupted;
                 let (mut status, mut error_kind) = match outcome.exit {
                     Exit::TimedOut => (CallStatus::Error, Some(CallErrorKind::Timeout)),
+                    Exit::Interrupted => (CallStatus::Error, Some(CallErrorKind::Cancelled)),
                     _ => (CallStatus::Ok, None),
                 };
                 let mut result = outcome.render();
@@ -238,6 +241,18 @@ impl AppToolRouter {
                 let taken =
                     std::mem::replace(&mut outcome.changes, Changes::Unreadable(String::new()));
                 match taken {
+                    // Stopped half-way: a view's changes are dropped whole,
+                    // as the person asked for it to stop.
+                    Changes::Pending(pending) if interrupted => {
+                        if !pending.set.is_empty() {
+                            result.push_str(
+                                "\n[goat: none of this command's changes to the workspace were \
+                                 kept: it was stopped before it finished. The workspace is as it \
+                                 was before the command.]\n",
+                            );
+                        }
+                        pending.discard();
+                    }
                     Changes::Pending(pending) => {
                         let landed = self.settle(pending, command, args, &rules);
                         result.push_str(&landed.note);
@@ -271,6 +286,13 @@ impl AppToolRouter {
                             ));
                         }
                         changes = set.changes.iter().filter_map(file_change).collect();
+                        if interrupted && !changes.is_empty() {
+                            result.push_str(
+                                "\n[goat: what this command changed before it was stopped is in \
+                                 the workspace (Landlock-only containment applies changes as they \
+                                 happen) and recorded: goat undo takes it back]\n",
+                            );
+                        }
                         if set.unkept > 0 {
                             result.push_str(&format!(
                                 "\n[goat: {} changed or removed files were not in the snapshot \

@@ -109,6 +109,6 @@ impl DirectCalls {
             .first()
             .copied()
             .ok_or_else(|| TurnError::Internal("the round stored no call row".to_owned()))?;
-        route_recorded(&self.store, &self.router, row, call).await
+        route_recorded(&self.store, &self.router, row, call, None).await
     }
 }

@@ -83,8 +83,16 @@ pub trait ExternalTools: Send + Sync {
     fn indirect(&self, name: &str, args: &Value) -> Option<Result<String, (String, Value)>>;
     /// Calls `tool` (a name from [`tools`](Self::tools)) with `args`
     /// (valid against its schema), with the permission `rules` applied to
-    /// the workspace where its server starts.
-    fn call(&self, tool: &str, args: &Value, rules: &dyn WorkspaceRules) -> ExternalOutcome;
+    /// the workspace where its server starts. When `interrupt` fires (the
+    /// person's Ctrl-C) the call stops waiting and says so
+    /// ([`CallErrorKind::Cancelled`]).
+    fn call(
+        &self,
+        tool: &str,
+        args: &Value,
+        rules: &dyn WorkspaceRules,
+        interrupt: &goat_command::Interrupt,
+    ) -> ExternalOutcome;
 }
 
 impl AppToolRouter {
@@ -209,7 +217,7 @@ impl AppToolRouter {
         };
         let rules = BoundaryRules(boundary);
         let started = Instant::now();
-        let outcome = ext.call(&tool.name, &args, &rules);
+        let outcome = ext.call(&tool.name, &args, &rules, self.interrupt());
         let (decision, reason) = granted;
         self.record_egress(&outcome.egress);
         let mut text = outcome.text;

@@ -65,6 +65,9 @@ pub struct AppToolRouter {
     journal: Option<(Arc<Mutex<goat_store::Store>>, Option<i64>)>,
     /// MCP servers' tools (ADR-0086).
     external: Option<Arc<dyn ExternalTools>>,
+    /// The person's Ctrl-C for the call being routed (ADR-0087): a
+    /// command or an MCP call stops when it fires.
+    interrupt: goat_command::Interrupt,
 }
 
 impl AppToolRouter {
@@ -81,6 +84,7 @@ impl AppToolRouter {
             mode: ModeSwitch::default(),
             journal: None,
             external: None,
+            interrupt: goat_command::Interrupt::new(),
         }
     }
 
@@ -90,11 +94,18 @@ impl AppToolRouter {
         self.journal = Some((store, None));
     }
 
-    /// The store row of the call about to be routed.
-    pub fn begin_call(&mut self, row: i64) {
+    /// The store row of the call about to be routed, and the interrupt
+    /// that stops it.
+    pub fn begin_call(&mut self, row: i64, interrupt: goat_command::Interrupt) {
         if let Some((_, current)) = self.journal.as_mut() {
             *current = Some(row);
         }
+        self.interrupt = interrupt;
+    }
+
+    /// What stops the call being routed.
+    pub(crate) fn interrupt(&self) -> &goat_command::Interrupt {
+        &self.interrupt
     }
 
     /// Writes `changes` for the current call before they land.

@@ -747,3 +747,48 @@ fn malformed_json_rpc_does_not_kill_the_agent() {
     );
     assert!(status.success(), "{status:?}");
 }
+
+/// The editor's stop button while a command runs: the command is stopped
+/// at once (ADR-0087), not waited for to its timeout, and the call is
+/// stored as cancelled.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editors_stop_button_stops_a_running_command() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    let out = env.run(&["permissions", "allow", "run_command", "--command", "sleep"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Without the interrupt the turn would end at the 600 s timeout.
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "run_command",
+            json!({"command": "sleep 3600", "timeout_secs": 600}),
+        ),
+        Reply::text("Never asked."),
+    ])
+    .await;
+    let t = client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({"steps": steps(opening(), &[json!({
+            "op": "prompt", "text": "Build it", "cancelOnUpdate": "tool_call",
+        })])}),
+    )
+    .await;
+    assert_eq!(answers(&t)[2]["result"]["stopReason"], "cancelled", "{t:?}");
+    let db = rusqlite::Connection::open(&env.db).unwrap();
+    let (status, kind, result): (String, String, String) = db
+        .query_row(
+            "SELECT status, error_kind, result FROM tool_calls",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (status.as_str(), kind.as_str()),
+        ("error", "cancelled"),
+        "{result}"
+    );
+    assert!(result.starts_with("cancelled with the turn"), "{result}");
+    assert_eq!(server.requests().len(), 1);
+}

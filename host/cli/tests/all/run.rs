@@ -689,3 +689,107 @@ async fn a_call_in_the_reasoning_channel_is_recovered_once_and_stats_name_it() {
     let json = json_out(&run.env.run(&["stats", "--json"]));
     assert_eq!(json[0]["markup_in_reasoning"], 1);
 }
+
+/// Processes whose command line holds `marker`: what a command left
+/// running (a view's processes are seen from here too).
+#[cfg(unix)]
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) && !cmdline.contains("/proc") {
+            found.push(format!("{:?}: {cmdline}", entry.file_name()));
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_a_running_command_at_once_and_keeps_none_of_its_changes() {
+    let env = Env::new();
+    // A marker no other process has: the command's sleep is found by it.
+    let marker = format!("3600.{}", std::process::id());
+    let command = format!("echo half > half-done.txt; sleep {marker}");
+    let server = ScriptedServer::start(vec![
+        Reply::tool_call(
+            "run_command",
+            json!({ "command": command, "timeout_secs": 600 }),
+        ),
+        Reply::text("never asked"),
+    ])
+    .await;
+    let child = env
+        .cmd()
+        .args([
+            "run",
+            "--engine",
+            &server.base_url(),
+            "--model",
+            "q",
+            "--allow-commands",
+            "--json",
+            "Build it",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut child = child;
+    while processes_with(&marker).is_empty() {
+        if tokio::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("the command never started: {}", text(&out.stderr));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Without the interrupt this waits out the command's 600 s timeout,
+    // and the harness's own timeout fails the test.
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("recorded as cancelled"), "{err}");
+    // The whole group is gone, and nothing of the command landed.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while !processes_with(&marker).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    // The model was not asked again after the cancel.
+    assert_eq!(server.requests().len(), 1);
+    let summary = json_out(&out);
+    assert_eq!(summary["status"], "cancelled");
+    let shown = json_out(&env.run(&[
+        "sessions",
+        "show",
+        summary["session_id"].as_str().unwrap(),
+        "--json",
+    ]));
+    let call = &shown["turns"][0]["rounds"][0]["tool_calls"][0];
+    assert_eq!(call["tool"], "run_command");
+    assert_eq!(call["status"], "error", "{call}");
+    assert_eq!(call["error_kind"], "cancelled", "{call}");
+    let result = call["result"].as_str().unwrap();
+    assert!(result.starts_with("cancelled with the turn"), "{result}");
+    if crate::view::view_available(&env) {
+        assert!(!env.ws.join("half-done.txt").exists());
+        assert!(
+            result.contains("none of this command's changes to the workspace were kept"),
+            "{result}"
+        );
+    } else {
+        // Landlock only: what it did is in the workspace, and on record.
+        assert!(env.ws.join("half-done.txt").exists());
+        assert!(result.contains("goat undo takes it back"), "{result}");
+    }
+}

@@ -23,7 +23,7 @@ use crate::pty::Pty;
 use crate::{Env, GoatRun, Nobody, call_reply, content_reply, have, json_out, shown, text};
 
 /// Whether a view can be made here; the skip note says why not.
-fn view_available(env: &Env) -> bool {
+pub(crate) fn view_available(env: &Env) -> bool {
     let specs = json_out(&env.run(&["tools", "list", "--json"]));
     let spec = specs
         .as_array()

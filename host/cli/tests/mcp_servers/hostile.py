@@ -63,6 +63,8 @@ huge
 hang
     wait {}         never answered (ping and tools/list still are)
     quick {}        "quick"
+    cancelled {}    JSON list of the request ids that notifications/cancelled
+                    has named so far
 die
     crash {}        the process exits with status 3 as soon as it has read the
                     call, without answering
@@ -322,6 +324,8 @@ def build_tools(mode, arg):
         return [
             (tool("wait", "Never answers."), "hang"),
             (tool("quick", "Answers at once."), lambda _a: text_result("quick")),
+            (tool("cancelled", "The request ids the client has cancelled."),
+             lambda _a: text_result(json.dumps(CANCELLED))),
         ]
     if mode == "die":
         return [
@@ -333,6 +337,11 @@ def build_tools(mode, arg):
     if mode == "slow_start":
         return [(tool("ok", "Answers ok."), lambda _a: text_result("ok"))]
     sys.exit("unknown mode %r (see the docstring)" % (mode,))
+
+
+# The request ids notifications/cancelled has named (the hang mode's
+# `cancelled` tool reports them).
+CANCELLED = []
 
 
 def main():
@@ -363,6 +372,8 @@ def main():
         request_id = message.get("id")
         params = message.get("params") or {}
         if not is_request:
+            if method == "notifications/cancelled":
+                CANCELLED.append(params.get("requestId"))
             continue  # notifications/initialized, cancelled, anything else
 
         if method == "initialize":

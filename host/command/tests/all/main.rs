@@ -55,6 +55,7 @@ fn run_landed(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
             cwd: None,
             timeout: Duration::from_secs(20),
             proxy: None,
+            interrupt: None,
         },
     )
     .unwrap();
@@ -118,6 +119,7 @@ fn run(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
             cwd: None,
             timeout: Duration::from_secs(10),
             proxy: None,
+            interrupt: None,
         },
     )
     .unwrap()
@@ -180,6 +182,7 @@ fn a_file_changed_after_the_command_is_never_replaced_by_its_landing() {
             cwd: None,
             timeout: Duration::from_secs(20),
             proxy: None,
+            interrupt: None,
         },
     )
     .unwrap();
@@ -283,6 +286,7 @@ fn a_proxied_command_reaches_the_proxy_and_nothing_else() {
                 cwd: None,
                 timeout: Duration::from_secs(20),
                 proxy: Some(&greeter),
+                interrupt: None,
             },
         )
         .unwrap();
@@ -335,8 +339,132 @@ fn a_proxied_command_without_a_proxy_does_not_run() {
             cwd: None,
             timeout: Duration::from_secs(20),
             proxy: None,
+            interrupt: None,
         },
     );
     assert!(out.is_err());
     assert!(!dir.path().join("ran").exists());
+}
+
+/// Runs `command` with an interrupt fired from another thread after
+/// `after` (zero: before it starts), with a timeout far longer than the
+/// interrupt takes.
+fn run_interrupted(
+    workspace: &Path,
+    mode: ContainmentMode,
+    command: &str,
+    after: Duration,
+) -> goat_command::CommandOutcome {
+    let interrupt = goat_command::Interrupt::new();
+    if after.is_zero() {
+        interrupt.fire();
+    }
+    let firing = interrupt.clone();
+    let fired = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        firing.fire();
+    });
+    let out = goat_command::run(
+        &containment(workspace, mode),
+        &Protected,
+        &CommandRequest {
+            command,
+            cwd: None,
+            // Without the interrupt the command ends here, as `TimedOut`.
+            timeout: Duration::from_secs(30),
+            proxy: None,
+            interrupt: Some(&interrupt),
+        },
+    )
+    .unwrap();
+    fired.join().unwrap();
+    out
+}
+
+#[test]
+fn an_interrupt_kills_the_whole_group_at_once_and_says_so() {
+    let ws = tempfile::tempdir().unwrap();
+    // A child in the background and the shell both wait far past the
+    // test; the interrupt must end both, not the timeout.
+    let out = run_interrupted(
+        ws.path(),
+        ContainmentMode::Landlock,
+        "echo made > made.txt; sleep 600 & echo \"pid $!\"; wait",
+        Duration::from_millis(500),
+    );
+    assert_eq!(out.exit, Exit::Interrupted, "{}", out.render());
+    assert!(
+        out.render().starts_with("cancelled with the turn"),
+        "{}",
+        out.render()
+    );
+    assert_eq!(out.exit_code(), None);
+    let pid: u32 = out
+        .output
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("pid "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Killed with the group: gone, or at most a zombie waiting for init.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        state.is_empty() || state.split_whitespace().nth(2) == Some("Z"),
+        "the background sleep outlived the interrupt: {state}"
+    );
+    // Landlock only: what it did before is in the workspace, and seen.
+    match &out.changes {
+        Changes::Applied(set) => assert!(
+            set.changes.iter().any(|c| c.path == "made.txt"),
+            "{:?}",
+            set.changes
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_interrupt_in_a_view_leaves_the_changes_pending_for_goat_to_drop() {
+    if goat_command::namespace_support().is_err() {
+        eprintln!(
+            "skipped: no namespace view here: {}",
+            goat_command::namespace_support().unwrap_err()
+        );
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let out = run_interrupted(
+        ws.path(),
+        ContainmentMode::Namespace,
+        "echo made > made.txt; sleep 600",
+        Duration::from_millis(500),
+    );
+    assert_eq!(out.exit, Exit::Interrupted, "{}", out.render());
+    assert!(!ws.path().join("made.txt").exists());
+    match out.changes {
+        Changes::Pending(pending) => {
+            assert!(
+                pending.set.changes.iter().any(|c| c.path == "made.txt"),
+                "{:?}",
+                pending.set.changes
+            );
+            pending.discard();
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!ws.path().join("made.txt").exists());
+}
+
+#[test]
+fn an_interrupt_fired_before_the_start_stops_the_command_at_once() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = run_interrupted(
+        ws.path(),
+        ContainmentMode::Landlock,
+        "sleep 600",
+        Duration::ZERO,
+    );
+    assert_eq!(out.exit, Exit::Interrupted, "{}", out.render());
 }

@@ -580,7 +580,7 @@ impl Shepherd {
             } else if cancel.is_cancelled() {
                 self.skip_call(row).await?;
             } else {
-                self.run_call(row, call, on_event).await?;
+                self.run_call(row, call, cancel, on_event).await?;
             }
         }
         Ok(())
@@ -609,13 +609,14 @@ impl Shepherd {
         &self,
         row: i64,
         call: &ToolCall,
+        cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<(), TurnError> {
         on_event(TurnEvent::CallStarted {
             tool: call.name.clone(),
             arguments: call.raw_arguments.clone(),
         });
-        let routed = route_recorded(&self.store, &self.router, row, call).await?;
+        let routed = route_recorded(&self.store, &self.router, row, call, Some(cancel)).await?;
         on_event(TurnEvent::CallFinished {
             tool: call.name.clone(),
             routed,
@@ -650,17 +651,32 @@ pub(crate) async fn route_recorded(
     router: &Arc<Mutex<AppToolRouter>>,
     row: i64,
     call: &ToolCall,
+    cancel: Option<&CancellationToken>,
 ) -> Result<CallOutcome, TurnError> {
     store_step(store, move |s| s.start_call(row)).await?;
     let router = router.clone();
     let owned = call.clone();
-    let routed = tokio::task::spawn_blocking(move || {
+    // The person's Ctrl-C reaches a running command or MCP call through
+    // this (ADR-0087); the call then ends, recorded as cancelled.
+    let interrupt = goat_command::Interrupt::new();
+    let for_call = interrupt.clone();
+    let routing = tokio::task::spawn_blocking(move || {
         let mut router = router.lock().unwrap_or_else(PoisonError::into_inner);
-        router.begin_call(row);
+        router.begin_call(row, for_call);
         router.route(&owned)
-    })
-    .await
-    .map_err(|e| TurnError::Internal(e.to_string()))??;
+    });
+    let mut routing = std::pin::pin!(routing);
+    let joined = match cancel {
+        None => routing.await,
+        Some(cancel) => tokio::select! {
+            joined = &mut routing => joined,
+            () = cancel.cancelled() => {
+                interrupt.fire();
+                routing.await
+            }
+        },
+    };
+    let routed = joined.map_err(|e| TurnError::Internal(e.to_string()))??;
     let outcome = routed.clone();
     store_step(store, move |s| s.finish_call(row, &outcome)).await?;
     Ok(routed)

@@ -574,6 +574,7 @@ impl goat_shepherd::ExternalTools for OneOutsideTool {
         _: &str,
         args: &Value,
         _: &dyn goat_command::WorkspaceRules,
+        _: &goat_command::Interrupt,
     ) -> goat_shepherd::ExternalOutcome {
         *self.calls.lock().unwrap() += 1;
         goat_shepherd::ExternalOutcome {

@@ -1042,3 +1042,70 @@ async fn an_mcp_call_written_as_text_is_recovered_once() {
     let stored = calls(&run);
     assert_eq!(stored.len(), 1, "{stored:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_a_hanging_mcp_call_and_the_server_is_told() {
+    use crate::composer::{chat, leave, settle};
+    let env = Env::new();
+    // A timeout far past the test's: only the interrupt can end the call.
+    hostile(&env, "hang", &["hang"], &["--timeout", "600"]);
+    for tool in ["hang__quick", "hang__wait", "hang__cancelled"] {
+        allow(&env, tool);
+    }
+    let server = goat_testkit::ScriptedServer::start(vec![
+        Reply::tool_call("hang__quick", json!({})),
+        Reply::text("Started."),
+        Reply::tool_call("hang__wait", json!({})),
+        Reply::tool_call("hang__cancelled", json!({})),
+        Reply::text("Seen."),
+    ])
+    .await;
+    let url = server.base_url();
+    let mut pty = chat(&env, &url, &[], &[("NO_COLOR", "1")]);
+    pty.expect("> ");
+    settle();
+    // The server is started by a first call, so the second reaches it at
+    // once.
+    pty.type_keys("start\r");
+    pty.expect("Started.");
+    pty.expect("> ");
+    settle();
+    pty.type_keys("wait\r");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.requests().len() < 3 {
+        assert!(std::time::Instant::now() < deadline, "{}", pty.transcript());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    pty.type_keys("\x03");
+    pty.expect("hang__wait was cancelled with the turn");
+    pty.expect("the turn was cancelled and is recorded as cancelled");
+    pty.expect("> ");
+    settle();
+    // The same server, still running, says what it was told.
+    pty.type_keys("what was cancelled\r");
+    pty.expect("Seen.");
+    pty.expect("> ");
+    leave(&mut pty);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "the cancelled turn asked nothing more");
+    let messages = requests[4].body["messages"].as_array().unwrap();
+    let told = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let ids: Vec<Value> = serde_json::from_str(told).unwrap_or_else(|e| panic!("{e}: {told}"));
+    assert_eq!(ids.len(), 1, "one request cancelled: {told}");
+    let shown =
+        serde_json::from_slice::<Value>(&env.run(&["sessions", "list", "--json"]).stdout).unwrap();
+    let id = shown[0]["id"].as_str().unwrap();
+    let session: Value =
+        serde_json::from_slice(&env.run(&["sessions", "show", id, "--json"]).stdout).unwrap();
+    let wait = &session["turns"][1]["rounds"][0]["tool_calls"][0];
+    assert_eq!(wait["tool"], "hang__wait", "{wait}");
+    assert_eq!(wait["status"], "error", "{wait}");
+    assert_eq!(wait["error_kind"], "cancelled", "{wait}");
+    assert_eq!(session["turns"][1]["status"], "cancelled");
+}
