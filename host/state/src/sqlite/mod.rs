@@ -127,7 +127,16 @@ pub fn open(path: &Path, spec: &DbSpec) -> Result<Connection, DbError> {
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(fail)?;
 
-    let found = check(path, spec, &conn)?;
+    // One read transaction: the header and the schema are looked at as
+    // one snapshot. Read one by one, another process's first migration
+    // could commit between them, and its tables would be taken, beside
+    // the empty header read before, for another application's.
+    let found = {
+        let tx = conn.transaction().map_err(fail)?;
+        let found = check(path, spec, &tx)?;
+        tx.commit().map_err(fail)?;
+        found
+    };
     set_journal(path, spec, &conn)?;
     // Only take the write lock when there is something to write: a reader
     // of an up-to-date file must not wait for a writer.
@@ -229,15 +238,32 @@ pub(super) fn check(path: &Path, spec: &DbSpec, conn: &Connection) -> Result<Fou
     )))
 }
 
+/// How long to wait before asking for WAL again.
+const JOURNAL_RETRY: Duration = Duration::from_millis(5);
+
 fn set_journal(path: &Path, spec: &DbSpec, conn: &Connection) -> Result<(), DbError> {
     let fail =
         |err: rusqlite::Error| DbError::from_sqlite(spec.name, path, spec.busy_timeout, &err);
     if spec.journal == Journal::Rollback {
         return Ok(());
     }
-    let mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
-        .map_err(fail)?;
+    // Switching to WAL needs the file to itself, and SQLite answers busy
+    // at once, without its busy handler, while another process has it
+    // open (many `goat run`s starting on a new store): tried again until
+    // the busy timeout, as a lock would be waited for.
+    let deadline = std::time::Instant::now() + spec.busy_timeout;
+    let mode: String = loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0)) {
+            Ok(mode) => break mode,
+            Err(err)
+                if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(JOURNAL_RETRY);
+            }
+            Err(err) => return Err(fail(err)),
+        }
+    };
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(DbError::Journal {
             name: spec.name,
@@ -321,6 +347,33 @@ pub(super) mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap()
+    }
+
+    /// Processes opening a new file at once (32 `goat run`s on one store):
+    /// each must see the file as a whole, never one process's header from
+    /// before its first migration with another's tables from after it.
+    /// Threads stand in for the processes: each has its own connection.
+    #[test]
+    fn files_opened_by_many_at_once_are_never_taken_for_anothers() {
+        for round in 0..40 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.db");
+            let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let openers: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        open(&path, &SPEC).map(drop)
+                    })
+                })
+                .collect();
+            for opener in openers {
+                if let Err(e) = opener.join().unwrap() {
+                    panic!("round {round}: {e}");
+                }
+            }
+        }
     }
 
     #[test]

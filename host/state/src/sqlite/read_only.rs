@@ -65,7 +65,13 @@ pub fn open_read_only(path: &Path, spec: &DbSpec) -> Result<Option<Connection>, 
     let conn = Connection::open_with_flags(&uri, flags).map_err(fail)?;
     conn.busy_timeout(spec.busy_timeout).map_err(fail)?;
     conn.pragma_update(None, "query_only", true).map_err(fail)?;
-    let found = check(path, spec, &conn)?;
+    // One snapshot for the header and the schema, as in `open`.
+    let found = {
+        let tx = conn.unchecked_transaction().map_err(fail)?;
+        let found = check(path, spec, &tx)?;
+        tx.commit().map_err(fail)?;
+        found
+    };
     if found.version == 0 {
         return Ok(None);
     }
