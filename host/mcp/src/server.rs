@@ -190,7 +190,13 @@ impl ServerHandler for GoatServer {
             arguments: Ok(arguments),
         };
         let said = format!("{client} called {name} over MCP");
-        match session.calls.call(&said, &call).await {
+        // The client's notifications/cancelled for this request (or its
+        // going away) stops a command or MCP call that is running.
+        match session
+            .calls
+            .call_until(&said, &call, Some(&context.ct))
+            .await
+        {
             Ok(outcome) => {
                 (self.say)(&format!(
                     "{} {}: {}",

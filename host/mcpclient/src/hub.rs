@@ -704,7 +704,7 @@ impl ExternalTools for Hub {
             Some(Answer::Failed(why)) => {
                 let mut text = format!("{tool} failed: {}", render::escape(&why));
                 if let Some(mut connection) = connections.remove(name) {
-                    match connection.ended(Duration::from_secs(1)) {
+                    match connection.ended(SERVER_END_WAIT) {
                         Some(how) => {
                             text = format!(
                                 "{tool} failed: the MCP server '{name}' ended during the call \
@@ -742,6 +742,11 @@ enum Answer {
     Oversize,
     Interrupted,
 }
+
+/// How long a server whose pipe closed during a call is given to be seen
+/// ending, so the result can say how it ended (a loaded machine can take
+/// more than a second to reap a view); past it, it is stopped.
+const SERVER_END_WAIT: Duration = Duration::from_secs(5);
 
 /// How often a call in progress looks at the person's interrupt.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);

@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use goat_engine::{ToolCall, ToolSchema};
+use goat_engine::{CancellationToken, ToolCall, ToolSchema};
 use goat_store::{CallOutcome, NewCall, RoundOk, Store, TurnStatus};
 
 use crate::router::{AppToolRouter, OfferedTool};
@@ -71,10 +71,26 @@ impl DirectCalls {
     /// is left pending, as a model's would be, for the next open of the
     /// session to mark interrupted.
     pub async fn call(&self, said: &str, call: &ToolCall) -> Result<CallOutcome, TurnError> {
+        self.call_until(said, call, None).await
+    }
+
+    /// [`call`](Self::call), stopped when `cancel` is cancelled (the
+    /// client cancelled its request, or went away): a command or MCP call
+    /// that is running is interrupted as a turn's is (ADR-0087) and the
+    /// call is recorded as cancelled.
+    pub async fn call_until(
+        &self,
+        said: &str,
+        call: &ToolCall,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<CallOutcome, TurnError> {
         let (session, prompt) = (self.session_id.clone(), said.to_owned());
         let turn_id = store_step(&self.store, move |s| s.start_turn(&session, &prompt)).await?;
-        let routed = self.round(turn_id, call).await;
+        let routed = self.round(turn_id, call, cancel).await;
         let (status, error) = match &routed {
+            Ok(_) if cancel.is_some_and(CancellationToken::is_cancelled) => {
+                (TurnStatus::Cancelled, None)
+            }
             Ok(_) => (TurnStatus::Completed, None),
             Err(e) => (TurnStatus::Failed, Some(e.to_string())),
         };
@@ -89,7 +105,12 @@ impl DirectCalls {
 
     /// The turn's one round: stored with the call as a model's round with
     /// calls is, then the call routed and recorded.
-    async fn round(&self, turn_id: i64, call: &ToolCall) -> Result<CallOutcome, TurnError> {
+    async fn round(
+        &self,
+        turn_id: i64,
+        call: &ToolCall,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<CallOutcome, TurnError> {
         let round_id = store_step(&self.store, move |s| s.start_round(turn_id)).await?;
         let ok = RoundOk {
             content: String::new(),
@@ -109,6 +130,6 @@ impl DirectCalls {
             .first()
             .copied()
             .ok_or_else(|| TurnError::Internal("the round stored no call row".to_owned()))?;
-        route_recorded(&self.store, &self.router, row, call, None).await
+        route_recorded(&self.store, &self.router, row, call, cancel).await
     }
 }

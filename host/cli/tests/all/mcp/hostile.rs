@@ -134,3 +134,118 @@ fn a_hostile_client_gets_clear_errors_and_the_server_keeps_serving() {
         "{stderr:?}"
     );
 }
+
+/// Processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(marker)
+        })
+        .count()
+}
+
+/// A client that cancels its `tools/call` (notifications/cancelled) stops
+/// the command GOAT is running for it (ADR-0087): nothing of it is left
+/// running, the call is recorded as cancelled, and the next call is served.
+#[test]
+fn a_clients_cancel_stops_the_command_it_asked_for() {
+    let env = Env::new();
+    let marker = format!("3600.{}", std::process::id());
+    let mut child = env
+        .cmd()
+        .args([
+            "mcp",
+            "serve",
+            "--workspace",
+            env.ws_str(),
+            "--allow-commands",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |value: Value| {
+        writeln!(stdin, "{value}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "canceller", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // A timeout past the test's: only the cancel can end it in time.
+    send(
+        serde_json::from_str(&call(
+            2,
+            "run_command",
+            json!({"command": format!("sleep {marker}"), "timeout_secs": 600}),
+        ))
+        .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while processes_with(&marker) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 2, "reason": "changed my mind"}}),
+    );
+    send(serde_json::from_str(&call(3, "list_directory", json!({"path": "."}))).unwrap());
+    // The next call is answered once the cancelled one has ended (calls
+    // take the one road in turn); an answer to 2, if any, comes first.
+    let mut answered = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "{answered:?}");
+        let value: Value = serde_json::from_str(&line).unwrap();
+        let id = value["id"].as_u64();
+        answered.push(value);
+        if id == Some(3) {
+            break;
+        }
+    }
+    assert_eq!(
+        processes_with(&marker),
+        0,
+        "the command outlived the cancel"
+    );
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let db = rusqlite::Connection::open(&env.db).unwrap();
+    let (status, kind, result): (String, String, String) = db
+        .query_row(
+            "SELECT status, error_kind, result FROM tool_calls WHERE tool = 'run_command'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (status.as_str(), kind.as_str()),
+        ("error", "cancelled"),
+        "{result}"
+    );
+    assert!(result.starts_with("cancelled with the turn"), "{result}");
+    let turn: String = db
+        .query_row(
+            "SELECT t.status FROM turns t JOIN rounds r ON r.turn_id = t.id \
+             JOIN tool_calls c ON c.round_id = r.id WHERE c.tool = 'run_command'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(turn, "cancelled");
+}
