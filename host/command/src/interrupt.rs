@@ -69,13 +69,14 @@ impl Default for Interrupt {
 
 #[cfg(test)]
 mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
     use super::*;
 
     #[test]
     fn firing_makes_the_descriptor_readable_and_is_seen_by_clones() {
         let interrupt = Interrupt::new();
         let seen = interrupt.clone();
-        let fd = interrupt.wake_fd().expect("an eventfd");
+        let fd = interrupt.wake_fd().unwrap();
         let mut fds = [rustix::event::PollFd::new(
             &fd,
             rustix::event::PollFlags::IN,
