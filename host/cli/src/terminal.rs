@@ -552,8 +552,8 @@ async fn drive(driver: &Driver, prompt: &str, allow_denials: bool) -> TurnReport
                     note("terminated again; quitting at once");
                     std::process::exit(TERMINATED_STATUS);
                 }
-                note("terminated (SIGTERM): cancelling the turn, which stops after the step in \
-                      progress (SIGTERM again quits at once)");
+                note("terminated (SIGTERM): cancelling the turn and what it is running \
+                      (SIGTERM again quits at once)");
                 cancel.cancel();
             }
             result = &mut turn => return result,

@@ -281,6 +281,11 @@ fn spawn_and_watch_inner(
     pgid: &mut Option<Pid>,
     spawned: &mut dyn FnMut() -> io::Result<()>,
 ) -> Result<(Exit, Duration, Captured), CommandError> {
+    // The view or the snapshot took a while: a turn cancelled meanwhile
+    // starts nothing (the watcher stops what starts after this look).
+    if request.interrupt.is_some_and(Interrupt::is_fired) {
+        return Err(CommandError::Interrupted);
+    }
     let (reader, writer) = io::pipe().map_err(CommandError::Spawn)?;
     command
         .stdout(writer.try_clone().map_err(CommandError::Spawn)?)

@@ -307,6 +307,9 @@ pub enum CommandError {
     /// The command could not be watched (poll, wait).
     #[error("the command could not be watched: {0}")]
     Watch(io::Error),
+    /// The [`Interrupt`] fired before the command started: it did not run.
+    #[error("the turn was cancelled before the command started; it did not run")]
+    Interrupted,
 }
 
 impl CommandError {
@@ -314,7 +317,11 @@ impl CommandError {
     pub fn is_invalid_arguments(&self) -> bool {
         match self {
             Self::Cwd(_) => true,
-            Self::Unsupported(_) | Self::Containment(_) | Self::Spawn(_) | Self::Watch(_) => false,
+            Self::Unsupported(_)
+            | Self::Containment(_)
+            | Self::Spawn(_)
+            | Self::Watch(_)
+            | Self::Interrupted => false,
         }
     }
 }
@@ -367,6 +374,9 @@ pub fn run(
     rules: &dyn WorkspaceRules,
     request: &CommandRequest<'_>,
 ) -> Result<CommandOutcome, CommandError> {
+    if request.interrupt.is_some_and(Interrupt::is_fired) {
+        return Err(CommandError::Interrupted);
+    }
     match resolve(containment)? {
         Used::Namespace => run_namespace(containment, rules, request),
         Used::Landlock => run_landlock(containment, rules, request),

@@ -7,8 +7,8 @@
 //! runtime it was made on. The question carries the same preview a chat
 //! shows (`goat_session::preview`): a diff against the file as it is, or
 //! the command. Only an explicit accept allows the call, once; a decline,
-//! a cancel, an error, a malformed answer or silence past
-//! [`APPROVAL_WAIT`] is a denial. Nothing is remembered as a rule: a
+//! a cancel, an error, a malformed answer, silence past [`APPROVAL_WAIT`]
+//! or the client cancelling the call it asked for is a denial. Nothing is remembered as a rule: a
 //! remembered approval is the person's to make, with `goat permissions`.
 
 use std::collections::BTreeMap;
@@ -30,12 +30,19 @@ pub const APPROVAL_WAIT: Duration = Duration::from_secs(10 * 60);
 pub(crate) struct ElicitApprover {
     peer: Peer<RoleServer>,
     runtime: Handle,
+    /// The call's interrupt: the client cancelled the call (or went away),
+    /// so its question is not waited for (ADR-0087).
+    interrupt: Option<goat_shepherd::Interrupt>,
 }
 
 impl ElicitApprover {
     /// Asks through `peer`, waiting on `runtime` (the server's).
     pub(crate) fn new(peer: Peer<RoleServer>, runtime: Handle) -> Self {
-        Self { peer, runtime }
+        Self {
+            peer,
+            runtime,
+            interrupt: None,
+        }
     }
 }
 
@@ -59,13 +66,23 @@ impl Approver for ElicitApprover {
             // Nothing to fill in: the answer is the action itself.
             requested_schema: ElicitationSchema::new(BTreeMap::new()),
         };
-        let asked = self.runtime.block_on(
-            self.peer
-                .create_elicitation_with_timeout(params, Some(APPROVAL_WAIT)),
-        );
+        let interrupt = self.interrupt.clone().unwrap_or_default();
+        let peer = &self.peer;
+        let asked = self.runtime.block_on(async {
+            tokio::select! {
+                asked = peer.create_elicitation_with_timeout(params, Some(APPROVAL_WAIT)) => {
+                    Some(asked)
+                }
+                () = goat_shepherd::interrupt_fired(&interrupt) => None,
+            }
+        });
         match asked {
-            Ok(answer) if answer.action == ElicitationAction::Accept => Approval::Once,
-            Ok(_) | Err(_) => Approval::Deny,
+            Some(Ok(answer)) if answer.action == ElicitationAction::Accept => Approval::Once,
+            Some(Ok(_) | Err(_)) | None => Approval::Deny,
         }
+    }
+
+    fn interrupted_by(&mut self, interrupt: &goat_shepherd::Interrupt) {
+        self.interrupt = Some(interrupt.clone());
     }
 }

@@ -489,6 +489,16 @@ impl ExternalTools for Hub {
         let Some((server, pinned_tool, _)) = pinned.iter().find(|(_, _, name)| name == tool) else {
             return server_failed(format!("no MCP tool is called '{tool}'"));
         };
+        let not_run = |when: String| ExternalOutcome {
+            status: CallStatus::Error,
+            error_kind: Some(CallErrorKind::Cancelled),
+            text: format!("{tool} did not run: the turn was cancelled {when}"),
+            changes: None,
+            egress: Vec::new(),
+        };
+        if interrupt.is_fired() {
+            return not_run("before it started".to_owned());
+        }
         let mut connections = self
             .connections
             .lock()
@@ -506,19 +516,12 @@ impl ExternalTools for Hub {
                     ));
                 }
             }
-        }
-        if interrupt.is_fired() {
-            return ExternalOutcome {
-                status: CallStatus::Error,
-                error_kind: Some(CallErrorKind::Cancelled),
-                text: format!(
-                    "{tool} did not run: the turn was cancelled while its MCP \
-                     server '{}' was starting",
+            if interrupt.is_fired() {
+                return not_run(format!(
+                    "while its MCP server '{}' was starting",
                     server.name
-                ),
-                changes: None,
-                egress: Vec::new(),
-            };
+                ));
+            }
         }
         if let Some(why) = self
             .suspended
@@ -556,15 +559,17 @@ impl ExternalTools for Hub {
         let started = std::time::Instant::now();
         let answer = self.block(async move {
             // Dropping the SDK's call future (the interrupt) sends the
-            // server `notifications/cancelled` for it.
+            // server `notifications/cancelled` for it. The call is polled
+            // first, so a call that was interrupted was also sent.
             tokio::select! {
+                biased;
                 answer = tokio::time::timeout(timeout, peer.call_tool(params)) => match answer {
                     Ok(Ok(result)) => Answer::Result(Box::new(result)),
                     Ok(Err(e)) => Answer::Failed(e.to_string()),
                     Err(_) => Answer::TimedOut,
                 },
                 () = oversize.notified() => Answer::Oversize,
-                () = interrupted(&interrupt) => Answer::Interrupted,
+                () = goat_shepherd::interrupt_fired(&interrupt) => Answer::Interrupted,
             }
         });
         // Stopped before its changes are read: nothing it does after its
@@ -655,9 +660,9 @@ impl ExternalTools for Hub {
                 status: CallStatus::Error,
                 error_kind: Some(CallErrorKind::Cancelled),
                 text: format!(
-                    "{tool} was cancelled with the turn after {:.2} s: GOAT sent the MCP \
-                     server '{name}' notifications/cancelled for it{}; an answer it sends later \
-                     is dropped",
+                    "{tool} was cancelled with the turn after {:.2} s: GOAT asked the MCP \
+                     server '{name}' to cancel it (notifications/cancelled){}; an answer it sends \
+                     later is dropped",
                     started.elapsed().as_secs_f64(),
                     if connections.get(name).is_some_and(|c| c.process.is_some()) {
                         " and holds the server still until its next call"
@@ -747,16 +752,6 @@ enum Answer {
 /// ending, so the result can say how it ended (a loaded machine can take
 /// more than a second to reap a view); past it, it is stopped.
 const SERVER_END_WAIT: Duration = Duration::from_secs(5);
-
-/// How often a call in progress looks at the person's interrupt.
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
-
-/// Ends when `interrupt` fires.
-async fn interrupted(interrupt: &goat_command::Interrupt) {
-    while !interrupt.is_fired() {
-        tokio::time::sleep(INTERRUPT_POLL).await;
-    }
-}
 
 impl Drop for Hub {
     fn drop(&mut self) {

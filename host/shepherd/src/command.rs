@@ -290,7 +290,8 @@ impl AppToolRouter {
                             result.push_str(
                                 "\n[goat: what this command changed before it was stopped is in \
                                  the workspace (Landlock-only containment applies changes as they \
-                                 happen) and recorded: goat undo takes it back]\n",
+                                 happen) and recorded: goat undo takes back what the snapshot \
+                                 kept]\n",
                             );
                         }
                         if set.unkept > 0 {
@@ -325,11 +326,16 @@ impl AppToolRouter {
             }
             Err(e) => CallOutcome {
                 status: CallStatus::Error,
-                result: format!("{RUN_COMMAND} failed: {e}"),
-                error_kind: Some(if e.is_invalid_arguments() {
-                    CallErrorKind::InvalidArguments
-                } else {
-                    CallErrorKind::Io
+                result: match e {
+                    goat_command::CommandError::Interrupted => {
+                        format!("cancelled with the turn: {e}")
+                    }
+                    _ => format!("{RUN_COMMAND} failed: {e}"),
+                },
+                error_kind: Some(match e {
+                    goat_command::CommandError::Interrupted => CallErrorKind::Cancelled,
+                    _ if e.is_invalid_arguments() => CallErrorKind::InvalidArguments,
+                    _ => CallErrorKind::Io,
                 }),
                 decision: Some(decision),
                 decision_reason: Some(reason),

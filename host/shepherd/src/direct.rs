@@ -88,7 +88,7 @@ impl DirectCalls {
         let turn_id = store_step(&self.store, move |s| s.start_turn(&session, &prompt)).await?;
         let routed = self.round(turn_id, call, cancel).await;
         let (status, error) = match &routed {
-            Ok(_) if cancel.is_some_and(CancellationToken::is_cancelled) => {
+            Ok(outcome) if outcome.error_kind == Some(goat_store::CallErrorKind::Cancelled) => {
                 (TurnStatus::Cancelled, None)
             }
             Ok(_) => (TurnStatus::Completed, None),

@@ -40,14 +40,14 @@ pub use context::{
 pub use direct::DirectCalls;
 pub use external::{ExternalOutcome, ExternalTool, ExternalTools};
 pub use goat_command::{
-    Containment, ContainmentMode, Network, Used as ContainmentUsed, server_support,
+    Containment, ContainmentMode, Interrupt, Network, Used as ContainmentUsed, server_support,
 };
 /// The egress proxy, re-exported: a session makes one from `commands.network`.
 pub use goat_egress as network;
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, OfferedTool, Routed,
-    RouterConfig,
+    RouterConfig, interrupt_fired,
 };
 pub use turn::{
     Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION,

@@ -28,7 +28,7 @@ use crate::schema;
 mod approval;
 mod outcome;
 
-pub use approval::{Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS};
+pub use approval::{Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, interrupt_fired};
 pub(crate) use approval::{denial_reason, directory_pattern};
 pub use outcome::{OfferedTool, Routed, failure_kind};
 pub(crate) use outcome::{denied, denied_because, failed, succeeded, unasked};
@@ -99,6 +99,9 @@ impl AppToolRouter {
     pub fn begin_call(&mut self, row: i64, interrupt: goat_command::Interrupt) {
         if let Some((_, current)) = self.journal.as_mut() {
             *current = Some(row);
+        }
+        if let Some(approver) = self.approver.as_mut() {
+            approver.interrupted_by(&interrupt);
         }
         self.interrupt = interrupt;
     }

@@ -690,16 +690,16 @@ async fn a_call_in_the_reasoning_channel_is_recovered_once_and_stats_name_it() {
     assert_eq!(json[0]["markup_in_reasoning"], 1);
 }
 
-/// Processes whose command line holds `marker`: what a command left
-/// running (a view's processes are seen from here too).
+/// `sleep MARKER` processes: a command's, once what comes before it in
+/// the command line has run (a view's processes are seen from here too).
 #[cfg(unix)]
-fn processes_with(marker: &str) -> Vec<String> {
+fn sleeping(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(marker) && !cmdline.contains("/proc") {
-            found.push(format!("{:?}: {cmdline}", entry.file_name()));
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.starts_with("sleep\0") && cmdline.contains(marker) {
+            found.push(format!("{:?}: {cmdline:?}", entry.file_name()));
         }
     }
     found
@@ -709,8 +709,9 @@ fn processes_with(marker: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_stops_a_running_command_at_once_and_keeps_none_of_its_changes() {
     let env = Env::new();
-    // A marker no other process has: the command's sleep is found by it.
-    let marker = format!("3600.{}", std::process::id());
+    // A marker no other process has (tests run at once in one process):
+    // the command's sleep is found by it.
+    let marker = format!("3600.{}1", std::process::id());
     let command = format!("echo half > half-done.txt; sleep {marker}");
     let server = ScriptedServer::start(vec![
         Reply::tool_call(
@@ -738,7 +739,7 @@ async fn ctrl_c_stops_a_running_command_at_once_and_keeps_none_of_its_changes() 
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let mut child = child;
-    while processes_with(&marker).is_empty() {
+    while sleeping(&marker).is_empty() {
         if tokio::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
@@ -761,10 +762,10 @@ async fn ctrl_c_stops_a_running_command_at_once_and_keeps_none_of_its_changes() 
     assert!(err.contains("recorded as cancelled"), "{err}");
     // The whole group is gone, and nothing of the command landed.
     let until = std::time::Instant::now() + Duration::from_secs(5);
-    while !processes_with(&marker).is_empty() && std::time::Instant::now() < until {
+    while !sleeping(&marker).is_empty() && std::time::Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    assert_eq!(sleeping(&marker), Vec::<String>::new());
     // The model was not asked again after the cancel.
     assert_eq!(server.requests().len(), 1);
     let summary = json_out(&out);
@@ -790,6 +791,6 @@ async fn ctrl_c_stops_a_running_command_at_once_and_keeps_none_of_its_changes() 
     } else {
         // Landlock only: what it did is in the workspace, and on record.
         assert!(env.ws.join("half-done.txt").exists());
-        assert!(result.contains("goat undo takes it back"), "{result}");
+        assert!(result.contains("goat undo takes back"), "{result}");
     }
 }

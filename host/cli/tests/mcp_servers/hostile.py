@@ -61,7 +61,10 @@ huge
     big {}          one text item of 100 MiB of "x" (a valid JSON line of
                     about 100 MiB, written in one go)
 hang
-    wait {}         never answered (ping and tools/list still are)
+    wait {}         never answered (ping and tools/list still are); first
+                    writes the file "wait-received" in its working directory
+                    (the workspace) when it can (a server added with --writes),
+                    so a test knows the call arrived
     quick {}        "quick"
     cancelled {}    JSON list of the request ids that notifications/cancelled
                     has named so far
@@ -405,6 +408,11 @@ def main():
                 continue
             handler = entry[1]
             if handler == "hang":
+                try:
+                    with open("wait-received", "w") as f:
+                        f.write("received\n")
+                except OSError:
+                    pass
                 continue
             if handler == "die":
                 out.flush()

@@ -346,23 +346,44 @@ fn a_proxied_command_without_a_proxy_does_not_run() {
     assert!(!dir.path().join("ran").exists());
 }
 
-/// Runs `command` with an interrupt fired from another thread after
-/// `after` (zero: before it starts), with a timeout far longer than the
-/// interrupt takes.
+/// When the test fires the interrupt.
+enum Fire {
+    /// Before the command is run.
+    Before,
+    /// Once a `sleep` with this argument runs: what the command line did
+    /// before it is done.
+    AtSleep(String),
+}
+
+/// Whether a `sleep ARG` process runs.
+fn sleeping(arg: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        cmdline == format!("sleep\0{arg}\0").as_bytes()
+    })
+}
+
+/// Runs `command` with an interrupt fired as `fire` says, with a timeout
+/// far longer than the interrupt takes.
 fn run_interrupted(
     workspace: &Path,
     mode: ContainmentMode,
     command: &str,
-    after: Duration,
-) -> goat_command::CommandOutcome {
+    fire: Fire,
+) -> Result<goat_command::CommandOutcome, goat_command::CommandError> {
     let interrupt = goat_command::Interrupt::new();
-    if after.is_zero() {
+    if matches!(fire, Fire::Before) {
         interrupt.fire();
     }
     let firing = interrupt.clone();
     let fired = std::thread::spawn(move || {
-        std::thread::sleep(after);
-        firing.fire();
+        if let Fire::AtSleep(arg) = fire {
+            let until = std::time::Instant::now() + Duration::from_secs(20);
+            while !sleeping(&arg) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            firing.fire();
+        }
     });
     let out = goat_command::run(
         &containment(workspace, mode),
@@ -375,23 +396,26 @@ fn run_interrupted(
             proxy: None,
             interrupt: Some(&interrupt),
         },
-    )
-    .unwrap();
+    );
     fired.join().unwrap();
     out
 }
-
 #[test]
 fn an_interrupt_kills_the_whole_group_at_once_and_says_so() {
     let ws = tempfile::tempdir().unwrap();
+    let (background, foreground) = (
+        format!("600.{}1", std::process::id()),
+        format!("601.{}1", std::process::id()),
+    );
     // A child in the background and the shell both wait far past the
     // test; the interrupt must end both, not the timeout.
     let out = run_interrupted(
         ws.path(),
         ContainmentMode::Landlock,
-        "echo made > made.txt; sleep 600 & echo \"pid $!\"; wait",
-        Duration::from_millis(500),
-    );
+        &format!("echo made > made.txt; sleep {background} & echo \"pid $!\"; sleep {foreground}"),
+        Fire::AtSleep(foreground.clone()),
+    )
+    .unwrap();
     assert_eq!(out.exit, Exit::Interrupted, "{}", out.render());
     assert!(
         out.render().starts_with("cancelled with the turn"),
@@ -414,6 +438,7 @@ fn an_interrupt_kills_the_whole_group_at_once_and_says_so() {
         state.is_empty() || state.split_whitespace().nth(2) == Some("Z"),
         "the background sleep outlived the interrupt: {state}"
     );
+    assert!(!sleeping(&background) && !sleeping(&foreground));
     // Landlock only: what it did before is in the workspace, and seen.
     match &out.changes {
         Changes::Applied(set) => assert!(
@@ -435,12 +460,14 @@ fn an_interrupt_in_a_view_leaves_the_changes_pending_for_goat_to_drop() {
         return;
     }
     let ws = tempfile::tempdir().unwrap();
+    let foreground = format!("601.{}2", std::process::id());
     let out = run_interrupted(
         ws.path(),
         ContainmentMode::Namespace,
-        "echo made > made.txt; sleep 600",
-        Duration::from_millis(500),
-    );
+        &format!("echo made > made.txt; sleep {foreground}"),
+        Fire::AtSleep(foreground.clone()),
+    )
+    .unwrap();
     assert_eq!(out.exit, Exit::Interrupted, "{}", out.render());
     assert!(!ws.path().join("made.txt").exists());
     match out.changes {
@@ -458,13 +485,17 @@ fn an_interrupt_in_a_view_leaves_the_changes_pending_for_goat_to_drop() {
 }
 
 #[test]
-fn an_interrupt_fired_before_the_start_stops_the_command_at_once() {
+fn an_interrupt_fired_before_the_start_runs_nothing() {
     let ws = tempfile::tempdir().unwrap();
-    let out = run_interrupted(
-        ws.path(),
-        ContainmentMode::Landlock,
-        "sleep 600",
-        Duration::ZERO,
-    );
-    assert_eq!(out.exit, Exit::Interrupted, "{}", out.render());
+    for mode in [ContainmentMode::Landlock, ContainmentMode::Namespace] {
+        if mode == ContainmentMode::Namespace && goat_command::namespace_support().is_err() {
+            continue;
+        }
+        let out = run_interrupted(ws.path(), mode, "echo ran > ran.txt", Fire::Before);
+        assert!(
+            matches!(out, Err(goat_command::CommandError::Interrupted)),
+            "{out:?}"
+        );
+        assert!(!ws.path().join("ran.txt").exists());
+    }
 }

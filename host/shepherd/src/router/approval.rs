@@ -101,7 +101,26 @@ pub(crate) fn directory_pattern(raw: &str) -> Option<String> {
 pub trait Approver: Send {
     /// Shows `request` to the person and returns their answer.
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval;
+
+    /// The interrupt of the call about to be routed (ADR-0087): an
+    /// approver that waits on something the turn's own cancellation does
+    /// not reach (an MCP client's answer) stops waiting, and denies, when
+    /// it fires.
+    fn interrupted_by(&mut self, interrupt: &goat_command::Interrupt) {
+        let _ = interrupt;
+    }
 }
+
+/// Ends when `interrupt` fires: for waits on a runtime (an MCP call, an
+/// elicitation), which look at it every [`INTERRUPT_POLL`].
+pub async fn interrupt_fired(interrupt: &goat_command::Interrupt) {
+    while !interrupt.is_fired() {
+        tokio::time::sleep(INTERRUPT_POLL).await;
+    }
+}
+
+/// How often [`interrupt_fired`] looks.
+const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 #[cfg(test)]
 mod tests {

@@ -1048,7 +1048,8 @@ async fn ctrl_c_stops_a_hanging_mcp_call_and_the_server_is_told() {
     use crate::composer::{chat, leave, settle};
     let env = Env::new();
     // A timeout far past the test's: only the interrupt can end the call.
-    hostile(&env, "hang", &["hang"], &["--timeout", "600"]);
+    // With --writes it can say, in the workspace, that the call arrived.
+    hostile(&env, "hang", &["hang"], &["--timeout", "600", "--writes"]);
     for tool in ["hang__quick", "hang__wait", "hang__cancelled"] {
         allow(&env, tool);
     }
@@ -1072,11 +1073,10 @@ async fn ctrl_c_stops_a_hanging_mcp_call_and_the_server_is_told() {
     settle();
     pty.type_keys("wait\r");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while server.requests().len() < 3 {
+    while !env.ws.join("wait-received").exists() {
         assert!(std::time::Instant::now() < deadline, "{}", pty.transcript());
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(500));
     pty.type_keys("\x03");
     pty.expect("hang__wait was cancelled with the turn");
     pty.expect("the turn was cancelled and is recorded as cancelled");

@@ -135,14 +135,15 @@ fn a_hostile_client_gets_clear_errors_and_the_server_keeps_serving() {
     );
 }
 
-/// Processes whose command line holds `marker`.
+/// How many `sleep MARKER` processes run.
 fn processes_with(marker: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter(|e| {
             let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(marker)
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            cmdline.starts_with("sleep\0") && cmdline.contains(marker)
         })
         .count()
 }
@@ -153,7 +154,8 @@ fn processes_with(marker: &str) -> usize {
 #[test]
 fn a_clients_cancel_stops_the_command_it_asked_for() {
     let env = Env::new();
-    let marker = format!("3600.{}", std::process::id());
+    // Unique to this test (tests run at once in one process).
+    let marker = format!("3600.{}2", std::process::id());
     let mut child = env
         .cmd()
         .args([
@@ -248,4 +250,83 @@ fn a_clients_cancel_stops_the_command_it_asked_for() {
         )
         .unwrap();
     assert_eq!(turn, "cancelled");
+}
+
+/// A client that claims it can ask its person, is asked about a write,
+/// and cancels the call instead of answering: the question ends with the
+/// call (a denial, nothing written), and the next call is served at once,
+/// not after the question's ten minutes.
+#[test]
+fn a_clients_cancel_ends_the_question_it_left_unanswered() {
+    let env = Env::new();
+    let mut child = env
+        .cmd()
+        .args(["mcp", "serve", "--workspace", env.ws_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines, received) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            if lines.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |value: Value| {
+        writeln!(stdin, "{value}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = |what: &str| {
+        received
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("waiting for {what}: {e}"))
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "silent", "version": "1"}}}),
+    );
+    next("the handshake");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        serde_json::from_str(&call(
+            2,
+            "write_file",
+            json!({"path": "w.txt", "content": "x"}),
+        ))
+        .unwrap(),
+    );
+    let asked = next("the question");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 2, "reason": "never mind"}}),
+    );
+    send(serde_json::from_str(&call(3, "list_directory", json!({"path": "."}))).unwrap());
+    loop {
+        let message = next("the answer to the next call");
+        if message["id"] == 3 {
+            assert!(message["result"].is_object(), "{message}");
+            break;
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!env.ws.join("w.txt").exists());
+    let db = rusqlite::Connection::open(&env.db).unwrap();
+    let status: String = db
+        .query_row(
+            "SELECT status FROM tool_calls WHERE tool = 'write_file'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(status, "denied");
 }
