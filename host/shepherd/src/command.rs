@@ -25,6 +25,8 @@ use crate::mode::{ApprovalMode, READ_ONLY_REASON};
 use crate::router::{AppToolRouter, Approval, ApprovalRequest, denial_reason, denied, failed};
 use crate::schema;
 
+mod landing;
+
 /// The tool's name.
 pub const RUN_COMMAND: &str = gate::COMMAND_TOOL;
 
@@ -346,168 +348,6 @@ impl AppToolRouter {
         }
     }
 
-    /// A view's change set: inspected, put to the person when it removes
-    /// or replaces much, written to the store, then landed (all or none).
-    fn settle(
-        &mut self,
-        mut pending: Pending,
-        command: &str,
-        args: &Value,
-        rules: &BoundaryRules,
-    ) -> Settled {
-        if pending.set.is_empty() {
-            return Settled::default();
-        }
-        let found = pending.inspect(rules);
-        if !found.refused.is_empty() {
-            let list: Vec<String> = found
-                .refused
-                .iter()
-                .take(MAX_LISTED)
-                .map(|(path, why)| format!("  {}: {why}", goat_gate::quoted(path)))
-                .collect();
-            let more = found.refused.len().saturating_sub(MAX_LISTED);
-            pending.discard();
-            return Settled {
-                note: format!(
-                    "\n[goat: none of this command's changes to the workspace were kept: GOAT \
-                     refuses the whole set when any part of it is refused, so nothing is half \
-                     applied. Refused:\n{}{}\nThe workspace is as it was before the command; \
-                     run it again without those changes.]\n",
-                    list.join("\n"),
-                    if more > 0 {
-                        format!("\n  ... and {more} more")
-                    } else {
-                        String::new()
-                    }
-                ),
-                refused: true,
-                changes: Vec::new(),
-            };
-        }
-        let mut note = String::new();
-        if !found.left_out.is_empty() {
-            let list: Vec<String> = found
-                .left_out
-                .iter()
-                .take(MAX_LISTED)
-                .map(|(path, what)| format!("{} ({what})", goat_gate::quoted(path)))
-                .collect();
-            note.push_str(&format!(
-                "\n[goat: left out, not landed: {}]",
-                list.join(", ")
-            ));
-        }
-        let tracked = goat_command::gitindex::tracked(&self.config().workspace);
-        let guard = Guard::weigh(&pending.set, &|p| tracked.contains(p));
-        if guard.needs_asking() {
-            match self.ask_change_set(command, args, &guard, &pending.set.changes) {
-                Some(true) => {}
-                Some(false) => {
-                    pending.discard();
-                    return Settled {
-                        note: format!(
-                            "\n[goat: the person did not let this command's changes land ({}); \
-                             the workspace is as it was before the command.]\n",
-                            guard.summary()
-                        ),
-                        refused: true,
-                        changes: Vec::new(),
-                    };
-                }
-                None => note.push_str(&format!(
-                    "\n[goat: landed without asking, as no one is there to ask: {}]",
-                    guard.summary()
-                )),
-            }
-        }
-        let changes: Vec<FileChange> = pending.set.changes.iter().filter_map(file_change).collect();
-        let unkept = pending.set.unkept;
-        // Written first, so a crash while landing is on record; a set that
-        // cannot be recorded does not land.
-        let journaled = match self.journal(&changes) {
-            Journal::Written => true,
-            Journal::None => false,
-            Journal::Failed(e) => {
-                pending.discard();
-                return Settled {
-                    note: format!(
-                        "\n[goat: none of this command's changes to the workspace were kept: \
-                         GOAT could not record them before landing ({e}), and lands nothing it \
-                         cannot undo. The workspace is as it was before the command.]\n"
-                    ),
-                    refused: true,
-                    changes: Vec::new(),
-                };
-            }
-        };
-        match pending.land() {
-            Ok(_) => {
-                if journaled {
-                    self.mark_landed();
-                }
-                note.push_str(&format!(
-                    "\n[goat: landed in the workspace: {}",
-                    guard.summary()
-                ));
-                if unkept > 0 {
-                    note.push_str(&format!(
-                        "; {unkept} changed or removed files were too large to keep a copy of, \
-                         so goat undo cannot bring them back"
-                    ));
-                }
-                note.push_str("]\n");
-                Settled {
-                    note,
-                    refused: false,
-                    // Written before landing; marked landed with the outcome.
-                    changes: if journaled { Vec::new() } else { changes },
-                }
-            }
-            Err(e) => {
-                // Taken back: the record goes. Not taken back: it stays,
-                // so `goat sessions show` says which paths hold what.
-                if journaled && e.taken_back {
-                    self.unjournal();
-                }
-                Settled {
-                    note: format!("\n[goat: this command's changes did not land: {e}]\n"),
-                    refused: true,
-                    changes: Vec::new(),
-                }
-            }
-        }
-    }
-
-    /// Puts a change set that removes or replaces much to the person.
-    /// `None`: no one is there to ask.
-    fn ask_change_set(
-        &mut self,
-        command: &str,
-        args: &Value,
-        guard: &Guard,
-        changes: &[PathChange],
-    ) -> Option<bool> {
-        let question = format!(
-            "{RUN_COMMAND} '{command}' ended; its changes would remove or replace existing \
-             files: {}; let them land in the workspace?",
-            guard.summary()
-        );
-        let details: Vec<String> = changes.iter().map(describe).collect();
-        let workspace = self.config().workspace.clone();
-        let answer = self.approve_with(&ApprovalRequest {
-            tool: RUN_COMMAND,
-            prompt: &question,
-            paths: &[],
-            arguments: args,
-            workspace: &workspace,
-            can_remember: false,
-            directories: &[],
-            details: &details,
-        })?;
-        Some(!matches!(answer, Approval::Deny | Approval::DenyWith(_)))
-    }
-
     /// Puts a command to the person: the command, the directory, the
     /// network (where a proxied one may go). "Session" and "always" save
     /// the exact command line as a command rule (never a bare `*`).
@@ -676,35 +516,6 @@ pub(crate) enum Journal {
 
 /// Most refused or left-out paths a result lists; the rest are counted.
 const MAX_LISTED: usize = 20;
-
-/// What settling a change set came to.
-#[derive(Debug, Default)]
-struct Settled {
-    /// Lines for the result.
-    note: String,
-    /// Whether nothing landed because something was refused (or the
-    /// person said no, or the landing failed).
-    refused: bool,
-    /// The changes for the call's outcome (empty when already written).
-    changes: Vec<FileChange>,
-}
-
-/// One line of the change-set listing the person can view.
-fn describe(change: &PathChange) -> String {
-    let what = match (&change.before, &change.after) {
-        (Node::Absent, Node::Dir(_)) => "new directory",
-        (Node::Absent, _) => "created",
-        (Node::Dir(_), Node::Absent) => "directory removed",
-        (_, Node::Absent) => "removed",
-        (Node::Dir(_), Node::Dir(_)) => "permissions changed",
-        _ => "changed",
-    };
-    let size = match &change.before {
-        Node::File { len, .. } => format!(" ({})", goat_command::inspect::human_bytes(*len)),
-        _ => String::new(),
-    };
-    format!("{what}: {}{size}", goat_gate::quoted(&change.path))
-}
 
 /// A change as the store keeps it; `None` for what is never landed.
 pub(crate) fn file_change(change: &PathChange) -> Option<FileChange> {
