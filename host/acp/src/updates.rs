@@ -120,11 +120,25 @@ fn started(workspace: &Path, id: String, tool: &str, arguments: &str) -> ToolCal
 
 /// What `tool_call_update` says when a call finished.
 pub fn finished(id: String, done: &ToolCallCompleted) -> ToolCallUpdate {
+    // A call something refused did not do all it was asked, whatever its
+    // own status: the editor sees it failed, with what refused it first.
     let status = match done.status {
-        CallStatus::Ok => ToolCallStatus::Completed,
-        CallStatus::Error | CallStatus::Denied | CallStatus::Interrupted => ToolCallStatus::Failed,
+        CallStatus::Ok if done.refused.is_empty() => ToolCallStatus::Completed,
+        CallStatus::Ok | CallStatus::Error | CallStatus::Denied | CallStatus::Interrupted => {
+            ToolCallStatus::Failed
+        }
     };
     let mut shown = String::new();
+    for refused in &done.refused {
+        shown.push_str(&format!(
+            "refused ({}): {}\n",
+            serde_json::to_value(refused.source)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            refused.reason
+        ));
+    }
     if let Some(code) = done.exit_code {
         shown.push_str(&format!("exit code {code}\n"));
     }
@@ -138,6 +152,7 @@ pub fn finished(id: String, done: &ToolCallCompleted) -> ToolCallUpdate {
         "output": done.result_excerpt,
         "output_bytes": done.result_bytes,
         "files_changed": done.files_changed,
+        "refused": done.refused,
     });
     ToolCallUpdate::new(
         id,

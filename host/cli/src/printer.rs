@@ -157,8 +157,10 @@ impl Printer {
                 let arguments = self.arguments.take().unwrap_or_default();
                 let line = call_line(call, &arguments);
                 let line = match call.status {
-                    CallStatus::Ok => line,
-                    CallStatus::Denied | CallStatus::Interrupted => self.style.yellow(&line),
+                    CallStatus::Ok if call.refused.is_empty() => line,
+                    CallStatus::Ok | CallStatus::Denied | CallStatus::Interrupted => {
+                        self.style.yellow(&line)
+                    }
                     CallStatus::Error => self.style.red(&line),
                 };
                 self.status(&line);
@@ -377,6 +379,23 @@ fn call_line(call: &ToolCallCompleted, arguments: &str) -> String {
         && let Some(change) = change_summary(&call.tool, arguments)
     {
         line.push_str(&format!(" [{change}]"));
+    }
+    // What ran yet was refused in part (a host the proxy refused): said on
+    // the line, the first with how many more.
+    if call.status != CallStatus::Denied
+        && let Some(first) = call.refused.first()
+    {
+        let what = first.target.as_deref().unwrap_or(&call.tool);
+        let more = call.refused.len() - 1;
+        line.push_str(&format!(
+            " [refused: {}{}]",
+            text::snippet(what, RESULT_LINE_CHARS),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
     }
     line
 }

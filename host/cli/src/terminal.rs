@@ -492,15 +492,66 @@ pub(crate) fn run_turn(
     driver: &Driver,
     prompt: &str,
     allow_denials: bool,
+    early: Option<&EarlyStop>,
 ) -> TurnReport {
     let Some(console) = console else {
-        return runtime.block_on(drive(driver, prompt, allow_denials));
+        return runtime.block_on(drive(driver, prompt, allow_denials, early));
     };
+    if let Some(early) = early {
+        early.hand_over();
+    }
     let cancel = CancellationToken::new();
     console.begin_turn(cancel.clone());
     let report = runtime.block_on(driver.turn(prompt, &cancel, allow_denials));
     console.end_turn();
     report
+}
+
+/// SIGTERM and SIGINT caught from the first instant of a run, before
+/// anything slow starts, until the turn's own watchers take over
+/// ([`hand_over`](Self::hand_over)).
+///
+/// A signal before the turn has nothing to cancel: the run says so in its
+/// last line (outcome `cancelled`) and exits 130 at once. What was being
+/// opened is left as a crash would leave it, which the store survives
+/// (every write is one transaction).
+pub(crate) struct EarlyStop {
+    handed_over: Arc<AtomicBool>,
+}
+
+impl EarlyStop {
+    /// Watches both signals on `runtime`; `say` writes the last line,
+    /// naming the signal.
+    pub(crate) fn watch(runtime: &tokio::runtime::Runtime, say: Box<dyn Fn(&str) + Send>) -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let handed_over = Arc::new(AtomicBool::new(false));
+        // Registered here, synchronously: from now on neither signal is
+        // the default "kill now".
+        let _entered = runtime.enter();
+        let mut terminate = signal(SignalKind::terminate()).ok();
+        let mut interrupt = signal(SignalKind::interrupt()).ok();
+        let standing_down = handed_over.clone();
+        runtime.spawn(async move {
+            loop {
+                let name = tokio::select! {
+                    Some(()) = async { terminate.as_mut()?.recv().await } => "SIGTERM",
+                    Some(()) = async { interrupt.as_mut()?.recv().await } => "SIGINT",
+                    else => return,
+                };
+                if standing_down.load(Ordering::SeqCst) {
+                    continue;
+                }
+                say(name);
+                std::process::exit(FORCED_QUIT_STATUS);
+            }
+        });
+        Self { handed_over }
+    }
+
+    /// The turn's watchers are in place: signals are theirs from now on.
+    pub(crate) fn hand_over(&self) {
+        self.handed_over.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Exit status after a second SIGTERM, the shell's convention for it.
@@ -513,7 +564,12 @@ const TERMINATED_STATUS: i32 = 143;
 /// the first cancels the turn as Ctrl-C does, so the turn is recorded as
 /// cancelled and the stream ends with its outcome (`cancelled`, exit 130)
 /// instead of stopping mid-line; a second quits at once (143).
-async fn drive(driver: &Driver, prompt: &str, allow_denials: bool) -> TurnReport {
+async fn drive(
+    driver: &Driver,
+    prompt: &str,
+    allow_denials: bool,
+    early: Option<&EarlyStop>,
+) -> TurnReport {
     use tokio::signal::unix::{SignalKind, signal};
     let cancel = CancellationToken::new();
     let mut turn = pin!(driver.turn(prompt, &cancel, allow_denials));
@@ -539,6 +595,10 @@ async fn drive(driver: &Driver, prompt: &str, allow_denials: bool) -> TurnReport
             None
         }
     };
+    // The turn's own watchers are registered: the early one stands down.
+    if let Some(early) = early {
+        early.hand_over();
+    }
     let mut terminations = 0u32;
     loop {
         tokio::select! {

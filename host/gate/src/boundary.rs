@@ -49,6 +49,25 @@ pub struct Boundary {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal(pub String);
 
+/// A write the boundary refuses: which kind of protection refused it, and
+/// why in words for the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteRefusal {
+    /// What refused it.
+    pub by: WriteRefusedBy,
+    /// Why, for the model.
+    pub reason: String,
+}
+
+/// Which protection refused a write at the boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteRefusedBy {
+    /// A deny rule covers the path (or the path is not a workspace path).
+    Rule,
+    /// The path is in version-control metadata and no rule names it.
+    Protected,
+}
+
 impl Boundary {
     /// The boundary for `request`'s session, workspace and tool, from
     /// `rules`. Fails (naming the rule) when a rule in force does not
@@ -108,8 +127,18 @@ impl Boundary {
     /// Whether the tool may create, change, rename or remove `path`, and if
     /// not, why.
     pub fn writable(&self, path: &str) -> Result<(), Refusal> {
+        self.write_refusal(path).map_err(|r| Refusal(r.reason))
+    }
+
+    /// Whether the tool may create, change, rename or remove `path`, and if
+    /// not, which protection refuses it and why.
+    pub fn write_refusal(&self, path: &str) -> Result<(), WriteRefusal> {
+        let refuse = |by, reason| Err(WriteRefusal { by, reason });
         let Some(resolved) = workspace_path(path) else {
-            return Err(Refusal(format!("{} is not a workspace path", quoted(path))));
+            return refuse(
+                WriteRefusedBy::Rule,
+                format!("{} is not a workspace path", quoted(path)),
+            );
         };
         if let Some((rule, _)) = self
             .hidden
@@ -117,20 +146,27 @@ impl Boundary {
             .chain(&self.read_only)
             .find(|(_, p)| p.covers(&resolved))
         {
-            return Err(Refusal(format!(
-                "writing {} is forbidden by permission rule {rule}",
-                quoted(resolved.as_str())
-            )));
+            return refuse(
+                WriteRefusedBy::Rule,
+                format!(
+                    "writing {} is forbidden by permission rule {rule}",
+                    quoted(resolved.as_str())
+                ),
+            );
         }
         if let Some(name) = protected_component(&resolved)
             && !self.unprotect.iter().any(|p| p.matches(&resolved))
         {
-            return Err(Refusal(format!(
-                "writing {} is refused: '{name}' holds version-control metadata, which no \
-                 tool may change unless a rule names it (goat permissions allow TOOL {} --write)",
-                quoted(resolved.as_str()),
-                quoted(resolved.as_str())
-            )));
+            return refuse(
+                WriteRefusedBy::Protected,
+                format!(
+                    "writing {} is refused: '{name}' holds version-control metadata, which no \
+                     tool may change unless a rule names it (goat permissions allow TOOL {} \
+                     --write)",
+                    quoted(resolved.as_str()),
+                    quoted(resolved.as_str())
+                ),
+            );
         }
         Ok(())
     }

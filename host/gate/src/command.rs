@@ -190,24 +190,38 @@ pub fn decide_command_with_rules(rules: &[Rule], call: &CommandCall<'_>) -> Eval
 /// compiles the workspace [`Boundary`] the command is held to, from one
 /// reading of the rules. Fails closed, as [`crate::decide`] does.
 pub fn decide_command(db_path: &Path, call: &CommandCall<'_>) -> (Evaluation, Option<Boundary>) {
-    let unavailable = |error: String, retryable: bool| Evaluation {
-        tool: COMMAND_TOOL.to_owned(),
-        access: Access::Write,
-        decision: Decision::Deny(Denial::Unavailable { error, retryable }),
-    };
-    let rules = match PermissionDb::open_with_timeout(db_path, DEFAULT_BUSY_TIMEOUT)
-        .and_then(|db| db.list())
-    {
-        Ok(rules) => rules,
-        Err(err) => return (unavailable(err.to_string(), err.is_retryable()), None),
-    };
-    let evaluation = decide_command_with_rules(&rules, call);
+    match PermissionDb::open_with_timeout(db_path, DEFAULT_BUSY_TIMEOUT).and_then(|db| db.list()) {
+        Ok(rules) => decide_command_with_boundary(&rules, call),
+        Err(err) => (
+            command_unavailable(err.to_string(), err.is_retryable()),
+            None,
+        ),
+    }
+}
+
+/// A command decision from `rules`, with the boundary its filesystem is
+/// held to when it may run: [`decide_command`]'s and the kept-open
+/// [`GateHandle`](crate::GateHandle)'s one step.
+pub(crate) fn decide_command_with_boundary(
+    rules: &[Rule],
+    call: &CommandCall<'_>,
+) -> (Evaluation, Option<Boundary>) {
+    let evaluation = decide_command_with_rules(rules, call);
     if evaluation.is_deny() {
         return (evaluation, None);
     }
-    match Boundary::compile(&rules, &call.as_request()) {
+    match Boundary::compile(rules, &call.as_request()) {
         Ok(boundary) => (evaluation, Some(boundary)),
-        Err(refusal) => (unavailable(refusal.0, false), None),
+        Err(refusal) => (command_unavailable(refusal.0, false), None),
+    }
+}
+
+/// A command decision when the rules cannot be read: denied, saying why.
+pub(crate) fn command_unavailable(error: String, retryable: bool) -> Evaluation {
+    Evaluation {
+        tool: COMMAND_TOOL.to_owned(),
+        access: Access::Write,
+        decision: Decision::Deny(Denial::Unavailable { error, retryable }),
     }
 }
 

@@ -109,6 +109,25 @@ impl GateHandle {
         }
     }
 
+    /// [`crate::decide_command`], from the kept reading of the rules when
+    /// it is still current: the command road uses the same kept-open
+    /// database as every other call (ADR-0071).
+    pub fn decide_command(
+        &mut self,
+        call: &crate::CommandCall<'_>,
+    ) -> (Evaluation, Option<Boundary>) {
+        match self.rules() {
+            Ok(rules) => crate::command::decide_command_with_boundary(&rules, call),
+            Err(err) => {
+                self.kept = None;
+                (
+                    crate::command::command_unavailable(err.to_string(), err.is_retryable()),
+                    None,
+                )
+            }
+        }
+    }
+
     /// The rules in force now.
     fn rules(&mut self) -> Result<Arc<Vec<Rule>>, GateError> {
         let now = identity(&self.path);

@@ -93,7 +93,9 @@ mod handle;
 mod path;
 mod rule;
 
-pub use boundary::{Boundary, PROTECTED_NAMES, Refusal, is_protected};
+pub use boundary::{
+    Boundary, PROTECTED_NAMES, Refusal, WriteRefusal, WriteRefusedBy, is_protected,
+};
 pub use command::{
     COMMAND_TOOL, CommandCall, CommandPolicy, decide_command, decide_command_with_rules,
 };

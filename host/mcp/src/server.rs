@@ -218,7 +218,8 @@ impl ServerHandler for GoatServer {
 /// One word for the stderr line.
 fn status_word(outcome: &CallOutcome) -> &'static str {
     match outcome.status {
-        CallStatus::Ok => "ok",
+        CallStatus::Ok if outcome.refusals.is_empty() => "ok",
+        CallStatus::Ok => "partly refused",
         CallStatus::Denied => "denied",
         CallStatus::Error => "failed",
         CallStatus::Pending | CallStatus::Interrupted => "not run",
@@ -226,13 +227,27 @@ fn status_word(outcome: &CallOutcome) -> &'static str {
 }
 
 /// The call's result as the client gets it: the text the model would get,
-/// an error result for anything but success.
+/// an error result for anything but a success nothing refused (a command
+/// that ran while its proxy refused a host, or whose change set was
+/// refused, is an error, each refusal named first).
 fn result(outcome: CallOutcome) -> CallToolResult {
-    let content = vec![ContentBlock::text(outcome.result)];
+    let mut text = String::new();
+    // A denied call's result is its reason already.
+    let said = outcome.status == CallStatus::Denied;
+    for refusal in outcome.refusals.iter().filter(|_| !said) {
+        text.push_str(&format!("refused ({}): {}\n", refusal.by, refusal.reason));
+    }
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(&outcome.result);
+    let content = vec![ContentBlock::text(text)];
     match outcome.status {
-        CallStatus::Ok => CallToolResult::success(content),
-        CallStatus::Error | CallStatus::Denied | CallStatus::Pending | CallStatus::Interrupted => {
-            CallToolResult::error(content)
-        }
+        CallStatus::Ok if outcome.refusals.is_empty() => CallToolResult::success(content),
+        CallStatus::Ok
+        | CallStatus::Error
+        | CallStatus::Denied
+        | CallStatus::Pending
+        | CallStatus::Interrupted => CallToolResult::error(content),
     }
 }

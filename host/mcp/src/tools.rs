@@ -61,12 +61,10 @@ mod tests {
     fn offered(writes: bool, network: bool) -> OfferedTool {
         OfferedTool {
             name: "t".to_owned(),
+            kind: goat_shepherd::ToolKind::Builtin,
             writes,
-            command: false,
-            plugin: false,
             path_fields: Vec::new(),
             network,
-            mcp_server: None,
         }
     }
 

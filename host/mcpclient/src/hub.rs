@@ -361,6 +361,7 @@ fn server_failed(text: String) -> ExternalOutcome {
         text,
         changes: None,
         egress: Vec::new(),
+        refusals: Vec::new(),
     }
 }
 
@@ -495,6 +496,7 @@ impl ExternalTools for Hub {
             text: format!("{tool} did not run: the turn was cancelled {when}"),
             changes: None,
             egress: Vec::new(),
+            refusals: Vec::new(),
         };
         if interrupt.is_fired() {
             return not_run("before it started".to_owned());
@@ -535,6 +537,11 @@ impl ExternalTools for Hub {
                 text: format!("denied: {tool} is suspended: {why}"),
                 changes: None,
                 egress: Vec::new(),
+                refusals: vec![goat_store::Refusal::new(
+                    goat_store::RefusedBy::Suspended,
+                    Some(tool.to_owned()),
+                    format!("{tool} is suspended: {why}"),
+                )],
             };
         }
         let Some(connection) = connections.get_mut(&server.name) else {
@@ -645,6 +652,7 @@ impl ExternalTools for Hub {
                         text: format!("{tool} reported an error: {text}"),
                         changes: None,
                         egress: Vec::new(),
+                        refusals: Vec::new(),
                     }
                 } else {
                     ExternalOutcome {
@@ -653,6 +661,7 @@ impl ExternalTools for Hub {
                         text,
                         changes: None,
                         egress: Vec::new(),
+                        refusals: Vec::new(),
                     }
                 }
             }
@@ -672,6 +681,7 @@ impl ExternalTools for Hub {
                 ),
                 changes: None,
                 egress: Vec::new(),
+                refusals: Vec::new(),
             },
             Some(Answer::TimedOut) => {
                 if let Some(connection) = connections.remove(name) {
@@ -687,6 +697,7 @@ impl ExternalTools for Hub {
                     ),
                     changes: None,
                     egress: Vec::new(),
+                    refusals: Vec::new(),
                 }
             }
             Some(Answer::Oversize) => {
@@ -704,6 +715,7 @@ impl ExternalTools for Hub {
                     ),
                     changes: None,
                     egress: Vec::new(),
+                    refusals: Vec::new(),
                 }
             }
             Some(Answer::Failed(why)) => {
@@ -731,6 +743,7 @@ impl ExternalTools for Hub {
         let mut outcome = ExternalOutcome {
             changes,
             egress,
+            refusals: Vec::new(),
             ..outcome
         };
         outcome.text.push_str(&egress_note);

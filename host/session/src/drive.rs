@@ -14,16 +14,17 @@ use std::time::{Duration, Instant};
 
 use goat_engine::CancellationToken;
 use goat_shepherd::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, Routed, TurnError, TurnEvent, TurnSummary,
+    Approval, ApprovalMode, ApprovalRequest, Approver, Routed, ToolKind, TurnError, TurnEvent,
+    TurnSummary,
 };
-use goat_store::{CallErrorKind, CompactReason};
+use goat_store::{CompactReason, RefusedBy};
 use serde_json::Value;
 
 use crate::assemble::Opened;
 use crate::protocol::{
     self, Access, AgentsFile, ApprovalAnswer, ApprovalRequested, BudgetInfo, CallStatus,
-    CompactionReason, Decision, Denial, Event, EventKind, Mode, Outcome, SessionStarted,
-    ToolCallCompleted, ToolOffered, ToolSource, TurnEnded, Usage, WarningCode,
+    CompactionReason, Decision, Denial, Event, EventKind, Mode, Outcome, RefusalSource, Refused,
+    SessionStarted, ToolCallCompleted, ToolOffered, ToolSource, TurnEnded, Usage, WarningCode,
 };
 use crate::text;
 
@@ -90,10 +91,16 @@ impl Events {
 
     /// An `error` event: a host failure outside a turn.
     pub fn error(&self, message: String) {
+        self.ended(message, Outcome::HostError);
+    }
+
+    /// An `error` event ending the run outside a turn with `outcome` (a
+    /// host failure, or a signal before the turn began: `cancelled`).
+    pub fn ended(&self, message: String, outcome: Outcome) {
         self.emit(EventKind::Error {
             message,
-            outcome: Outcome::HostError,
-            exit_code: Outcome::HostError.exit_code(false),
+            outcome,
+            exit_code: outcome.exit_code(false),
         });
     }
 
@@ -225,21 +232,13 @@ impl Driver {
             .offered_tools()
             .into_iter()
             .map(|t| ToolOffered {
+                access: match (&t.kind, t.writes) {
+                    (ToolKind::Command, _) => Access::Command,
+                    (_, true) => Access::Write,
+                    (_, false) => Access::Read,
+                },
+                source: tool_source(&t.kind),
                 name: t.name,
-                access: if t.command {
-                    Access::Command
-                } else if t.writes {
-                    Access::Write
-                } else {
-                    Access::Read
-                },
-                source: if t.command {
-                    ToolSource::Command
-                } else if t.plugin {
-                    ToolSource::Plugin
-                } else {
-                    ToolSource::Builtin
-                },
             })
             .collect();
         let agents_md = self
@@ -391,6 +390,47 @@ impl Driver {
             limits.join(", ")
         )
     }
+}
+
+/// Where a tool of `kind` comes from, as the protocol says it.
+pub fn tool_source(kind: &ToolKind) -> ToolSource {
+    match kind {
+        ToolKind::Builtin => ToolSource::Builtin,
+        ToolKind::Plugin => ToolSource::Plugin,
+        ToolKind::Command => ToolSource::Command,
+        ToolKind::Mcp { .. } => ToolSource::Mcp,
+    }
+}
+
+/// A refusal's source as the protocol says it (an exhaustive match: a new
+/// source cannot reach a front end unnamed).
+pub fn refusal_source(by: RefusedBy) -> RefusalSource {
+    match by {
+        RefusedBy::Rule => RefusalSource::Rule,
+        RefusedBy::Path => RefusalSource::Path,
+        RefusedBy::NeedsApproval => RefusalSource::NeedsApproval,
+        RefusedBy::Person => RefusalSource::Person,
+        RefusedBy::Mode => RefusalSource::Mode,
+        RefusedBy::Fence => RefusalSource::Fence,
+        RefusedBy::Protected => RefusalSource::Protected,
+        RefusedBy::ChangeSet => RefusalSource::ChangeSet,
+        RefusedBy::Egress => RefusalSource::Egress,
+        RefusedBy::Suspended => RefusalSource::Suspended,
+        RefusedBy::Limit => RefusalSource::Limit,
+    }
+}
+
+/// A call's refusals as the protocol says them.
+pub fn refused(routed: &Routed) -> Vec<Refused> {
+    routed
+        .refusals
+        .iter()
+        .map(|r| Refused {
+            source: refusal_source(r.by),
+            target: r.target.clone(),
+            reason: r.reason.clone(),
+        })
+        .collect()
 }
 
 /// The outcome of a turn's result.
@@ -551,19 +591,35 @@ impl<'a> Track<'a> {
     /// changed are kept for the turn's end.
     fn completed(&mut self, tool: String, arguments: &str, routed: &Routed) -> ToolCallCompleted {
         let status = CallStatus::from(routed.status);
-        let files: Vec<String> = routed.changes.iter().map(|c| c.path.clone()).collect();
-        for path in &files {
-            if !self.files_changed.contains(path) {
-                self.files_changed.push(path.clone());
+        let mut files: Vec<String> = Vec::new();
+        for change in &routed.changes {
+            if !files.contains(&change.path) {
+                files.push(change.path.clone());
+            }
+            if !self.files_changed.contains(&change.path) {
+                self.files_changed.push(change.path.clone());
             }
         }
-        if status == CallStatus::Denied {
+        // The turn's denials are its calls' refusals, from every source:
+        // the gate, the fence, the mode, the person, a change set, the
+        // proxy, a suspended tool, a limit. Never read out of the text.
+        let refused = refused(routed);
+        if let Some(first) = refused.first() {
             self.denials.push(Denial {
                 call: self.call,
                 tool: tool.clone(),
                 targets: self.targets(&tool, arguments),
-                reason: routed.result.clone(),
-                needs_approval: routed.error_kind == Some(CallErrorKind::NeedsApproval),
+                reason: if status == CallStatus::Denied {
+                    routed.result.clone()
+                } else {
+                    first.reason.clone()
+                },
+                needs_approval: routed
+                    .refusals
+                    .iter()
+                    .any(|r| r.by == RefusedBy::NeedsApproval),
+                source: first.source,
+                refused: refused.clone(),
             });
         }
         ToolCallCompleted {
@@ -582,6 +638,7 @@ impl<'a> Track<'a> {
             result_bytes: u64::try_from(routed.result.len()).unwrap_or(u64::MAX),
             exit_code: routed.exit_code,
             files_changed: files,
+            refused,
             duration_ms: millis(routed.duration),
         }
     }
@@ -595,7 +652,7 @@ impl<'a> Track<'a> {
         let Some(offered) = self.tools.iter().find(|t| t.name == tool) else {
             return Vec::new();
         };
-        let fields: Vec<&str> = if offered.command {
+        let fields: Vec<&str> = if offered.is_command() {
             vec!["command"]
         } else {
             offered.path_fields.iter().map(String::as_str).collect()

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol's version, `MAJOR.MINOR`: in `session.started`. A new
 /// minor version only adds; a new major one may change or remove.
-pub const SCHEMA_VERSION: &str = "1.0";
+pub const SCHEMA_VERSION: &str = "1.1";
 
 /// Most characters of a tool's result in `tool_call.completed`; the store
 /// keeps it whole (`goat sessions show`).
@@ -256,6 +256,9 @@ pub enum ToolSource {
     Plugin,
     /// GOAT's contained `run_command`.
     Command,
+    /// A trusted MCP server's tool, or the on-demand search and call
+    /// tools that stand for them.
+    Mcp,
 }
 
 /// One `AGENTS.md` in the system prompt.
@@ -306,10 +309,59 @@ pub struct ToolCallCompleted {
     /// A command's exit code; `null` for other tools and a command that
     /// did not exit on its own.
     pub exit_code: Option<i32>,
-    /// Workspace paths the call changed (created, changed, removed).
+    /// Workspace paths the call changed (created, changed, removed,
+    /// permissions changed), from every kind of tool, commands included.
     pub files_changed: Vec<String>,
+    /// Everything that refused the call or part of it, each named at its
+    /// source; left out when nothing did. A call can run and still have
+    /// refusals (a command whose change set was refused, or whose proxy
+    /// refused a host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refused>,
     /// How long it ran.
     pub duration_ms: u64,
+}
+
+/// One refusal of a call, or of part of it, where it happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Refused {
+    /// Who or what refused.
+    pub source: RefusalSource,
+    /// What was refused: a workspace path (as the fence resolved it, for
+    /// the fence), a host and port (the proxy), a tool; `null` for the
+    /// whole call.
+    pub target: Option<String>,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// Who or what refused a call, or part of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalSource {
+    /// A deny rule, or the gate failing closed (its rules unreadable).
+    Rule,
+    /// A path named is not a workspace path (absolute, escaping, NUL).
+    Path,
+    /// No rule decided it, and no one was there to ask.
+    NeedsApproval,
+    /// The person was asked and said no.
+    Person,
+    /// The approval mode (read-only).
+    Mode,
+    /// The fence, on the file the call actually reached (through a link,
+    /// a walk, a name the call never declared), under a rule.
+    Fence,
+    /// A write into version-control metadata (`.git`, ...), by any name.
+    Protected,
+    /// A command's change set, refused whole: nothing landed.
+    ChangeSet,
+    /// GOAT's egress proxy refused a destination.
+    Egress,
+    /// An MCP tool suspended because its definition changed.
+    Suspended,
+    /// A host limit (calls per response).
+    Limit,
 }
 
 /// How a call went.
@@ -489,6 +541,10 @@ pub struct Denial {
     /// It was refused only because no one was there to ask (no rule
     /// decided it, and the run has no terminal).
     pub needs_approval: bool,
+    /// What refused it (the first of [`refused`](Self::refused)).
+    pub source: RefusalSource,
+    /// Every refusal of the call, each named at its source.
+    pub refused: Vec<Refused>,
 }
 
 /// How a run ended: one each, with one exit code each, the same in every

@@ -14,15 +14,18 @@ use goat_command::{
     WorkspaceRules,
 };
 use goat_engine::{ToolCall, ToolSchema};
-use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus, EntryKind, FileChange};
+use goat_store::{
+    CallDecision, CallErrorKind, CallOutcome, CallStatus, ChangesStored, EntryKind, FileChange,
+    Refusal, RefusedBy,
+};
 use serde_json::{Value, json};
 
 use crate::egress::{self, CallProxy};
 use crate::gate::{
-    self, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb, Scope,
+    self, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb,
 };
 use crate::mode::{ApprovalMode, READ_ONLY_REASON};
-use crate::router::{AppToolRouter, Approval, ApprovalRequest, denial_reason, denied, failed};
+use crate::router::{Allowed, AppToolRouter, Approval, ApprovalRequest, denied, failed};
 use crate::schema;
 
 mod landing;
@@ -155,7 +158,11 @@ impl AppToolRouter {
         }
         // Read-only mode: no command runs, whatever the rules say.
         if self.mode() == ApprovalMode::ReadOnly {
-            return denied(CallDecision::Deny, READ_ONLY_REASON.to_owned());
+            return denied(
+                RefusedBy::Mode,
+                CallDecision::Deny,
+                READ_ONLY_REASON.to_owned(),
+            );
         }
         let command = args.get("command").and_then(Value::as_str).unwrap_or("");
         let timeout = args
@@ -184,7 +191,7 @@ impl AppToolRouter {
             policy: tool.policy,
             now: gate::now(),
         };
-        let (evaluation, boundary) = gate::decide_command(&self.config().permissions_db, &request);
+        let (evaluation, boundary) = self.decide_command(&request);
         let granted = match &evaluation.decision {
             Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
             Decision::Deny(why) => return crate::router::denied_because(why, evaluation.reason()),
@@ -195,6 +202,7 @@ impl AppToolRouter {
         };
         let Some(boundary) = boundary else {
             return denied(
+                RefusedBy::Rule,
                 CallDecision::Deny,
                 "denied: the permission rules could not be applied to the workspace".to_owned(),
             );
@@ -203,6 +211,7 @@ impl AppToolRouter {
             && !boundary.visible(dir)
         {
             return denied(
+                RefusedBy::Rule,
                 CallDecision::Deny,
                 format!("denied: the directory '{dir}' is hidden by a permission rule"),
             );
@@ -224,9 +233,12 @@ impl AppToolRouter {
                 interrupt: Some(self.interrupt()),
             },
         );
+        let mut refusals = Vec::new();
         let egress_note = proxy.map(|proxy| {
             let served = proxy.finish();
-            self.record_egress(&egress::records(&served));
+            let records = egress::records(&served);
+            self.record_egress(&records);
+            refusals.extend(egress::refusals(&records));
             egress::refusals_note(&served, egress::COMMANDS_NETWORK)
         });
         let (decision, reason) = granted;
@@ -240,6 +252,7 @@ impl AppToolRouter {
                 };
                 let mut result = outcome.render();
                 let mut changes = Vec::new();
+                let mut changes_stored = ChangesStored::WithOutcome;
                 let taken =
                     std::mem::replace(&mut outcome.changes, Changes::Unreadable(String::new()));
                 match taken {
@@ -259,10 +272,12 @@ impl AppToolRouter {
                         let landed = self.settle(pending, command, args, &rules);
                         result.push_str(&landed.note);
                         changes = landed.changes;
+                        changes_stored = landed.stored;
                         if landed.refused {
                             status = CallStatus::Error;
                             error_kind = Some(CallErrorKind::PermissionDenied);
                         }
+                        refusals.extend(landed.refusals);
                     }
                     Changes::Applied(set) => {
                         // Landlock only: already in the workspace; what a
@@ -324,6 +339,8 @@ impl AppToolRouter {
                     duration: outcome.duration,
                     exit_code: outcome.exit_code(),
                     changes,
+                    changes_stored,
+                    refusals,
                 }
             }
             Err(e) => CallOutcome {
@@ -344,6 +361,8 @@ impl AppToolRouter {
                 duration: Duration::ZERO,
                 exit_code: None,
                 changes: Vec::new(),
+                changes_stored: goat_store::ChangesStored::WithOutcome,
+                refusals: Vec::new(),
             },
         }
     }
@@ -385,36 +404,10 @@ impl AppToolRouter {
                 "denied: {question}; no one is there to approve it"
             )));
         };
-        let scope = match answer {
-            Approval::Deny => {
-                return Err(denied(
-                    CallDecision::AskDenied,
-                    denial_reason(&question, None),
-                ));
-            }
-            Approval::DenyWith(note) => {
-                return Err(denied(
-                    CallDecision::AskDenied,
-                    denial_reason(&question, Some(&note)),
-                ));
-            }
-            Approval::Once => None,
-            _ if !can_remember => None,
-            // No directory is offered for a command: it is the session.
-            Approval::Session | Approval::Directory => {
-                Some(Scope::Session(self.config().session_id.clone()))
-            }
-            Approval::Always => Some(Scope::Persistent),
-        };
-        let Some(scope) = scope else {
-            return Ok((
-                CallDecision::AskAllowedOnce,
-                "the person at the terminal allowed it once".to_owned(),
-            ));
-        };
-        let name = match scope {
-            Scope::Persistent => CallDecision::AskAllowedAlways,
-            Scope::Session(_) => CallDecision::AskAllowedSession,
+        // No directory is offered for a command: its rule is the session.
+        let allowed = Allowed::from_answer(answer, &question, can_remember)?;
+        let Some(scope) = allowed.scope(&self.config().session_id) else {
+            return Ok(allowed.granted(None));
         };
         let saved = PermissionDb::open(&self.config().permissions_db).and_then(|mut db| {
             db.add(NewRule {
@@ -428,18 +421,9 @@ impl AppToolRouter {
                 expires_at: None,
                 command: Some(command.to_owned()),
             })
+            .map(|rule| vec![format!("#{}", rule.id)])
         });
-        let reason = match saved {
-            Ok(rule) => format!(
-                "the person at the terminal allowed it and saved rule #{}",
-                rule.id
-            ),
-            Err(e) => format!(
-                "the person at the terminal allowed it, but the rule could not be saved ({e}); \
-                 it applies to this call only"
-            ),
-        };
-        Ok((name, reason))
+        Ok(allowed.granted(Some(saved)))
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::UNIX_EPOCH;
 
 use goat_command::{Network, ProxyLink, Used};
 use goat_egress::{Decision, Outcome, Proxy, Refusal, RequestKind, Served, Serving};
-use goat_store::{EgressRecord, EgressRequest, EgressVerdict};
+use goat_store::{EgressRecord, EgressRequest, EgressVerdict, Refusal as CallRefusal, RefusedBy};
 
 /// The setting a command's list comes from, named in every refusal.
 pub const COMMANDS_NETWORK: &str = "commands.network";
@@ -122,6 +122,39 @@ fn record(d: &Decision) -> EgressRecord {
         entry,
         address,
     }
+}
+
+/// Each destination the proxy refused, once, as the call's refusals: a
+/// command's or an MCP server's, from the decisions recorded for it.
+pub fn refusals(records: &[EgressRecord]) -> Vec<CallRefusal> {
+    let mut out: Vec<CallRefusal> = Vec::new();
+    for record in records {
+        match record.verdict {
+            EgressVerdict::Allowed | EgressVerdict::Unreachable => continue,
+            EgressVerdict::NotListed
+            | EgressVerdict::IpLiteral
+            | EgressVerdict::NonPublic
+            | EgressVerdict::BadName
+            | EgressVerdict::Unresolved
+            | EgressVerdict::SniMismatch
+            | EgressVerdict::NotTls
+            | EgressVerdict::BadRequest => {}
+        }
+        let target = if record.port == 0 {
+            record.host.clone()
+        } else {
+            format!("{}:{}", record.host, record.port)
+        };
+        if out
+            .iter()
+            .any(|r| r.target.as_deref() == Some(target.as_str()))
+        {
+            continue;
+        }
+        let reason = format!("GOAT's network proxy refused {target}: {}", record.detail);
+        out.push(CallRefusal::new(RefusedBy::Egress, Some(target), reason));
+    }
+    out
 }
 
 /// For the result the model reads: each destination refused, why, and the

@@ -12,15 +12,14 @@ use std::time::Instant;
 
 use goat_command::{ChangeSet, WorkspaceRules};
 use goat_engine::{ToolCall, ToolSchema};
-use goat_store::{CallDecision, CallErrorKind, CallStatus};
+use goat_store::{CallDecision, CallErrorKind, CallStatus, RefusedBy};
 use serde_json::Value;
 
 use crate::command::{BoundaryRules, file_change};
-use crate::gate::{self, Decision, GateRequest, Scope, WritePolicy};
+use crate::gate::{self, Decision, GateRequest, WritePolicy};
 use crate::mode::{ApprovalMode, READ_ONLY_REASON};
 use crate::router::{
-    AppToolRouter, Approval, ApprovalRequest, Routed, denial_reason, denied, denied_because,
-    failed, unasked,
+    Allowed, AppToolRouter, ApprovalRequest, Routed, denied, denied_because, failed, unasked,
 };
 use crate::schema;
 
@@ -54,6 +53,9 @@ pub struct ExternalOutcome {
     pub changes: Option<ChangeSet>,
     /// What GOAT's proxy decided for the server during the call.
     pub egress: Vec<goat_store::EgressRecord>,
+    /// What refused the call at the server's end (a suspended tool); the
+    /// proxy's refusals are read from [`egress`](Self::egress).
+    pub refusals: Vec<goat_store::Refusal>,
 }
 
 /// What the router needs from a set of outside servers.
@@ -156,7 +158,11 @@ impl AppToolRouter {
             );
         }
         if self.mode() == ApprovalMode::ReadOnly && tool.writes {
-            return denied(CallDecision::Deny, READ_ONLY_REASON.to_owned());
+            return denied(
+                RefusedBy::Mode,
+                CallDecision::Deny,
+                READ_ONLY_REASON.to_owned(),
+            );
         }
         let request = GateRequest {
             session_id: &self.config().session_id,
@@ -211,6 +217,7 @@ impl AppToolRouter {
         };
         let Some(boundary) = boundary else {
             return denied(
+                RefusedBy::Rule,
                 CallDecision::Deny,
                 "denied: the permission rules could not be applied to the workspace".to_owned(),
             );
@@ -220,6 +227,8 @@ impl AppToolRouter {
         let outcome = ext.call(&tool.name, &args, &rules, self.interrupt());
         let (decision, reason) = granted;
         self.record_egress(&outcome.egress);
+        let mut refusals = outcome.refusals;
+        refusals.extend(crate::egress::refusals(&outcome.egress));
         let mut text = outcome.text;
         let changes = match outcome.changes {
             Some(set) => {
@@ -244,6 +253,8 @@ impl AppToolRouter {
             duration: started.elapsed(),
             exit_code: None,
             changes,
+            changes_stored: goat_store::ChangesStored::WithOutcome,
+            refusals,
         }
     }
 
@@ -282,47 +293,11 @@ impl AppToolRouter {
                 tool.name
             )));
         };
-        let scope = match answer {
-            Approval::Deny => {
-                return Err(denied(
-                    CallDecision::AskDenied,
-                    denial_reason(&question, None),
-                ));
-            }
-            Approval::DenyWith(note) => {
-                return Err(denied(
-                    CallDecision::AskDenied,
-                    denial_reason(&question, Some(&note)),
-                ));
-            }
-            Approval::Once => None,
-            _ if !can_remember => None,
-            Approval::Session | Approval::Directory => {
-                Some(Scope::Session(self.config().session_id.clone()))
-            }
-            Approval::Always => Some(Scope::Persistent),
+        let allowed = Allowed::from_answer(answer, &question, can_remember)?;
+        let Some(scope) = allowed.scope(&self.config().session_id) else {
+            return Ok(allowed.granted(None));
         };
-        let Some(scope) = scope else {
-            return Ok((
-                CallDecision::AskAllowedOnce,
-                "the person at the terminal allowed it once".to_owned(),
-            ));
-        };
-        let name = match scope {
-            Scope::Persistent => CallDecision::AskAllowedAlways,
-            Scope::Session(_) => CallDecision::AskAllowedSession,
-        };
-        let reason = match self.remember(&tool.name, gate::Access::Write, scope, &[".".to_owned()])
-        {
-            Ok(rules) => format!(
-                "the person at the terminal allowed it and saved rule {}",
-                rules.join(", ")
-            ),
-            Err(e) => format!(
-                "the person at the terminal allowed it, but the rule could not be saved ({e}); \
-                 it applies to this call only"
-            ),
-        };
-        Ok((name, reason))
+        let saved = self.remember(&tool.name, gate::Access::Write, scope, &[".".to_owned()]);
+        Ok(allowed.granted(Some(saved)))
     }
 }

@@ -47,7 +47,7 @@ pub use goat_egress as network;
 pub use mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, OfferedTool, Routed,
-    RouterConfig, interrupt_fired,
+    RouterConfig, ToolKind, interrupt_fired,
 };
 pub use turn::{
     Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION,

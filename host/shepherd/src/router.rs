@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use goat_engine::ToolCall;
 use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool};
-use goat_store::{CallDecision, CallErrorKind, CallStatus};
+use goat_store::{CallDecision, CallErrorKind, CallStatus, Refusal, RefusedBy};
 use serde_json::Value;
 
 use crate::checkpoint;
@@ -28,9 +28,9 @@ use crate::schema;
 mod approval;
 mod outcome;
 
+pub(crate) use approval::{Allowed, directory_pattern};
 pub use approval::{Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, interrupt_fired};
-pub(crate) use approval::{denial_reason, directory_pattern};
-pub use outcome::{OfferedTool, Routed, failure_kind};
+pub use outcome::{OfferedTool, Routed, ToolKind, failure_kind};
 pub(crate) use outcome::{denied, denied_because, failed, succeeded, unasked};
 
 /// Where and how calls run.
@@ -217,6 +217,19 @@ impl AppToolRouter {
             .decide_with_boundary(request)
     }
 
+    /// The gate's decision on a command line, from the same kept-open
+    /// database as every other call, and the boundary its filesystem is
+    /// held to.
+    pub(crate) fn decide_command(
+        &self,
+        request: &gate::CommandCall<'_>,
+    ) -> (Evaluation, Option<Boundary>) {
+        self.gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .decide_command(request)
+    }
+
     /// Asks the approver, if there is one.
     pub(crate) fn approve_with(&mut self, request: &ApprovalRequest<'_>) -> Option<Approval> {
         self.approver.as_mut().map(|a| a.approve(request))
@@ -246,44 +259,54 @@ impl AppToolRouter {
             .collect()
     }
 
-    /// The tools offered, as a front end describes them.
+    /// The tools offered, as a front end describes them, each with its
+    /// [`ToolKind`].
     pub fn offered(&self) -> Vec<OfferedTool> {
-        self.tools
-            .iter()
-            .map(|t| OfferedTool {
-                name: t.spec().name.clone(),
-                writes: t.spec().access == Access::ReadWrite,
-                command: false,
-                plugin: t.kind() == goat_sandbox::ToolKind::Plugin,
-                path_fields: t.spec().path_fields.clone(),
-                network: false,
-                mcp_server: None,
-            })
-            .chain(self.commands.as_ref().map(|c| OfferedTool {
-                name: RUN_COMMAND.to_owned(),
-                writes: true,
-                command: true,
-                plugin: false,
-                path_fields: Vec::new(),
-                network: c.containment.network != goat_command::Network::Closed,
-                mcp_server: None,
-            }))
-            .chain(self.external.iter().flat_map(|e| {
-                let offered = e.offered_names();
-                e.tools()
-                    .into_iter()
-                    .filter(move |t| offered.contains(&t.name))
-                    .map(|t| OfferedTool {
-                        name: t.name,
+        let components = self.tools.iter().map(|t| OfferedTool {
+            name: t.spec().name.clone(),
+            kind: match t.kind() {
+                goat_sandbox::ToolKind::Builtin => ToolKind::Builtin,
+                // Anything the sandbox loaded that GOAT did not ship is
+                // the person's, never taken for a built-in.
+                _ => ToolKind::Plugin,
+            },
+            writes: t.spec().access == Access::ReadWrite,
+            path_fields: t.spec().path_fields.clone(),
+            network: false,
+        });
+        let command = self.commands.as_ref().map(|c| OfferedTool {
+            name: RUN_COMMAND.to_owned(),
+            kind: ToolKind::Command,
+            writes: true,
+            path_fields: Vec::new(),
+            network: c.containment.network != goat_command::Network::Closed,
+        });
+        let external = self.external.iter().flat_map(|e| {
+            let tools = e.tools();
+            e.offered_names().into_iter().map(move |name| {
+                match tools.iter().find(|t| t.name == name) {
+                    Some(t) => OfferedTool {
+                        name,
+                        kind: ToolKind::Mcp {
+                            server: Some(t.server.clone()),
+                        },
                         writes: t.writes,
-                        command: false,
-                        plugin: false,
                         path_fields: Vec::new(),
                         network: t.network,
-                        mcp_server: Some(t.server),
-                    })
-            }))
-            .collect()
+                    },
+                    // The on-demand search and call tools stand for every
+                    // server's: what they reach is decided per call.
+                    None => OfferedTool {
+                        name,
+                        kind: ToolKind::Mcp { server: None },
+                        writes: tools.iter().any(|t| t.writes),
+                        path_fields: Vec::new(),
+                        network: tools.iter().any(|t| t.network),
+                    },
+                }
+            })
+        });
+        components.chain(command).chain(external).collect()
     }
 
     /// The offered tool names.
@@ -393,7 +416,11 @@ impl AppToolRouter {
         // protected paths still win.
         let writes = match (self.mode(), access) {
             (ApprovalMode::ReadOnly, gate::Access::Write) => {
-                return Err(denied(CallDecision::Deny, READ_ONLY_REASON.to_owned()));
+                return Err(denied(
+                    RefusedBy::Mode,
+                    CallDecision::Deny,
+                    READ_ONLY_REASON.to_owned(),
+                ));
             }
             (ApprovalMode::AcceptEdits, _) if checkpoint::checkpointed(&call.name) => {
                 WritePolicy::AllowAll
@@ -426,6 +453,7 @@ impl AppToolRouter {
         // one, nothing runs.
         let Some(boundary) = boundary else {
             return Err(denied(
+                RefusedBy::Rule,
                 CallDecision::Deny,
                 "denied: the permission rules could not be applied to the files this call \
                  reaches"
@@ -497,50 +525,17 @@ impl AppToolRouter {
             directories: &directories,
             details: &[],
         });
-        let session = Scope::Session(self.config.session_id.clone());
-        let scope = match (answer, patterns) {
-            (Approval::Deny, _) => {
-                return Err(denied(
-                    CallDecision::AskDenied,
-                    denial_reason(&question, None),
-                ));
-            }
-            (Approval::DenyWith(note), _) => {
-                return Err(denied(
-                    CallDecision::AskDenied,
-                    denial_reason(&question, Some(&note)),
-                ));
-            }
-            (Approval::Once, _) | (_, None) => None,
-            (Approval::Directory, Some(_)) if !directories.is_empty() => {
-                Some((session, directories))
-            }
-            (Approval::Session | Approval::Directory, Some(patterns)) => Some((session, patterns)),
-            (Approval::Always, Some(patterns)) => Some((Scope::Persistent, patterns)),
+        let allowed = Allowed::from_answer(answer, &question, patterns.is_some())?;
+        let (Some(scope), Some(patterns)) = (allowed.scope(&self.config.session_id), patterns)
+        else {
+            return Ok(allowed.granted(None));
         };
-        let Some((scope, patterns)) = scope else {
-            return Ok((
-                CallDecision::AskAllowedOnce,
-                "the person at the terminal allowed it once".to_owned(),
-            ));
+        let patterns = match allowed {
+            Allowed::Session { directories: true } if !directories.is_empty() => directories,
+            Allowed::Once | Allowed::Session { .. } | Allowed::Always => patterns,
         };
-        let name = match scope {
-            Scope::Persistent => CallDecision::AskAllowedAlways,
-            Scope::Session(_) => CallDecision::AskAllowedSession,
-        };
-        let reason = match self.remember(&call.name, access, scope, &patterns) {
-            Ok(rules) => format!(
-                "the person at the terminal allowed it and saved rule {}",
-                rules.join(", ")
-            ),
-            // They said yes to this call; only the memory of it failed, so
-            // it runs and they will be asked again next time.
-            Err(e) => format!(
-                "the person at the terminal allowed it, but the rule could not be saved ({e}); \
-                 it applies to this call only"
-            ),
-        };
-        Ok((name, reason))
+        let saved = self.remember(&call.name, access, scope, &patterns);
+        Ok(allowed.granted(Some(saved)))
     }
 
     /// Runs a call the gate allowed, with exactly the access the tool
@@ -554,8 +549,8 @@ impl AppToolRouter {
         (decision, reason): (CallDecision, String),
         boundary: Boundary,
     ) -> Result<Routed, SandboxError> {
-        let pen = Pen::new(&self.config.workspace, tool.spec().access)?
-            .with_policy(Arc::new(GatePolicy(boundary)));
+        let policy = Arc::new(GatePolicy::new(boundary));
+        let pen = Pen::new(&self.config.workspace, tool.spec().access)?.with_policy(policy.clone());
         // ADR-0073: what the files it will change hold now, taken after the
         // gate allowed the call and before it runs; a file GOAT could not
         // give back stops it here.
@@ -594,6 +589,8 @@ impl AppToolRouter {
             duration,
             exit_code: None,
             changes,
+            changes_stored: goat_store::ChangesStored::WithOutcome,
+            refusals: policy.refusals(),
         })
     }
 }
@@ -653,23 +650,64 @@ impl AppToolRouter {
     }
 }
 
-/// The gate's [`Boundary`] as the sandbox asks it, on resolved paths.
-struct GatePolicy(Boundary);
+/// The gate's [`Boundary`] as the sandbox asks it, on resolved paths,
+/// keeping every write it refused: the fence's refusals reach the call's
+/// outcome, named by the file the call actually reached.
+struct GatePolicy {
+    boundary: Boundary,
+    refused: Mutex<Vec<Refusal>>,
+}
+
+impl GatePolicy {
+    fn new(boundary: Boundary) -> Self {
+        Self {
+            boundary,
+            refused: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What the fence refused during the call, each file once.
+    fn refusals(&self) -> Vec<Refusal> {
+        std::mem::take(
+            &mut *self
+                .refused
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
 
 impl goat_sandbox::PathPolicy for GatePolicy {
     fn visible(&self, path: &str) -> bool {
-        self.0.visible(path)
+        self.boundary.visible(path)
     }
 
     fn writable(&self, path: &str) -> Result<(), String> {
-        self.0.writable(path).map_err(|refusal| refusal.0)
+        self.boundary.write_refusal(path).map_err(|refusal| {
+            let by = match refusal.by {
+                gate::WriteRefusedBy::Rule => RefusedBy::Fence,
+                gate::WriteRefusedBy::Protected => RefusedBy::Protected,
+            };
+            let mut refused = self
+                .refused
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !refused.iter().any(|r| r.target.as_deref() == Some(path)) {
+                refused.push(Refusal::new(
+                    by,
+                    Some(path.to_owned()),
+                    refusal.reason.clone(),
+                ));
+            }
+            refusal.reason
+        })
     }
 
     fn governs_below(&self, dir: &str) -> bool {
-        self.0.governs_below(dir)
+        self.boundary.governs_below(dir)
     }
 
     fn hides_anything(&self) -> bool {
-        self.0.hides_anything()
+        self.boundary.hides_anything()
     }
 }

@@ -53,7 +53,8 @@ pub use records::{
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
 pub use stats::{MARKUP_FAILURE_PREFIX, SessionTokens, Stats};
 pub use status::{
-    CallDecision, CallErrorKind, CallStatus, MarkupChannel, RoundFailure, RoundStatus, TurnStatus,
+    CallDecision, CallErrorKind, CallStatus, ChangesStored, MarkupChannel, Refusal, RefusedBy,
+    RoundFailure, RoundStatus, TurnStatus,
 };
 pub use store::Store;
 pub use summaries::{CompactReason, NewSummary, Summary};

@@ -79,9 +79,15 @@ pub struct CallOutcome {
     /// A command's exit code (`run_command`); `None` for other tools and a
     /// command that did not exit on its own.
     pub exit_code: Option<i32>,
-    /// The files a successful Pen tool call changed, with what they held
-    /// before (ADR-0073); empty for every other call.
+    /// The files the call changed, from every kind of tool, with what
+    /// they held before (ADR-0073, ADR-0077).
     pub changes: Vec<crate::FileChange>,
+    /// Whether [`changes`](Self::changes) are written with this outcome or
+    /// were written before they landed.
+    pub changes_stored: crate::ChangesStored,
+    /// Everything that refused part or all of the call, each named at its
+    /// source; empty when nothing was refused.
+    pub refusals: Vec<crate::Refusal>,
 }
 
 /// What ADR-0065 recovery recorded about a malformed response.
@@ -499,6 +505,33 @@ impl Store {
         Ok(())
     }
 
+    /// Every refusal recorded against session `id`'s calls, oldest first,
+    /// each with the row of its call.
+    pub fn refusals(&self, session_id: &str) -> Result<Vec<(i64, crate::Refusal)>, StoreError> {
+        self.session(session_id)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT f.call_row, f.refused_by, f.target, f.reason
+             FROM call_refusals f
+             JOIN tool_calls c ON f.call_row = c.id
+             JOIN rounds r ON c.round_id = r.id
+             JOIN turns t ON r.turn_id = t.id
+             WHERE t.session_id = ?1 ORDER BY f.id",
+        )?;
+        let rows = stmt
+            .query_map([session_id], |r| {
+                Ok((
+                    r.get(0)?,
+                    crate::Refusal {
+                        by: r.get(1)?,
+                        target: r.get(2)?,
+                        reason: r.get(3)?,
+                    },
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
     /// Records how a call ended.
     pub fn finish_call(&mut self, call_row: i64, outcome: &CallOutcome) -> Result<(), StoreError> {
         let tx = self.write()?;
@@ -518,7 +551,21 @@ impl Store {
             now(),
             outcome.exit_code
         ])?;
-        crate::changes::insert(&tx, call_row, &outcome.changes, true)?;
+        if outcome.changes_stored == crate::ChangesStored::WithOutcome {
+            crate::changes::insert(&tx, call_row, &outcome.changes, true)?;
+        }
+        for refusal in &outcome.refusals {
+            tx.prepare_cached(
+                "INSERT INTO call_refusals (call_row, refused_by, target, reason)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                call_row,
+                refusal.by,
+                refusal.target,
+                refusal.reason
+            ])?;
+        }
         tx.commit()?;
         Ok(())
     }

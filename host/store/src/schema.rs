@@ -209,6 +209,20 @@ const MIGRATIONS: &[Migration] = &[
     // session lays its first request out as the last process did, and the
     // engine's prompt cache still serves it; NULL: none yet.
     Migration::sql("ALTER TABLE sessions ADD COLUMN elided_through_round INTEGER;"),
+    // 12: what refused part or all of a call, each named at its source
+    // (issue 36): a rule, the fence, a protected path, the mode, the
+    // person, a change set, the egress proxy, a suspended MCP tool, a
+    // limit. A turn's outcome is derived from these, never from text.
+    Migration::sql(
+        "CREATE TABLE call_refusals (
+             id INTEGER PRIMARY KEY,
+             call_row INTEGER NOT NULL REFERENCES tool_calls(id),
+             refused_by TEXT NOT NULL,
+             target TEXT,
+             reason TEXT NOT NULL
+         );
+         CREATE INDEX call_refusals_by_call ON call_refusals(call_row);",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -109,6 +109,76 @@ pub enum CallErrorKind {
     ServerFailed,
 }
 
+/// Who or what refused part or all of a call: every refusal is named at
+/// its source, so a turn's outcome is derived from its calls' refusals
+/// and never read back out of a result's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RefusedBy {
+    /// A deny rule (or the fail-closed gate) refused the names the call
+    /// declared.
+    Rule,
+    /// A path the call names is not a workspace path (absolute, escaping,
+    /// NUL); no rule was consulted.
+    Path,
+    /// No rule decided it and no one was there to ask.
+    NeedsApproval,
+    /// The person was asked and said no.
+    Person,
+    /// The approval mode (read-only) refused it.
+    Mode,
+    /// The fence refused a file the call reached (by the name it resolved
+    /// to), under a permission rule.
+    Fence,
+    /// The fence, the gate or a change set's inspection refused a write
+    /// into version-control metadata (`.git`, ...).
+    Protected,
+    /// A command's change set was refused whole, and nothing landed.
+    ChangeSet,
+    /// GOAT's egress proxy refused a destination.
+    Egress,
+    /// The MCP tool is suspended: its live definition no longer matches
+    /// the one the person trusted.
+    Suspended,
+    /// A host limit kept it from running (calls per response).
+    Limit,
+}
+
+/// One refusal, where it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Who or what refused.
+    pub by: RefusedBy,
+    /// What was refused: a workspace path (as resolved, where the refusal
+    /// came from the fence), a host, a tool; `None` for the whole call.
+    pub target: Option<String>,
+    /// Why, in words for the model and the person.
+    pub reason: String,
+}
+
+impl Refusal {
+    /// A refusal by `by` of `target`, because `reason`.
+    pub fn new(by: RefusedBy, target: Option<String>, reason: impl Into<String>) -> Self {
+        Self {
+            by,
+            target,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Where a call's [`FileChange`](crate::FileChange)s were written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChangesStored {
+    /// With the call's outcome (Pen tools, MCP servers, Landlock-only
+    /// commands).
+    #[default]
+    WithOutcome,
+    /// Before they landed (a view's change set, ADR-0077): the outcome
+    /// still lists them, for the turn's `files_changed`, but they are not
+    /// written twice.
+    BeforeLanding,
+}
+
 /// Why a round was stored as failed or cancelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoundFailure {
@@ -198,6 +268,19 @@ text_enum!(CallErrorKind {
     ToolError => "tool-error",
     ServerFailed => "server-failed",
 });
+text_enum!(RefusedBy {
+    Rule => "rule",
+    Path => "path",
+    NeedsApproval => "needs-approval",
+    Person => "person",
+    Mode => "mode",
+    Fence => "fence",
+    Protected => "protected",
+    ChangeSet => "change-set",
+    Egress => "egress",
+    Suspended => "suspended",
+    Limit => "limit",
+});
 text_enum!(MarkupChannel { Content => "content", Reasoning => "reasoning" });
 text_enum!(RoundFailure {
     Engine => "engine",
@@ -252,5 +335,6 @@ sql_text!(
     CallDecision,
     CallErrorKind,
     RoundFailure,
-    MarkupChannel
+    MarkupChannel,
+    RefusedBy
 );

@@ -248,7 +248,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     note(format_args!("demo: prompt: {PROMPT}"));
     let (printer, events) = crate::printer::shared(true);
     let driver = goat_session::Driver::new(opened, events, goat_session::Budget::default());
-    let result = run_turn(None, &runtime, &driver, PROMPT, false).result;
+    let result = run_turn(None, &runtime, &driver, PROMPT, false, None).result;
     printer
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -35,7 +35,7 @@ use crate::approval::{Pager, TerminalApprover};
 use crate::args::TurnOptions;
 use crate::printer::Printer;
 use crate::style::Style;
-use crate::terminal::{AtRest, Console, ConsoleAnswers, run_turn};
+use crate::terminal::{AtRest, Console, ConsoleAnswers, EarlyStop, run_turn};
 use crate::{Outcome, note, paths};
 
 #[derive(clap::Args)]
@@ -117,6 +117,27 @@ fn run_with(args: &RunArgs, output: OutputFormat, lines: &Arc<Lines>) -> anyhow:
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    // SIGTERM and SIGINT are caught from here on, before anything slow
+    // (opening the store, loading the tools, asking the engine its
+    // window): a run stopped before its turn still exits 130 and ends its
+    // stream, and events.jsonl, with a last line.
+    let early = {
+        let lines = lines.clone();
+        let log = logs.as_ref().map(|l| l.events.clone());
+        EarlyStop::watch(
+            &runtime,
+            Box::new(move |signal: &str| {
+                lines.ended(
+                    format!(
+                        "stopped by {signal} before the turn began; the model was not asked and \
+                         no tool ran"
+                    ),
+                    RunOutcome::Cancelled,
+                    log.as_deref(),
+                );
+            }),
+        )
+    };
     // At a terminal, one console reads the answers to approval questions
     // and Ctrl-C, so Ctrl-C during a question answers it with no.
     let console = if io::stdin().is_terminal() && io::stderr().is_terminal() {
@@ -173,6 +194,7 @@ fn run_with(args: &RunArgs, output: OutputFormat, lines: &Arc<Lines>) -> anyhow:
         &driver,
         &prompt,
         args.allow_denials,
+        Some(&early),
     );
     printer
         .lock()
@@ -347,6 +369,33 @@ impl Lines {
                     "cannot write the events to stdout ({e}); the turn goes on and the store \
                      keeps it"
                 ));
+            }
+        }
+    }
+
+    /// An `error` line ending the run with `outcome` outside a turn,
+    /// numbered among the session's events once there are any, else the
+    /// first line; also to `log` (events.jsonl) before the events are.
+    fn ended(&self, message: String, outcome: RunOutcome, log: Option<&EventFile>) {
+        let events = self.lock().events.clone();
+        match events {
+            // The session's sink writes the logs too.
+            Some(events) => events.ended(message, outcome),
+            None => {
+                let event = Event {
+                    seq: 0,
+                    session_id: None,
+                    turn: None,
+                    kind: EventKind::Error {
+                        message,
+                        outcome,
+                        exit_code: outcome.exit_code(false),
+                    },
+                };
+                self.write(&event);
+                if let Some(log) = log {
+                    log.write(&event);
+                }
             }
         }
     }

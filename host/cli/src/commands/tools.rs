@@ -111,11 +111,19 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     )?;
     let mut out = io::stdout().lock();
     if json {
+        // Each tool's kind, as session.started names it (one mapping).
+        let kind = |kind: goat_shepherd::ToolKind| {
+            serde_json::to_value(goat_session::drive::tool_source(&kind))
+        };
         let specs: Vec<serde_json::Value> = tools
             .iter()
             .map(|t| {
                 let mut v = serde_json::to_value(t.spec())?;
                 v["sha256"] = serde_json::Value::String(t.sha256().to_owned());
+                v["kind"] = kind(match t.kind() {
+                    goat_sandbox::ToolKind::Builtin => goat_shepherd::ToolKind::Builtin,
+                    _ => goat_shepherd::ToolKind::Plugin,
+                })?;
                 if t.kind() == goat_sandbox::ToolKind::Plugin {
                     v["plugin"] = serde_json::Value::Bool(true);
                     v["declared_name"] = serde_json::Value::String(t.declared_name().to_owned());
@@ -125,6 +133,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             .collect::<serde_json::Result<_>>()?;
         let mut specs: Vec<serde_json::Value> = specs;
         let mcp = super::mcp_servers::trusted_tools(db);
+        let mcp_kind = kind(goat_shepherd::ToolKind::Mcp { server: None })?;
         let schema = goat_shepherd::command_schema(&containment);
         specs.push(match &contained {
             Ok(used) => serde_json::json!({
@@ -132,6 +141,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 "description": schema.description,
                 "parameters": schema.parameters,
                 "access": "command",
+                "kind": kind(goat_shepherd::ToolKind::Command)?,
                 "path_fields": [],
                 "native": true,
                 "containment": match used {
@@ -144,6 +154,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             Err(why) => serde_json::json!({
                 "name": schema.name,
                 "access": "command",
+                "kind": kind(goat_shepherd::ToolKind::Command)?,
                 "native": true,
                 "not_offered": why,
             }),
@@ -156,6 +167,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                         "description": description,
                         "parameters": parameters,
                         "access": "mcp",
+                        "kind": mcp_kind.clone(),
                         "path_fields": [],
                         "mcp_server": server,
                     })

@@ -46,7 +46,9 @@ async fn calls_past_the_cap_are_stored_as_not_run() {
         .json()
         .run("Read them all")
         .await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    // The eight past the cap were refused by a limit (issue 36): exit 3.
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert_eq!(run.summary()["outcome"], "completed_with_denials");
     let calls = run.summary()["tool_calls"].as_array().unwrap().clone();
     assert_eq!(calls.len(), 40);
     // f*.txt do not exist: the 32 that ran reached the tool and failed
@@ -76,7 +78,8 @@ async fn a_flood_of_calls_leaves_the_next_request_valid_and_within_the_default_w
         .json();
     std::fs::write(builder.env().ws.join("a.txt"), "alpha\n").unwrap();
     let run = builder.run("Read it a lot").await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    // The calls past the cap were refused by a limit (issue 36): exit 3.
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
     assert_eq!(run.summary()["answer"], "Done.");
     assert_eq!(run.summary()["tool_calls"].as_array().unwrap().len(), 1000);
 

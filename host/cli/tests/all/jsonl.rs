@@ -394,6 +394,55 @@ async fn stopped_by(signal: &str) -> (Env, Vec<Value>) {
     (env, lines)
 }
 
+/// Issue 36: SIGTERM at any instant of a run whose compiled-code cache is
+/// cold (the store made, the tools loaded, the engine asked) ends it as
+/// cancelled, exit 130, with a last line in the stream and in
+/// `events.jsonl`, never the default death (143, nothing said).
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_at_any_instant_of_a_cold_start_is_exit_130_with_a_last_line() {
+    for after in [100, 1000, 5000].map(Duration::from_millis) {
+        let env = Env::new();
+        let server = stalled().await;
+        let logs = env.root.join("logs");
+        let child = env
+            .cmd()
+            .env("GOAT_CACHE_DIR", env.root.join("cold-cache"))
+            .args(["run", "--engine", &server.base_url(), "--model", "q"])
+            .args(["--output", "jsonl", "--logs-dir"])
+            .arg(&logs)
+            .arg("Take your time")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(after).await;
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "after {after:?}: {}",
+            text(&out.stderr)
+        );
+        let lines = lines(&out.stdout);
+        validate(&lines);
+        let last = lines
+            .last()
+            .unwrap_or_else(|| panic!("after {after:?}: no line"));
+        assert_eq!(last["outcome"], "cancelled", "after {after:?}: {last}");
+        assert_eq!(last["exit_code"], 130, "after {after:?}: {last}");
+        let logged = std::fs::read_to_string(logs.join("events.jsonl")).unwrap();
+        let logged: Value = serde_json::from_str(logged.lines().last().unwrap()).unwrap();
+        assert_eq!(&logged, last, "after {after:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_wall_budget_is_exit_nine() {
     let env = Env::new();

@@ -33,6 +33,7 @@ mod permissions;
 mod plugins;
 mod probe;
 mod pty;
+mod refusals;
 mod run;
 mod sampling;
 mod screen;

@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use super::{
-    AppToolRouter, Approval, ApprovalRequest, BoundaryRules, FileChange, Guard, Journal,
-    MAX_LISTED, Node, PathChange, Pending, RUN_COMMAND, file_change,
+    AppToolRouter, Approval, ApprovalRequest, BoundaryRules, ChangesStored, FileChange, Guard,
+    Journal, MAX_LISTED, Node, PathChange, Pending, RUN_COMMAND, Refusal, RefusedBy, file_change,
 };
 
 impl AppToolRouter {
@@ -32,7 +32,15 @@ impl AppToolRouter {
                 .collect();
             let more = found.refused.len().saturating_sub(MAX_LISTED);
             pending.discard();
+            // Each refused path, named at its source: the whole set is
+            // refused for any of them.
+            let refusals = found
+                .refused
+                .iter()
+                .map(|(path, why)| Refusal::new(RefusedBy::ChangeSet, Some(path.clone()), why))
+                .collect();
             return Settled {
+                refusals,
                 note: format!(
                     "\n[goat: none of this command's changes to the workspace were kept: GOAT \
                      refuses the whole set when any part of it is refused, so nothing is half \
@@ -47,6 +55,7 @@ impl AppToolRouter {
                 ),
                 refused: true,
                 changes: Vec::new(),
+                stored: ChangesStored::WithOutcome,
             };
         }
         let mut note = String::new();
@@ -70,6 +79,14 @@ impl AppToolRouter {
                 Some(false) => {
                     pending.discard();
                     return Settled {
+                        refusals: vec![Refusal::new(
+                            RefusedBy::Person,
+                            None,
+                            format!(
+                                "the person did not let this command's changes land ({})",
+                                guard.summary()
+                            ),
+                        )],
                         note: format!(
                             "\n[goat: the person did not let this command's changes land ({}); \
                              the workspace is as it was before the command.]\n",
@@ -77,6 +94,7 @@ impl AppToolRouter {
                         ),
                         refused: true,
                         changes: Vec::new(),
+                        stored: ChangesStored::WithOutcome,
                     };
                 }
                 None => note.push_str(&format!(
@@ -95,6 +113,11 @@ impl AppToolRouter {
             Journal::Failed(e) => {
                 pending.discard();
                 return Settled {
+                    refusals: vec![Refusal::new(
+                        RefusedBy::ChangeSet,
+                        None,
+                        format!("GOAT could not record the changes before landing them ({e})"),
+                    )],
                     note: format!(
                         "\n[goat: none of this command's changes to the workspace were kept: \
                          GOAT could not record them before landing ({e}), and lands nothing it \
@@ -102,6 +125,7 @@ impl AppToolRouter {
                     ),
                     refused: true,
                     changes: Vec::new(),
+                    stored: ChangesStored::WithOutcome,
                 };
             }
         };
@@ -124,8 +148,15 @@ impl AppToolRouter {
                 Settled {
                     note,
                     refused: false,
-                    // Written before landing; marked landed with the outcome.
-                    changes: if journaled { Vec::new() } else { changes },
+                    changes,
+                    // Written before landing, and marked landed: listed
+                    // with the outcome (files changed), not written again.
+                    stored: if journaled {
+                        ChangesStored::BeforeLanding
+                    } else {
+                        ChangesStored::WithOutcome
+                    },
+                    refusals: Vec::new(),
                 }
             }
             Err(e) => {
@@ -138,6 +169,12 @@ impl AppToolRouter {
                     note: format!("\n[goat: this command's changes did not land: {e}]\n"),
                     refused: true,
                     changes: Vec::new(),
+                    stored: ChangesStored::WithOutcome,
+                    refusals: vec![Refusal::new(
+                        RefusedBy::ChangeSet,
+                        None,
+                        format!("this command's changes did not land: {e}"),
+                    )],
                 }
             }
         }
@@ -181,8 +218,12 @@ pub(super) struct Settled {
     /// Whether nothing landed because something was refused (or the
     /// person said no, or the landing failed).
     pub(super) refused: bool,
-    /// The changes for the call's outcome (empty when already written).
+    /// The changes that landed, for the call's outcome.
     pub(super) changes: Vec<FileChange>,
+    /// Whether they were written before landing.
+    pub(super) stored: ChangesStored,
+    /// What refused the set (empty when it landed).
+    pub(super) refusals: Vec<Refusal>,
 }
 
 /// One line of the change-set listing the person can view.

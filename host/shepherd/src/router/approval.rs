@@ -5,7 +5,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::gate;
+use goat_store::{CallDecision, RefusedBy};
+
+use super::{Routed, denied};
+use crate::gate::{self, Scope};
 
 /// One call the gate wants a person to decide, with what they need to
 /// decide it.
@@ -156,5 +159,90 @@ mod tests {
         assert_eq!(directory_pattern("a.txt"), None);
         assert_eq!(directory_pattern("we*ird/a.txt"), None);
         assert_eq!(directory_pattern("../outside/a.txt"), None);
+    }
+}
+
+/// A person's yes, as every route keeps it: once, or saved as rules for
+/// the session (for exactly what was asked, or its directories) or always.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Allowed {
+    /// This call only.
+    Once,
+    /// Saved for the session; `directories` when the person chose them.
+    Session {
+        /// The asked paths' directories rather than the paths.
+        directories: bool,
+    },
+    /// Saved for good.
+    Always,
+}
+
+impl Allowed {
+    /// `answer` as the road takes it: a no is the call's outcome (the
+    /// person refused it, in their words); a yes that cannot be saved is
+    /// once.
+    pub(crate) fn from_answer(
+        answer: Approval,
+        question: &str,
+        can_remember: bool,
+    ) -> Result<Self, Routed> {
+        let allowed = match answer {
+            Approval::Deny => {
+                return Err(denied(
+                    RefusedBy::Person,
+                    CallDecision::AskDenied,
+                    denial_reason(question, None),
+                ));
+            }
+            Approval::DenyWith(note) => {
+                return Err(denied(
+                    RefusedBy::Person,
+                    CallDecision::AskDenied,
+                    denial_reason(question, Some(&note)),
+                ));
+            }
+            Approval::Once => Self::Once,
+            _ if !can_remember => Self::Once,
+            Approval::Session => Self::Session { directories: false },
+            Approval::Directory => Self::Session { directories: true },
+            Approval::Always => Self::Always,
+        };
+        Ok(allowed)
+    }
+
+    /// The scope its rules are saved in; `None` for once.
+    pub(crate) fn scope(&self, session_id: &str) -> Option<Scope> {
+        match self {
+            Self::Once => None,
+            Self::Session { .. } => Some(Scope::Session(session_id.to_owned())),
+            Self::Always => Some(Scope::Persistent),
+        }
+    }
+
+    /// The decision and reason for the record, once `saved` (the rules'
+    /// ids, or why they could not be saved) is known; `None` for once.
+    pub(crate) fn granted(
+        &self,
+        saved: Option<Result<Vec<String>, gate::GateError>>,
+    ) -> (CallDecision, String) {
+        let decision = match self {
+            Self::Once => CallDecision::AskAllowedOnce,
+            Self::Session { .. } => CallDecision::AskAllowedSession,
+            Self::Always => CallDecision::AskAllowedAlways,
+        };
+        let reason = match saved {
+            None => "the person at the terminal allowed it once".to_owned(),
+            Some(Ok(rules)) => format!(
+                "the person at the terminal allowed it and saved rule {}",
+                rules.join(", ")
+            ),
+            // They said yes to this call; only the memory of it failed, so
+            // it runs and they will be asked again next time.
+            Some(Err(e)) => format!(
+                "the person at the terminal allowed it, but the rule could not be saved ({e}); \
+                 it applies to this call only"
+            ),
+        };
+        (decision, reason)
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use goat_sandbox::{ToolError, ToolFailure};
-use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus};
+use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus, Refusal, RefusedBy};
 
 use crate::gate;
 
@@ -23,6 +23,8 @@ pub(crate) fn failed(kind: CallErrorKind, result: String) -> Routed {
         duration: Duration::ZERO,
         exit_code: None,
         changes: Vec::new(),
+        changes_stored: goat_store::ChangesStored::WithOutcome,
+        refusals: Vec::new(),
     }
 }
 
@@ -49,12 +51,22 @@ pub fn failure_kind(failure: &ToolFailure) -> CallErrorKind {
 /// A call the gate denied, counted as [`CallErrorKind::NeedsApproval`]
 /// when the only reason was that no one could be asked.
 pub(crate) fn denied_because(why: &gate::Denial, reason: String) -> Routed {
-    match why {
+    let (by, target) = match why {
         gate::Denial::NeedsApproval { .. } | gate::Denial::CommandNeedsApproval { .. } => {
-            unasked(reason)
+            return unasked(reason);
         }
-        _ => denied(CallDecision::Deny, reason),
+        gate::Denial::Path { raw, .. } => (RefusedBy::Path, Some(raw.clone())),
+        gate::Denial::Rule { path, .. } => (RefusedBy::Rule, path.clone()),
+        gate::Denial::Protected { path } => (RefusedBy::Protected, Some(path.clone())),
+        // The rules unreadable or unusable, or a denial added later: the
+        // gate failed closed.
+        _ => (RefusedBy::Rule, None),
+    };
+    let mut routed = denied(by, CallDecision::Deny, reason);
+    if let Some(refusal) = routed.refusals.first_mut() {
+        refusal.target = target;
     }
+    routed
 }
 
 /// A call that ran and succeeded with `result`, before any decision was
@@ -69,6 +81,8 @@ pub(crate) fn succeeded(result: String) -> Routed {
         duration: Duration::ZERO,
         exit_code: None,
         changes: Vec::new(),
+        changes_stored: goat_store::ChangesStored::WithOutcome,
+        refusals: Vec::new(),
     }
 }
 
@@ -76,14 +90,16 @@ pub(crate) fn succeeded(result: String) -> Routed {
 pub(crate) fn unasked(reason: String) -> Routed {
     Routed {
         error_kind: Some(CallErrorKind::NeedsApproval),
-        ..denied(CallDecision::Deny, reason)
+        ..denied(RefusedBy::NeedsApproval, CallDecision::Deny, reason)
     }
 }
 
-/// A call that does not run. Every denial's reason is written for the
-/// model and begins `denied:`, so it is the result as it stands.
-pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
+/// A call `by` refused, that does not run. Every denial's reason is
+/// written for the model and begins `denied:`, so it is the result as it
+/// stands.
+pub(crate) fn denied(by: RefusedBy, decision: CallDecision, reason: String) -> Routed {
     CallOutcome {
+        refusals: vec![Refusal::new(by, None, reason.clone())],
         status: CallStatus::Denied,
         result: reason.clone(),
         error_kind: Some(CallErrorKind::Denied),
@@ -92,7 +108,26 @@ pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
         duration: Duration::ZERO,
         exit_code: None,
         changes: Vec::new(),
+        changes_stored: goat_store::ChangesStored::WithOutcome,
     }
+}
+
+/// What kind of tool a call reaches: the one place a tool's kind is
+/// decided, read by every event, the store and `goat tools list`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolKind {
+    /// One of GOAT's own Pen file tools (a component GOAT ships).
+    Builtin,
+    /// An approved plugin component (`PLUGIN__TOOL`).
+    Plugin,
+    /// GOAT's contained, native `run_command`.
+    Command,
+    /// A trusted MCP server's tool (`SERVER__TOOL`, ADR-0086), or the
+    /// on-demand search and call tools that stand for them.
+    Mcp {
+        /// The server it belongs to; `None` for the on-demand pair.
+        server: Option<String>,
+    },
 }
 
 /// One tool on offer ([`AppToolRouter::offered`]).
@@ -100,17 +135,29 @@ pub(crate) fn denied(decision: CallDecision, reason: String) -> Routed {
 pub struct OfferedTool {
     /// Its name, as the model calls it.
     pub name: String,
+    /// What kind of tool it is.
+    pub kind: ToolKind,
     /// It may change workspace files.
     pub writes: bool,
-    /// It is GOAT's contained `run_command`.
-    pub command: bool,
-    /// It is an approved plugin rather than a built-in Pen tool.
-    pub plugin: bool,
     /// Its top-level arguments that hold workspace paths.
     pub path_fields: Vec<String>,
     /// It may reach beyond the workspace: a command whose network is not
-    /// closed. A component never can (no socket is linked).
+    /// closed, or an MCP server with the network. A component never can
+    /// (no socket is linked).
     pub network: bool,
-    /// The MCP server it belongs to (ADR-0086), for an outside tool.
-    pub mcp_server: Option<String>,
+}
+
+impl OfferedTool {
+    /// Whether it is GOAT's `run_command`.
+    pub fn is_command(&self) -> bool {
+        self.kind == ToolKind::Command
+    }
+
+    /// The MCP server it belongs to, for a server's own tool.
+    pub fn mcp_server(&self) -> Option<&str> {
+        match &self.kind {
+            ToolKind::Mcp { server } => server.as_deref(),
+            ToolKind::Builtin | ToolKind::Plugin | ToolKind::Command => None,
+        }
+    }
 }

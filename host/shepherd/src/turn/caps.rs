@@ -53,6 +53,12 @@ pub(super) fn too_many_calls_outcome() -> CallOutcome {
         duration: Duration::ZERO,
         exit_code: None,
         changes: Vec::new(),
+        changes_stored: goat_store::ChangesStored::WithOutcome,
+        refusals: vec![goat_store::Refusal::new(
+            goat_store::RefusedBy::Limit,
+            None,
+            too_many_calls_result(),
+        )],
     }
 }
 

@@ -575,8 +575,19 @@ impl Shepherd {
             .await?;
         for (n, (call, row)) in response.tool_calls.iter().zip(rows).enumerate() {
             if n >= MAX_CALLS_PER_RESPONSE {
+                // Said like any other call, so the limit's refusal reaches
+                // the turn's outcome.
+                on_event(TurnEvent::CallStarted {
+                    tool: call.name.clone(),
+                    arguments: call.raw_arguments.clone(),
+                });
                 let outcome = caps::too_many_calls_outcome();
+                let routed = outcome.clone();
                 self.store(move |s| s.finish_call(row, &outcome)).await?;
+                on_event(TurnEvent::CallFinished {
+                    tool: call.name.clone(),
+                    routed,
+                });
             } else if cancel.is_cancelled() {
                 self.skip_call(row).await?;
             } else {
@@ -598,6 +609,8 @@ impl Shepherd {
             duration: std::time::Duration::ZERO,
             exit_code: None,
             changes: Vec::new(),
+            changes_stored: goat_store::ChangesStored::WithOutcome,
+            refusals: Vec::new(),
         };
         self.store(move |s| s.finish_call(row, &outcome)).await
     }

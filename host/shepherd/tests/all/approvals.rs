@@ -583,6 +583,7 @@ impl goat_shepherd::ExternalTools for OneOutsideTool {
             text: format!("found {}", args["q"]),
             changes: None,
             egress: Vec::new(),
+            refusals: Vec::new(),
         }
     }
 }

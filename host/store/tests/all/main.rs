@@ -39,6 +39,8 @@ fn ok(result: &str) -> CallOutcome {
         duration: Duration::from_millis(3),
         exit_code: None,
         changes: Vec::new(),
+        changes_stored: goat_store::ChangesStored::WithOutcome,
+        refusals: Vec::new(),
     }
 }
 
@@ -244,6 +246,8 @@ fn a_turn_is_recorded_and_history_rebuilt_in_order() {
                 duration: Duration::ZERO,
                 exit_code: None,
                 changes: Vec::new(),
+                changes_stored: goat_store::ChangesStored::WithOutcome,
+                refusals: Vec::new(),
             },
         )
         .unwrap();

@@ -142,7 +142,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         }
 
         *printer.lock().unwrap_or_else(PoisonError::into_inner) = Printer::new(true);
-        let result = run_turn(Some(&console), &runtime, &driver, prompt, false).result;
+        let result = run_turn(Some(&console), &runtime, &driver, prompt, false, None).result;
         printer
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

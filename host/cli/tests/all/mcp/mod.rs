@@ -258,6 +258,61 @@ fn the_sdk_client_is_held_to_the_gate_the_fence_and_the_workspace() {
     assert_eq!(calls.len(), 4, "{calls:?}");
 }
 
+/// Issue 36: what the fence refuses (through a link to a denied
+/// directory, or to `.git`) is an error for the client, each refusal named
+/// first, and a row in the store, as it is for `goat run`.
+#[test]
+fn the_fences_refusals_are_errors_for_the_client_and_rows_in_the_store() {
+    let env = Env::new();
+    std::fs::create_dir(env.ws.join("secret")).unwrap();
+    std::fs::create_dir_all(env.ws.join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink("secret", env.ws.join("door")).unwrap();
+    std::os::unix::fs::symlink(".git", env.ws.join("meta")).unwrap();
+    let out = env.run(&["permissions", "deny", "*", "secret", "--write"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let Some(report) = sdk(
+        &env,
+        &["--allow-writes"],
+        Elicit::Unable,
+        &[
+            ("write_file", json!({"path": "door/a.txt", "content": "x"})),
+            (
+                "write_file",
+                json!({"path": "meta/hooks/pre-commit", "content": "x"}),
+            ),
+        ],
+    ) else {
+        return;
+    };
+    let fence = result(&report, 0, true);
+    assert!(fence.starts_with("refused (fence): "), "{fence}");
+    let protected = result(&report, 1, true);
+    assert!(
+        protected.starts_with("refused (protected): "),
+        "{protected}"
+    );
+    assert!(!env.ws.join("secret/a.txt").exists());
+    assert!(!env.ws.join(".git/hooks/pre-commit").exists());
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    let rows: Vec<(String, Option<String>)> = conn
+        .prepare("SELECT refused_by, target FROM call_refusals ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("fence".to_owned(), Some("secret/a.txt".to_owned())),
+            (
+                "protected".to_owned(),
+                Some(".git/hooks/pre-commit".to_owned())
+            ),
+        ]
+    );
+}
+
 #[test]
 fn the_sdk_client_runs_a_command_only_as_allowed() {
     let env = Env::new();
