@@ -33,5 +33,6 @@ mod serve;
 mod session;
 pub mod stop;
 pub mod updates;
+mod wire;
 
 pub use serve::{ServeOptions, serve};

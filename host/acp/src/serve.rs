@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::{Agent, Error, ErrorCode, Stdio};
+use agent_client_protocol::{Agent, Error, ErrorCode};
 use goat_engine::CancellationToken;
 use goat_session::OpenOptions;
 use goat_shepherd::ApprovalMode;
@@ -237,7 +237,17 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
                     Ok(session) => session,
                     Err(e) => return responder.respond_with_error(e),
                 };
+                let ceiling = s_mode.options.open.mode;
                 match ApprovalMode::from_name(&request.mode_id.0) {
+                    Some(mode) if ceiling.is_some_and(|c| !mode.within(c)) => responder
+                        .respond_with_error(Error::new(
+                            ErrorCode::INVALID_PARAMS,
+                            format!(
+                                "the person started goat acp with --mode {}; a client may \
+                                 lower that mode, never raise it",
+                                ceiling.map_or("", ApprovalMode::name)
+                            ),
+                        )),
                     Some(mode) => {
                         session.driver.opened.mode.set(mode);
                         responder.respond(SetSessionModeResponse::new())
@@ -264,7 +274,7 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(crate::wire::stdio())
         .await
         .map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))
 }

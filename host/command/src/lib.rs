@@ -55,7 +55,7 @@ pub use net::{ProxyLink, VIEW_PROXY_PORT};
 pub use output::Captured;
 pub use run::{
     Changes, CommandError, CommandOutcome, CommandRequest, Containment, ContainmentMode, Exit,
-    Network, Pending, PidsCgroup, Unsupported, Used, run,
+    Network, Pending, PidsCgroup, Unsupported, Used, reads_host_file, run,
 };
 pub use server::{Server, ServerSpec, WorkspaceWatch, server_support, start_server};
 pub use support::{namespace_support, resolve, resolve_mode, support, workspace_support};

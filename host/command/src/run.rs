@@ -23,6 +23,7 @@
 //! reaped, so the group id cannot have been reused. Where a pids cgroup can
 //! be made, everything in it is killed too.
 
+use std::collections::HashSet;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -105,6 +106,33 @@ impl Used {
             }
         }
     }
+}
+
+/// The first of `host_files` (GOAT's own: the store, the rules, the
+/// config) that a contained process granted reading `read_paths` could
+/// read, with the directory that grants it.
+///
+/// # Security
+///
+/// The one rule for every directory a contained process is granted to
+/// read beyond the system's (`commands.read_paths` for commands, `--read`
+/// for an MCP server): none may hold GOAT's files, compared on canonical
+/// paths so a symbolic link or `..` does not get around it.
+pub fn reads_host_file<'a>(
+    read_paths: &'a [PathBuf],
+    host_files: &[&'a Path],
+) -> Option<(&'a Path, &'a Path)> {
+    read_paths.iter().find_map(|dir| {
+        let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        host_files
+            .iter()
+            .find(|f| {
+                f.canonicalize()
+                    .unwrap_or_else(|_| f.to_path_buf())
+                    .starts_with(&real)
+            })
+            .map(|file| (*file, dir.as_path()))
+    })
 }
 
 /// What the host decides about every command: none of it comes from the
@@ -521,6 +549,12 @@ pub(crate) fn special_paths(
     let mut stack = vec![(workspace.to_path_buf(), String::new())];
     let mut complete = true;
     let hides = rules.hides_anything();
+    // A hard link is its file under another name: the files a rule hides
+    // that have more than one name, and the visible files that do, so
+    // that a visible name of a hidden file is covered too.
+    let mut hidden_ids: HashSet<(u64, u64)> = HashSet::new();
+    let mut hidden_dirs: Vec<PathBuf> = Vec::new();
+    let mut linked: Vec<(String, (u64, u64))> = Vec::new();
     while let Some((dir, rel)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -554,8 +588,21 @@ pub(crate) fn special_paths(
                 format!("{rel}/{name}")
             };
             if !rules.visible(&path) {
+                if kind.is_dir() {
+                    hidden_dirs.push(entry.path());
+                } else if kind.is_file()
+                    && let Some(id) = linked_file(&entry)
+                {
+                    hidden_ids.insert(id);
+                }
                 hidden.push((PathBuf::from(&path), kind.is_dir()));
                 continue;
+            }
+            if hides
+                && kind.is_file()
+                && let Some(id) = linked_file(&entry)
+            {
+                linked.push((path.clone(), id));
             }
             if kind.is_dir() {
                 if rules.is_protected_name(&name) {
@@ -566,6 +613,31 @@ pub(crate) fn special_paths(
             }
         }
     }
+    if hides && !linked.is_empty() {
+        // Below a hidden directory, every file is hidden.
+        while let Some(dir) = hidden_dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if budget == 0 {
+                    complete = false;
+                    break;
+                }
+                budget -= 1;
+                if entry.file_type().is_ok_and(|k| k.is_dir()) {
+                    hidden_dirs.push(entry.path());
+                } else if let Some(id) = linked_file(&entry) {
+                    hidden_ids.insert(id);
+                }
+            }
+        }
+        for (path, id) in linked {
+            if hidden_ids.contains(&id) {
+                hidden.push((PathBuf::from(path), false));
+            }
+        }
+    }
     if !complete && hides {
         return Err(CommandError::Containment(format!(
             "the workspace has more than {MAX_WALK_ENTRIES} entries; the paths a rule hides \
@@ -573,6 +645,14 @@ pub(crate) fn special_paths(
         )));
     }
     Ok((read_only, hidden))
+}
+
+/// The device and inode of `entry` when it is a regular file with more
+/// than one name (not following a symbolic link).
+fn linked_file(entry: &std::fs::DirEntry) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = entry.metadata().ok()?;
+    (meta.is_file() && meta.nlink() > 1).then_some((meta.dev(), meta.ino()))
 }
 
 /// What [`special_paths`] finds: directories to bind read-only (relative)

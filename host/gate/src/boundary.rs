@@ -112,6 +112,27 @@ impl Boundary {
         !self.hidden.is_empty()
     }
 
+    /// The directories (workspace paths, `.` for the root) below which
+    /// everything this boundary hides lies: each hiding rule's literal
+    /// leading components, before its first wildcard. A file that is
+    /// hidden is found by walking these, so a second name for it (a hard
+    /// link elsewhere in the workspace) can be judged by what it is.
+    pub fn hidden_roots(&self) -> Vec<String> {
+        let mut roots: Vec<String> = Vec::new();
+        for (rule, _) in &self.hidden {
+            let literal = literal_prefix(&rule.pattern);
+            let root = if literal.is_empty() {
+                ".".to_owned()
+            } else {
+                literal.join("/")
+            };
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+        roots
+    }
+
     /// Whether the tool may see `path` (workspace-relative, resolved, `/`
     /// between components, `.` for the root).
     pub fn visible(&self, path: &str) -> bool {
@@ -207,11 +228,7 @@ fn names_protected(pattern: &str) -> bool {
 /// leading components (before the first wildcard) and `dir` are one a
 /// prefix of the other.
 fn could_match_below(pattern: &str, dir: &WorkspacePath) -> bool {
-    let literal: Vec<&str> = pattern
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .take_while(|c| !c.contains(['*', '?']))
-        .collect();
+    let literal = literal_prefix(pattern);
     let dir: Vec<&str> = if dir.is_root() {
         Vec::new()
     } else {
@@ -219,6 +236,15 @@ fn could_match_below(pattern: &str, dir: &WorkspacePath) -> bool {
     };
     let common = literal.len().min(dir.len());
     literal[..common] == dir[..common]
+}
+
+/// `pattern`'s leading components before the first one with a wildcard.
+fn literal_prefix(pattern: &str) -> Vec<&str> {
+    pattern
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .take_while(|c| !c.contains(['*', '?']))
+        .collect()
 }
 
 /// Whether `path` (as [`Boundary::visible`] reads it) lies in a protected
@@ -330,5 +356,18 @@ mod tests {
         assert!(!b.governs_below("src"));
         let wild = boundary(&[rule(1, Effect::Deny, Access::Read, "**/*.env")]);
         assert!(wild.governs_below("src"));
+    }
+
+    #[test]
+    fn hidden_files_lie_below_each_hiding_rules_literal_prefix() {
+        let b = boundary(&[
+            rule(1, Effect::Deny, Access::Read, "secret"),
+            rule(2, Effect::Deny, Access::Read, "conf/*.key"),
+            rule(3, Effect::Deny, Access::Write, "src/**"),
+        ]);
+        assert_eq!(b.hidden_roots(), ["secret", "conf"]);
+        let wild = boundary(&[rule(1, Effect::Deny, Access::Read, "**/*.env")]);
+        assert_eq!(wild.hidden_roots(), ["."]);
+        assert!(Boundary::protected_only().hidden_roots().is_empty());
     }
 }

@@ -17,12 +17,13 @@
 //! permissions, so a failed, killed or timed-out write leaves the file as it
 //! was.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
 use wasmtime_wasi::filesystem::Dir;
@@ -51,7 +52,25 @@ pub trait PathPolicy: Send + Sync {
     /// Whether any path at all could be invisible; when not, reads skip
     /// the visibility checks.
     fn hides_anything(&self) -> bool;
+
+    /// The directories (workspace paths, `.` for the root) below which
+    /// every invisible path lies. The default, the root, is always right;
+    /// a narrower answer only makes [`Fence::may_see`]'s walk shorter.
+    fn hidden_roots(&self) -> Vec<String> {
+        vec![".".to_owned()]
+    }
 }
+
+/// The most entries the fence walks, once per call, to find the files a
+/// rule hides that have other names: enough for any directory of secrets
+/// and for a workspace a `**/*.env` rule has to walk whole, while a walk
+/// past it (tens of milliseconds) would slow every call. Past it the
+/// answer is unknown, and every file with more than one name is then
+/// treated as hidden.
+pub const MAX_HIDDEN_WALK_ENTRIES: usize = 100_000;
+
+/// A file as the kernel knows it, whatever its names: device and inode.
+type FileId = (u64, u64);
 
 /// The most hard links a file written by a tool may have: one, its own
 /// name. Writing a file with another name elsewhere (perhaps outside the
@@ -89,6 +108,9 @@ pub(crate) struct Fence {
     staged: Vec<Staged>,
     notes: Vec<String>,
     streams: Vec<(u32, String)>,
+    /// The files with more than one name that the policy hides, found on
+    /// first need; `None` when the walk could not be finished.
+    hidden_links: OnceLock<Option<HashSet<FileId>>>,
 }
 
 /// What a path-taking operation reached.
@@ -116,6 +138,7 @@ impl Fence {
             staged: Vec::new(),
             notes: Vec::new(),
             streams: Vec::new(),
+            hidden_links: OnceLock::new(),
         }
     }
 
@@ -146,6 +169,7 @@ impl Fence {
     /// Sets the policy deciding what the call may see and change.
     pub(crate) fn set_policy(&mut self, policy: Option<Arc<dyn PathPolicy>>) {
         self.policy = policy;
+        self.hidden_links = OnceLock::new();
     }
 
     /// Why operations were refused during the call, for the model.
@@ -169,6 +193,127 @@ impl Fence {
     /// Whether the tool may see `path`.
     pub(crate) fn visible(&self, path: &str) -> bool {
         self.policy.as_ref().is_none_or(|p| p.visible(path))
+    }
+
+    /// Whether the tool may see the file it reached: by its name, and, for
+    /// a regular file with more than one name, by what it is. A hard link
+    /// in the workspace to a file a rule hides is that file: it is hidden
+    /// too, under every name.
+    ///
+    /// # Security
+    ///
+    /// The hidden files with other names are found by walking what the
+    /// rules could hide, once per call and only when a file with more than
+    /// one name is reached. A walk that cannot be finished (too many
+    /// entries, an unreadable directory) fails closed: every file with
+    /// more than one name is then hidden.
+    pub(crate) fn may_see(&self, reached: &Reached) -> bool {
+        self.visible(&reached.path) && !self.hidden_by_link(&reached.stat)
+    }
+
+    /// Whether `stat` is a regular file with more than one name that is
+    /// also a file the policy hides (or, when that cannot be known, any
+    /// such file).
+    pub(crate) fn hidden_by_link(&self, stat: &rfs::Stat) -> bool {
+        if stat.st_nlink <= 1
+            || file_type(stat) != rfs::FileType::RegularFile
+            || !self.hides_anything()
+        {
+            return false;
+        }
+        match self.hidden_links.get_or_init(|| self.find_hidden_links()) {
+            Some(ids) => ids.contains(&file_id(stat)),
+            None => true,
+        }
+    }
+
+    /// [`Fence::hidden_by_link`] for the workspace path `path`, not
+    /// following a final symbolic link. Anything it cannot reach counts as
+    /// not hidden, and is left to the operation that opens it.
+    pub(crate) fn hidden_by_link_at(&self, path: &str) -> bool {
+        let Some(root) = self.root_dir.as_ref() else {
+            return false;
+        };
+        self.reach_as(root.dir.as_fd(), path, false, OFlags::PATH, false)
+            .is_ok_and(|reached| self.hidden_by_link(&reached.stat))
+    }
+
+    /// Walks every directory the policy could hide something below, without
+    /// following symbolic links, and returns the regular files with more
+    /// than one name that it hides. `None` when the walk could not be
+    /// finished.
+    fn find_hidden_links(&self) -> Option<HashSet<FileId>> {
+        let policy = self.policy.as_ref()?;
+        let root = self.root_dir.as_ref()?;
+        let mut found = HashSet::new();
+        let mut budget = MAX_HIDDEN_WALK_ENTRIES;
+        // Each root as the kernel resolves it, named by its descriptor: a
+        // rule is asked about resolved paths.
+        let mut stack: Vec<(OwnedFd, String)> = Vec::new();
+        for start in policy.hidden_roots() {
+            let fd = match openat2_beneath(
+                root.dir.as_fd(),
+                nonempty(&start),
+                OFlags::PATH | OFlags::CLOEXEC,
+            ) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(_) => return None,
+            };
+            let stat = rfs::fstat(&fd).ok()?;
+            let path = self.workspace_path(&fd).ok()?;
+            match file_type(&stat) {
+                rfs::FileType::Directory => {
+                    let dir = rfs::openat(
+                        &fd,
+                        c".",
+                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )
+                    .ok()?;
+                    stack.push((dir, path));
+                }
+                rfs::FileType::RegularFile if stat.st_nlink > 1 && !policy.visible(&path) => {
+                    found.insert(file_id(&stat));
+                }
+                _ => {}
+            }
+        }
+        while let Some((dir, path)) = stack.pop() {
+            let mut reader = rfs::Dir::read_from(&dir).ok()?;
+            while let Some(entry) = reader.read() {
+                let entry = entry.ok()?;
+                let raw = entry.file_name();
+                if matches!(raw.to_bytes(), b"." | b"..") {
+                    continue;
+                }
+                budget = budget.checked_sub(1)?;
+                let name = String::from_utf8_lossy(raw.to_bytes());
+                let child = if path == "." {
+                    name.into_owned()
+                } else {
+                    format!("{path}/{name}")
+                };
+                let stat = rfs::statat(&dir, raw, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+                match file_type(&stat) {
+                    rfs::FileType::Directory => {
+                        let sub = rfs::openat(
+                            &dir,
+                            raw,
+                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        )
+                        .ok()?;
+                        stack.push((sub, child));
+                    }
+                    rfs::FileType::RegularFile if stat.st_nlink > 1 && !policy.visible(&child) => {
+                        found.insert(file_id(&stat));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some(found)
     }
 
     /// Whether the tool may write `path`, recording why not.
@@ -470,6 +615,11 @@ fn temp_name() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// The file `stat` describes, whatever its name.
+fn file_id(stat: &rfs::Stat) -> FileId {
+    (stat.st_dev, stat.st_ino)
 }
 
 /// The file type in `stat`.

@@ -86,7 +86,7 @@ impl PolicyFs<'_> {
         }
         let (dir, _) = self.dir(fd)?;
         match self.fence.reach(&*dir, path, follow) {
-            Ok(reached) if !self.fence.visible(&reached.path) => Err(ErrorCode::NoEntry.into()),
+            Ok(reached) if !self.fence.may_see(&reached) => Err(ErrorCode::NoEntry.into()),
             Ok(_) | Err(_) => Ok(()),
         }
     }
@@ -108,7 +108,7 @@ impl PolicyFs<'_> {
         how: &Open,
         perms: FsPerms,
     ) -> FsResult<Descriptor> {
-        if self.fence.hides_anything() && !self.fence.visible(&reached.path) {
+        if self.fence.hides_anything() && !self.fence.may_see(&reached) {
             return Err(ErrorCode::NoEntry.into());
         }
         if how.create && how.exclusive {
@@ -377,7 +377,7 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         let reached = self
             .fence
             .reach_as(&*dir, &path, follow, OFlags::PATH, hides)?;
-        if hides && !self.fence.visible(&reached.path) {
+        if hides && !self.fence.may_see(&reached) {
             return Err(ErrorCode::NoEntry.into());
         }
         Ok(descriptor_stat(&reached.stat))
@@ -413,7 +413,7 @@ impl sync::HostDescriptor for PolicyFs<'_> {
         let follow = path_flags.contains(sync::PathFlags::SYMLINK_FOLLOW);
         let dir = self.dir_for_write(&fd)?;
         let reached = self.fence.reach(&*dir, &path, follow)?;
-        if self.fence.hides_anything() && !self.fence.visible(&reached.path) {
+        if self.fence.hides_anything() && !self.fence.may_see(&reached) {
             return Err(ErrorCode::NoEntry.into());
         }
         self.fence.check_writable(&reached.path)?;
@@ -673,7 +673,12 @@ impl sync::HostDirectoryEntryStream for PolicyFs<'_> {
                     } else {
                         format!("{dir}/{}", e.name)
                     };
-                    if self.fence.visible(&path) {
+                    // A file with another name the rules hide is not
+                    // listed either (its type says when to look).
+                    if self.fence.visible(&path)
+                        && !(e.type_ == sync::DescriptorType::RegularFile
+                            && self.fence.hidden_by_link_at(&path))
+                    {
                         return Ok(Some(e));
                     }
                 }

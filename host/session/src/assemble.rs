@@ -476,6 +476,19 @@ pub fn mcp_servers(
         }
         !clash
     });
+    // A server whose --read reaches GOAT's own files is left out, by the
+    // rule commands.read_paths is held to (`mcp add` refuses it already; a
+    // store moved since, or an edited mcp.json, meets it here).
+    servers.retain(|s| match server_reads(&s.name, &s.read, host_files) {
+        Ok(()) => true,
+        Err(why) => {
+            notes(&format!(
+                "the MCP server '{}' is not offered: {why:#}",
+                s.name
+            ));
+            false
+        }
+    });
     let containment = settings.command_containment(workspace, host_files)?;
     if let Err(why) = goat_command_support(&containment) {
         notes(&format!("the MCP servers are not offered: {why}"));
@@ -483,6 +496,31 @@ pub fn mcp_servers(
     }
     let hub = goat_mcp_client::Hub::new(servers, containment)?;
     Ok(Some(Arc::new(hub)))
+}
+
+/// Refuses an MCP server's `--read` directories when one holds GOAT's own
+/// files (`host_files`: the store, the permission database), by the one
+/// rule every contained process's readable directories meet
+/// ([`goat_command::reads_host_file`]).
+pub fn server_reads(name: &str, read: &[PathBuf], host_files: &[&Path]) -> anyhow::Result<()> {
+    if let Some((file, dir)) = goat_command::reads_host_file(read, host_files) {
+        anyhow::bail!(
+            "the MCP server '{name}' would be able to read {} through --read {}; give a \
+             directory that does not hold GOAT's files, or keep them elsewhere (--db)",
+            file.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// GOAT's own files a contained process must never read, for the store
+/// flag `db`: the store and the permission database.
+pub fn host_files(db: Option<&Path>) -> anyhow::Result<Vec<PathBuf>> {
+    Ok(vec![
+        paths::store_path(db)?.into_resolved(),
+        paths::permissions_path(None, db)?.into_resolved(),
+    ])
 }
 
 /// Whether a server can be contained here.

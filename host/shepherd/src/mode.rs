@@ -47,6 +47,27 @@ impl ApprovalMode {
         Self::ALL.into_iter().find(|mode| mode.name() == name)
     }
 
+    /// Whether a switch to this mode stays under `ceiling`, the mode the
+    /// person chose for a front end (`goat acp --mode`): a client may
+    /// lower it (towards read-only), never raise it.
+    ///
+    /// # Security
+    ///
+    /// Read-only lets nothing through, ask lets through what a rule or a
+    /// person allows, accept-edits also lets writes through unasked.
+    pub fn within(self, ceiling: Self) -> bool {
+        self.latitude() <= ceiling.latitude()
+    }
+
+    /// How much the mode lets through without a person: more is higher.
+    fn latitude(self) -> u8 {
+        match self {
+            Self::ReadOnly => 0,
+            Self::Ask => 1,
+            Self::AcceptEdits => 2,
+        }
+    }
+
     fn from_u8(value: u8) -> Self {
         match value {
             1 => Self::AcceptEdits,
@@ -94,6 +115,24 @@ impl ModeSwitch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mode_is_within_a_ceiling_only_when_it_lets_no_more_through() {
+        use ApprovalMode::{AcceptEdits, Ask, ReadOnly};
+        for (mode, ceiling, within) in [
+            (ReadOnly, ReadOnly, true),
+            (Ask, ReadOnly, false),
+            (AcceptEdits, ReadOnly, false),
+            (ReadOnly, Ask, true),
+            (Ask, Ask, true),
+            (AcceptEdits, Ask, false),
+            (ReadOnly, AcceptEdits, true),
+            (Ask, AcceptEdits, true),
+            (AcceptEdits, AcceptEdits, true),
+        ] {
+            assert_eq!(mode.within(ceiling), within, "{mode:?} under {ceiling:?}");
+        }
+    }
 
     #[test]
     fn names_round_trip_and_clones_share_the_mode() {

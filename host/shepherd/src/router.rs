@@ -710,4 +710,8 @@ impl goat_sandbox::PathPolicy for GatePolicy {
     fn hides_anything(&self) -> bool {
         self.boundary.hides_anything()
     }
+
+    fn hidden_roots(&self) -> Vec<String> {
+        self.0.hidden_roots()
+    }
 }

@@ -170,6 +170,9 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
             .with_context(|| format!("--read {}: no such directory", dir.display()))?;
         read.push(real);
     }
+    let host_files = goat_session::host_files(args.store.db.as_deref())?;
+    let host_files: Vec<&Path> = host_files.iter().map(PathBuf::as_path).collect();
+    goat_session::server_reads(&args.name, &read, &host_files)?;
     if let Some(url) = &args.url {
         goat_mcp_client::registry::check_url(url).map_err(anyhow::Error::msg)?;
     } else if let Some(program) = args.command.first() {

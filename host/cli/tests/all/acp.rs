@@ -792,3 +792,145 @@ async fn the_editors_stop_button_stops_a_running_command() {
     assert!(result.starts_with("cancelled with the turn"), "{result}");
     assert_eq!(server.requests().len(), 1);
 }
+
+/// Sends `lines` (raw bytes, each ended with `\n`) to `goat acp FLAGS`,
+/// then reads answers until one to `last_id` comes; returns them, and how
+/// the agent exited once stdin closed.
+fn raw_exchange(
+    env: &Env,
+    flags: &[&str],
+    lines: &[Vec<u8>],
+    last_id: u64,
+) -> (Vec<Value>, std::process::ExitStatus) {
+    let mut cmd = env.cmd();
+    cmd.args([
+        "acp",
+        "--engine",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "qwen",
+    ])
+    .args(flags)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in lines {
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while std::time::Instant::now() < deadline {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let done = v["id"] == last_id;
+        seen.push(v);
+        if done {
+            break;
+        }
+    }
+    drop(stdin);
+    (seen, child.wait().unwrap())
+}
+
+/// A line that is not UTF-8 is a line that is not JSON-RPC: a parse error,
+/// and the agent answers the next request (it used to exit 2, issue 39).
+#[test]
+fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_agent_goes_on() {
+    let env = Env::new();
+    let (seen, status) = raw_exchange(
+        &env,
+        &[],
+        &[
+            b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": {\"protocolVersion\": \xff}}".to_vec(),
+            br#"{"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 1}}"#.to_vec(),
+        ],
+        2,
+    );
+    assert!(
+        seen.iter().any(|v| v["error"]["code"] == -32700),
+        "no parse error: {seen:?}"
+    );
+    let init = seen
+        .iter()
+        .find(|v| v["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to initialize: {seen:?}"));
+    assert_eq!(init["result"]["protocolVersion"], 1, "{seen:?}");
+    assert!(status.success(), "{status:?}");
+}
+
+/// The mode the person gave on the command line is a ceiling: the editor
+/// may lower it, never raise it (issue 39).
+#[test]
+fn set_mode_above_the_command_lines_mode_is_refused() {
+    let env = Env::new();
+    let request = |id: u64, method: &str, params: Value| -> Vec<u8> {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+            .to_string()
+            .into_bytes()
+    };
+    let new = request(
+        2,
+        "session/new",
+        json!({"cwd": env.ws_str(), "mcpServers": []}),
+    );
+    let init = request(1, "initialize", json!({"protocolVersion": 1}));
+    // The session's id is known only once it is answered: ask twice, the
+    // second time on a session made in the same way, by id from the first.
+    let (seen, _) = raw_exchange(
+        &env,
+        &["--mode", "read-only"],
+        &[init.clone(), new.clone()],
+        2,
+    );
+    let made = seen.iter().find(|v| v["id"] == 2).unwrap();
+    let id = made["result"]["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        made["result"]["modes"]["currentModeId"], "read-only",
+        "{made}"
+    );
+    let load = request(
+        2,
+        "session/load",
+        json!({"sessionId": id, "cwd": env.ws_str(), "mcpServers": []}),
+    );
+    let set = |n: u64, mode: &str| {
+        request(
+            n,
+            "session/set_mode",
+            json!({"sessionId": id, "modeId": mode}),
+        )
+    };
+    let (seen, _) = raw_exchange(
+        &env,
+        &["--mode", "read-only"],
+        &[
+            init,
+            load,
+            set(3, "accept-edits"),
+            set(4, "ask"),
+            set(5, "read-only"),
+        ],
+        5,
+    );
+    let answer = |n: u64| seen.iter().find(|v| v["id"] == n).unwrap().clone();
+    for n in [3, 4] {
+        let a = answer(n);
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("never raise"),
+            "{a}"
+        );
+    }
+    assert!(answer(5)["result"].is_object(), "{}", answer(5));
+}

@@ -221,6 +221,67 @@ fn version_control_metadata_is_never_written_without_a_rule_naming_it() {
     );
 }
 
+const KEY: &str = "KEY=hard-linked-0123456789";
+
+/// A workspace with `secret` denied for reading, `innocent.txt` a hard
+/// link to `secret/key.txt`, and `a.txt`/`b.txt` two names of one file no
+/// rule hides.
+pub(crate) fn with_hard_linked_secret() -> Env {
+    let env = Env::new();
+    std::fs::create_dir(env.ws.join("secret")).unwrap();
+    std::fs::write(env.ws.join("secret/key.txt"), format!("{KEY}\n")).unwrap();
+    std::fs::hard_link(env.ws.join("secret/key.txt"), env.ws.join("innocent.txt")).unwrap();
+    std::fs::write(env.ws.join("a.txt"), "KEY=shared-by-two-names\n").unwrap();
+    std::fs::hard_link(env.ws.join("a.txt"), env.ws.join("b.txt")).unwrap();
+    let out = env.run(&["permissions", "deny", "*", "secret"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    env
+}
+
+#[test]
+fn a_hard_link_to_a_denied_file_is_denied_too() {
+    let env = with_hard_linked_secret();
+    add_hostile_plugin(&env);
+    for (tool, args) in [
+        ("read_file", json!({"path": "innocent.txt"})),
+        ("search_files", json!({"pattern": "hard-linked"})),
+        (
+            "search_files",
+            json!({"pattern": "KEY", "path": "innocent.txt"}),
+        ),
+        ("find_files", json!({"pattern": "*.txt"})),
+        ("list_directory", json!({"path": "."})),
+        (
+            "evil__hostile",
+            json!({"action": "read-undeclared", "file": "innocent.txt"}),
+        ),
+        ("evil__hostile", json!({"action": "walk"})),
+    ] {
+        let out = call(&env, tool, args.clone(), &[]);
+        let shown = all_output(&out);
+        assert!(!shown.contains("0123456789"), "{tool} {args}: {shown}");
+        // Not listed or found either (a path the call named is echoed).
+        if !args.to_string().contains("innocent") {
+            assert!(!shown.contains("innocent"), "{tool} {args}: {shown}");
+        }
+    }
+    // Two names of a file no rule hides are both still read and listed.
+    for path in ["a.txt", "b.txt"] {
+        let out = call(&env, "read_file", json!({"path": path}), &[]);
+        assert!(
+            text(&out.stdout).contains("shared-by-two-names"),
+            "{path}: {}",
+            all_output(&out)
+        );
+    }
+    let out = call(&env, "search_files", json!({"pattern": "KEY"}), &[]);
+    let shown = all_output(&out);
+    assert!(
+        shown.contains("a.txt") && shown.contains("b.txt"),
+        "{shown}"
+    );
+}
+
 #[test]
 fn a_hard_link_to_a_file_outside_is_not_written_through() {
     let env = Env::new();

@@ -293,6 +293,22 @@ fn deny_rules_on_workspace_paths_hold_for_commands() {
     );
 }
 
+/// A hard link in the workspace to a file a rule hides is covered in the
+/// view as the file itself is (issue 39); two names of a visible file
+/// still read.
+#[test]
+fn a_hard_link_to_a_denied_file_is_hidden_from_a_command() {
+    let env = crate::boundary::with_hard_linked_secret();
+    let out = command(
+        &env,
+        &json!({"command": "cat innocent.txt; cat b.txt"}),
+        &[],
+    );
+    let shown = result(&out);
+    assert!(!shown.contains("hard-linked"), "{shown}");
+    assert!(shown.contains("shared-by-two-names"), "{shown}");
+}
+
 /// Connects to `port` from inside a command, with Python (a TCP client
 /// `sh` lacks).
 fn connect(port: u16) -> serde_json::Value {

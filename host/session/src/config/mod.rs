@@ -89,20 +89,15 @@ impl Settings {
             }
             containment.read_paths.push(path);
         }
-        for dir in &containment.read_paths {
-            let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-            if let Some(file) = host_files.iter().find(|f| {
-                f.canonicalize()
-                    .unwrap_or_else(|_| f.to_path_buf())
-                    .starts_with(&real)
-            }) {
-                bail!(
-                    "run_command would be able to read {} through the readable directory {}; \
-                     remove it from commands.read_paths or keep GOAT's files elsewhere",
-                    file.display(),
-                    dir.display()
-                );
-            }
+        if let Some((file, dir)) =
+            goat_command::reads_host_file(&containment.read_paths, host_files)
+        {
+            bail!(
+                "run_command would be able to read {} through the readable directory {}; \
+                 remove it from commands.read_paths or keep GOAT's files elsewhere",
+                file.display(),
+                dir.display()
+            );
         }
         containment.network = match self.commands_network.value {
             Some(CommandsNetwork::Open) => goat_shepherd::Network::Open,

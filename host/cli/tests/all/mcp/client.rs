@@ -576,6 +576,52 @@ async fn over_a_share_of_the_window_the_tools_are_searched_and_called_on_demand(
     assert_eq!(stored[1]["decision"], "allow", "{stored:?}");
 }
 
+/// `--read` on the directory holding the store, or a parent of it, is
+/// refused by the rule `commands.read_paths` meets (issue 39): the server
+/// would read `goat.db`.
+#[test]
+fn read_on_the_stores_directory_or_a_parent_is_refused() {
+    let env = Env::new();
+    let state = env.db.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&state).unwrap();
+    for dir in [&state, &env.root] {
+        let out = env.run(&[
+            "mcp",
+            "add",
+            "nosy",
+            "--read",
+            dir.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            "pass",
+        ]);
+        assert!(!out.status.success(), "{dir:?}: {}", shown(&out));
+        assert!(
+            shown(&out).contains("would be able to read") && shown(&out).contains("goat.db"),
+            "{dir:?}: {}",
+            shown(&out)
+        );
+    }
+    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list["servers"].as_array().map(Vec::len), Some(0), "{list}");
+    // A directory beside the store's is fine.
+    let beside = env.root.join("tools");
+    std::fs::create_dir_all(&beside).unwrap();
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "fine",
+        "--read",
+        beside.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        "pass",
+    ]);
+    assert!(out.status.success(), "{}", shown(&out));
+}
+
 #[test]
 fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace() {
     let env = Env::new();

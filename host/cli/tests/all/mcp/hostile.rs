@@ -135,6 +135,29 @@ fn a_hostile_client_gets_clear_errors_and_the_server_keeps_serving() {
     );
 }
 
+/// A client of `goat mcp serve` is held to a deny rule on a file it
+/// reaches through a hard link, as a model is (issue 39).
+#[test]
+fn a_hard_link_to_a_denied_file_shows_a_client_nothing() {
+    let env = crate::boundary::with_hard_linked_secret();
+    let lines = vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        call(2, "read_file", json!({"path": "innocent.txt"})),
+        call(3, "search_files", json!({"pattern": "hard-linked"})),
+        call(4, "read_file", json!({"path": "b.txt"})),
+    ];
+    let (responses, _) = exchange(&env, &lines);
+    for id in [2, 3] {
+        let r = by_id(&responses, id);
+        assert!(!r.to_string().contains("0123456789"), "{r}");
+    }
+    assert!(result_text(by_id(&responses, 4)).contains("shared-by-two-names"));
+}
+
 /// How many `sleep MARKER` processes run.
 fn processes_with(marker: &str) -> usize {
     std::fs::read_dir("/proc")
