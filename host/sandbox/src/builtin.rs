@@ -76,6 +76,7 @@ pub(crate) fn recorded_spec(sha256: &str) -> Option<ToolSpec> {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use crate::{SandboxBuilder, sha256_hex};

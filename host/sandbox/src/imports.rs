@@ -77,6 +77,7 @@ pub(crate) fn check_allowed(
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use crate::builtin::PEN_TOOLS;

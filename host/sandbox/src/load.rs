@@ -314,6 +314,7 @@ impl Sandbox {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use crate::builtin::PEN_TOOLS;
