@@ -127,7 +127,7 @@ impl Cache {
         })
     }
 
-    fn path(&self, sha256: &str) -> PathBuf {
+    pub(crate) fn path(&self, sha256: &str) -> PathBuf {
         self.dir.join(format!("{sha256}-{}.cwasm", self.engine_key))
     }
 }

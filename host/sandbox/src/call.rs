@@ -148,12 +148,14 @@ impl Sandbox {
                 ),
             });
         }
+        // Compiled (or taken from the cache) on the tool's first call,
+        // before the store whose deadline the call runs under.
+        let pre = self.prepared(tool)?;
         let granted = tool.spec.access.min(pen.access);
         let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)), tool.kind)?;
         store.data_mut().fence.set_policy(pen.policy.clone());
 
-        let outcome = tool
-            .pre
+        let outcome = pre
             .instantiate(&mut store)
             .and_then(|instance| instance.goat_tool_tool().call_invoke(&mut store, arguments));
         let limits = &self.limits;

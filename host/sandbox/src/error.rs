@@ -145,14 +145,16 @@ pub enum SandboxError {
     },
     /// The component imports an interface the sandbox never offers.
     #[error(
-        "component {name} imports '{import}', which GOAT does not offer to tools (tools may \
-         import only: {allowed}); it was not run"
+        "component {name} imports {}, which GOAT does not offer to tools (tools may import \
+         only: {allowed}); it was not compiled, and it was not run",
+        quoted(imports)
     )]
     ForbiddenImport {
         /// Which component.
         name: String,
-        /// The import, as the component names it.
-        import: String,
+        /// Every import outside what it may import, as the component names
+        /// them, in its order.
+        imports: Vec<String>,
         /// What may be imported.
         allowed: String,
     },
@@ -184,4 +186,13 @@ pub enum SandboxError {
     /// Setting up or running the call failed in the host, not the guest.
     #[error("sandbox failure: {0:#}")]
     Host(wasmtime::Error),
+}
+
+/// `'a', 'b'`: names quoted and joined, for a message.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -36,6 +36,7 @@ mod engine;
 mod error;
 mod fence;
 mod header;
+mod imports;
 mod limiter;
 mod limits;
 mod linker;

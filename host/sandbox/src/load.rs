@@ -1,15 +1,26 @@
 //! Loading a component as a [`Tool`]: size and header checks for plugins,
-//! compiling (or taking it from the cache), refusing imports outside the
-//! allowlist, linking once, and reading and checking its spec.
+//! its imports read from its bytes and refused outside the allowlist before
+//! anything compiles it, then compiling (or taking it from the cache),
+//! checking the compiled type's imports again, linking once, and reading
+//! and checking its spec.
+//!
+//! A built-in whose spec is recorded beside it ([`crate::builtin`]) is
+//! loaded without compiling: the compile, the link and the spec check wait
+//! for its first call ([`Sandbox::call`]), so a session compiles only the
+//! tools it calls.
 //!
 //! Every check runs before the compiled form is cached, so the cache only
 //! ever holds components that passed them all.
 
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
 use crate::bindings::PureToolPre;
 use crate::bindings::exports::goat::tool::tool as wit;
+use crate::builtin::{Builtin, recorded_spec};
 use crate::call::Host;
 use crate::header::check_component_header;
-use crate::linker::import_allowed;
+use crate::imports::{check_allowed, checked_imports};
 use crate::{Access, Sandbox, SandboxError, ToolKind, ToolSpec, builtin, cache};
 
 /// Largest component [`Sandbox::load_plugin`] takes. The Pen tools are a
@@ -17,8 +28,9 @@ use crate::{Access, Sandbox, SandboxError, ToolKind, ToolSpec, builtin, cache};
 /// and compiling is the expensive step a huge file would abuse.
 pub const MAX_PLUGIN_BYTES: usize = 32 * 1024 * 1024;
 
-/// A loaded tool: compiled once, linked once (`InstancePre`), instantiated
-/// afresh for every call.
+/// A loaded tool: its checked spec, and its code compiled once, linked once
+/// (`InstancePre`) and instantiated afresh for every call. A built-in's
+/// code is compiled on its first call.
 #[derive(Clone)]
 pub struct Tool {
     pub(crate) spec: ToolSpec,
@@ -26,7 +38,16 @@ pub struct Tool {
     pub(crate) kind: ToolKind,
     sha256: String,
     imports: Vec<String>,
-    pub(crate) pre: PureToolPre<Host>,
+    /// Shared by the tool's clones, so one compile serves them all.
+    code: Arc<Code>,
+}
+
+/// A tool's component, and its linked form once compiled.
+struct Code {
+    /// The component's bytes, kept until it is compiled; empty once linked
+    /// at load.
+    wasm: Cow<'static, [u8]>,
+    pre: OnceLock<PureToolPre<Host>>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -93,7 +114,36 @@ impl Sandbox {
     /// imports anything outside [`ALLOWED_IMPORTS`](crate::ALLOWED_IMPORTS) or is not a valid tool,
     /// then reads and checks its spec. `label` names it in errors.
     pub fn load(&self, label: &str, wasm: &[u8]) -> Result<Tool, SandboxError> {
-        self.load_as(label, wasm, ToolKind::Builtin)
+        self.load_now(label, wasm, ToolKind::Builtin)
+    }
+
+    /// Loads the embedded built-in `builtin` without compiling it when its
+    /// spec is recorded ([`crate::builtin`]): its imports are checked from
+    /// its bytes now; it is compiled (or taken from the cache), linked and
+    /// its spec checked against the record on its first
+    /// [`Sandbox::call`]. A built-in with no record for its bytes is loaded
+    /// as [`Sandbox::load`] does.
+    pub fn load_builtin(&self, builtin: &Builtin) -> Result<Tool, SandboxError> {
+        let sha256 = cache::sha256_hex(builtin.wasm);
+        let Some(spec) = recorded_spec(&sha256) else {
+            return self.load(builtin.name, builtin.wasm);
+        };
+        let imports = checked_imports(builtin.name, builtin.wasm, ToolKind::Builtin)?;
+        spec.validate().map_err(|reason| SandboxError::NotATool {
+            name: builtin.name.to_owned(),
+            reason,
+        })?;
+        Ok(Tool {
+            declared_name: spec.name.clone(),
+            spec,
+            kind: ToolKind::Builtin,
+            sha256,
+            imports,
+            code: Arc::new(Code {
+                wasm: Cow::Borrowed(builtin.wasm),
+                pre: OnceLock::new(),
+            }),
+        })
     }
 
     /// Loads a plugin: like [`Sandbox::load`], but the component may import
@@ -104,11 +154,11 @@ impl Sandbox {
     ///
     /// `wasm` must be a WebAssembly component; precompiled native code (a
     /// `.cwasm`) and core modules are refused by their header before
-    /// anything else reads them. The component is compiled here, by this
-    /// engine, and its compiled form is cached (by sha256) only once it has
-    /// passed every check. A forbidden import is refused before the
-    /// component is ever instantiated; an allowed one is instantiated once,
-    /// with no preopen, to read its spec.
+    /// anything else reads them. Its imports are read from its bytes and a
+    /// forbidden one refuses it (every such import named) before it is
+    /// compiled. It is compiled here, by this engine, and its compiled form
+    /// is cached (by sha256) only once it has passed every check. An
+    /// allowed one is instantiated once, with no preopen, to read its spec.
     pub fn load_plugin(&self, label: &str, wasm: &[u8]) -> Result<Tool, SandboxError> {
         if wasm.len() > MAX_PLUGIN_BYTES {
             return Err(SandboxError::NotATool {
@@ -123,15 +173,75 @@ impl Sandbox {
             name: label.to_owned(),
             reason,
         })?;
-        self.load_as(label, wasm, ToolKind::Plugin)
+        self.load_now(label, wasm, ToolKind::Plugin)
     }
 
-    fn load_as(&self, label: &str, wasm: &[u8], kind: ToolKind) -> Result<Tool, SandboxError> {
+    /// Checks the imports, compiles, links and reads the spec, all now.
+    fn load_now(&self, label: &str, wasm: &[u8], kind: ToolKind) -> Result<Tool, SandboxError> {
+        let imports = checked_imports(label, wasm, kind)?;
         let sha256 = cache::sha256_hex(wasm);
+        let (pre, spec) = self.compile(label, wasm, &sha256, kind, &|_| Ok(()))?;
+        Ok(Tool {
+            declared_name: spec.name.clone(),
+            spec,
+            kind,
+            sha256,
+            imports,
+            code: Arc::new(Code {
+                wasm: Cow::Borrowed(&[]),
+                pre: OnceLock::from(pre),
+            }),
+        })
+    }
+
+    /// `tool`'s linked component, compiled (or taken from the cache) and
+    /// checked on its first call: its imports against the allowlist again,
+    /// its spec against the one it was offered with.
+    pub(crate) fn prepared<'t>(
+        &self,
+        tool: &'t Tool,
+    ) -> Result<&'t PureToolPre<Host>, SandboxError> {
+        if let Some(pre) = tool.code.pre.get() {
+            return Ok(pre);
+        }
+        let mut offered = tool.spec.clone();
+        offered.name.clone_from(&tool.declared_name);
+        let same_spec = |read: &ToolSpec| {
+            if *read == offered {
+                Ok(())
+            } else {
+                Err(format!(
+                    "its spec is not the one recorded for it (recorded {offered:?}, declared \
+                     {read:?})"
+                ))
+            }
+        };
+        let (pre, _) = self.compile(
+            &tool.declared_name,
+            &tool.code.wasm,
+            &tool.sha256,
+            tool.kind,
+            &same_spec,
+        )?;
+        // Two calls racing to compile both succeed; the first kept serves.
+        Ok(tool.code.pre.get_or_init(|| pre))
+    }
+
+    /// Compiles `wasm` (or takes it from the cache), checks the compiled
+    /// type's imports, links it, reads its spec and checks it (valid, and
+    /// `expected`), and caches the compiled form only then.
+    fn compile(
+        &self,
+        label: &str,
+        wasm: &[u8],
+        sha256: &str,
+        kind: ToolKind,
+        expected: &dyn Fn(&ToolSpec) -> Result<(), String>,
+    ) -> Result<(PureToolPre<Host>, ToolSpec), SandboxError> {
         let cached = self
             .cache
             .as_ref()
-            .and_then(|cache| cache.get(&self.engine, &sha256));
+            .and_then(|cache| cache.get(&self.engine, sha256));
         let fresh = cached.is_none();
         let component = match cached {
             Some(component) => component,
@@ -143,19 +253,14 @@ impl Sandbox {
             })?,
         };
 
+        // Checked on the bytes already; checked again on what compiled (or
+        // came from the cache), which is what runs.
         let ty = component.component_type();
-        let allowed = kind.allowed_imports();
-        let mut imports = Vec::new();
-        for (name, _) in ty.imports(&self.engine) {
-            if !import_allowed(name, allowed) {
-                return Err(SandboxError::ForbiddenImport {
-                    name: label.to_owned(),
-                    import: name.to_owned(),
-                    allowed: allowed.join(", "),
-                });
-            }
-            imports.push(name.to_owned());
-        }
+        let imports: Vec<String> = ty
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        check_allowed(label, &imports, kind)?;
 
         let not_a_tool = |reason: String| SandboxError::NotATool {
             name: label.to_owned(),
@@ -171,30 +276,14 @@ impl Sandbox {
         let pre = PureToolPre::new(instance_pre)
             .map_err(|e| not_a_tool(format!("it does not export goat:tool/tool@0.1.0 ({e:#})")))?;
 
-        let mut tool = Tool {
-            spec: ToolSpec {
-                name: String::new(),
-                description: String::new(),
-                parameters: serde_json::Value::Null,
-                access: Access::None,
-                path_fields: Vec::new(),
-            },
-            declared_name: String::new(),
-            kind,
-            sha256,
-            imports,
-            pre,
-        };
         let (mut store, _, _) = self.store(None, kind)?;
-        let raw = tool
-            .pre
+        let raw = pre
             .instantiate(&mut store)
             .and_then(|i| i.goat_tool_tool().call_spec(&mut store))
             .map_err(|e| not_a_tool(format!("calling spec() failed: {e:#}")))?;
         let parameters = serde_json::from_str(&raw.parameters)
             .map_err(|e| not_a_tool(format!("its parameters are not valid JSON: {e}")))?;
-        tool.declared_name.clone_from(&raw.name);
-        tool.spec = ToolSpec {
+        let spec = ToolSpec {
             name: raw.name,
             description: raw.description,
             parameters,
@@ -205,19 +294,185 @@ impl Sandbox {
             },
             path_fields: raw.path_fields,
         };
-        tool.spec.validate().map_err(not_a_tool)?;
+        spec.validate().map_err(not_a_tool)?;
+        expected(&spec).map_err(not_a_tool)?;
         // Only a component that passed every check is worth keeping.
         if fresh && let Some(cache) = &self.cache {
-            cache.put(&tool.sha256, &component)?;
+            cache.put(sha256, &component)?;
         }
-        Ok(tool)
+        Ok((pre, spec))
     }
 
-    /// Loads the eight embedded Pen file tools.
+    /// The eight embedded Pen file tools, none of them compiled yet (see
+    /// [`Sandbox::load_builtin`]).
     pub fn load_pen_tools(&self) -> Result<Vec<Tool>, SandboxError> {
         builtin::PEN_TOOLS
             .iter()
-            .map(|b| self.load(b.name, b.wasm))
+            .map(|b| self.load_builtin(b))
             .collect()
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::builtin::PEN_TOOLS;
+    use crate::{Pen, SandboxBuilder};
+
+    fn entries(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn workspace() -> tempfile::TempDir {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+        ws
+    }
+
+    const READ_A: &str = r#"{"path": "a.txt"}"#;
+
+    #[test]
+    fn a_session_compiles_only_the_tools_it_calls() {
+        let home = tempfile::tempdir().unwrap();
+        let cache = home.path().join("cache");
+        let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let tools = sandbox.load_pen_tools().unwrap();
+        assert_eq!(tools.len(), PEN_TOOLS.len());
+        assert_eq!(
+            entries(&cache),
+            Vec::<String>::new(),
+            "offered, not compiled"
+        );
+
+        let ws = workspace();
+        let pen = Pen::new(ws.path(), Access::Read).unwrap();
+        let read_file = &tools[0];
+        assert_eq!(read_file.spec().name, "read_file");
+        let out = sandbox.call(read_file, READ_A, &pen).unwrap().unwrap();
+        assert!(out.contains("alpha"), "{out}");
+        let cached = entries(&cache);
+        assert_eq!(cached.len(), 1, "{cached:?}");
+        assert!(cached[0].starts_with(read_file.sha256()), "{cached:?}");
+
+        // A clone shares the compiled code; a second call compiles nothing.
+        let again = read_file.clone();
+        sandbox.call(&again, READ_A, &pen).unwrap().unwrap();
+        assert_eq!(entries(&cache), cached);
+
+        // A new process (a new sandbox) takes it from the cache.
+        let warm = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let tools = warm.load_pen_tools().unwrap();
+        warm.call(&tools[0], READ_A, &pen).unwrap().unwrap();
+        assert_eq!(entries(&cache), cached);
+    }
+
+    #[test]
+    fn lazily_loaded_tools_offer_the_specs_the_components_declare() {
+        let sandbox = SandboxBuilder::new().build().unwrap();
+        for (lazy, b) in sandbox.load_pen_tools().unwrap().iter().zip(PEN_TOOLS) {
+            let eager = sandbox.load(b.name, b.wasm).unwrap();
+            assert_eq!(lazy.spec(), eager.spec(), "{}", b.name);
+            assert_eq!(lazy.imports(), eager.imports(), "{}", b.name);
+            assert_eq!(lazy.sha256(), eager.sha256(), "{}", b.name);
+        }
+    }
+
+    #[test]
+    fn a_recorded_spec_the_component_does_not_declare_refuses_the_call() {
+        let home = tempfile::tempdir().unwrap();
+        let cache = home.path().join("cache");
+        let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let mut read_file = sandbox.load_builtin(&PEN_TOOLS[0]).unwrap();
+        // A record claiming more access than the component declares.
+        read_file.spec.access = Access::ReadWrite;
+        let ws = workspace();
+        let pen = Pen::new(ws.path(), Access::ReadWrite).unwrap();
+        match sandbox.call(&read_file, READ_A, &pen) {
+            Err(SandboxError::NotATool { name, reason }) => {
+                assert_eq!(name, "read_file");
+                assert!(reason.contains("not the one recorded"), "{reason}");
+            }
+            other => panic!("expected NotATool, got {other:?}"),
+        }
+        assert_eq!(
+            entries(&cache),
+            Vec::<String>::new(),
+            "nothing refused is cached"
+        );
+    }
+
+    /// An entry compiled by an engine configured otherwise, under this
+    /// engine's name, is not loaded: wasmtime refuses it, and the
+    /// component is compiled again and the entry replaced.
+    #[test]
+    fn code_compiled_for_another_engine_configuration_is_recompiled_not_loaded() {
+        let home = tempfile::tempdir().unwrap();
+        let cache = home.path().join("cache");
+        let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let read_file = sandbox.load_builtin(&PEN_TOOLS[0]).unwrap();
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        let other = wasmtime::Engine::new(&config).unwrap();
+        let foreign = wasmtime::component::Component::new(&other, PEN_TOOLS[0].wasm)
+            .unwrap()
+            .serialize()
+            .unwrap();
+        let entry = sandbox.cache.as_ref().unwrap().path(read_file.sha256());
+        std::fs::write(&entry, &foreign).unwrap();
+        assert!(
+            sandbox
+                .cache
+                .as_ref()
+                .unwrap()
+                .get(&sandbox.engine, read_file.sha256())
+                .is_none(),
+            "another configuration's code is refused"
+        );
+
+        let ws = workspace();
+        let pen = Pen::new(ws.path(), Access::Read).unwrap();
+        sandbox.call(&read_file, READ_A, &pen).unwrap().unwrap();
+        let now = std::fs::read(&entry).unwrap();
+        assert_ne!(now, foreign, "the entry was compiled again and replaced");
+        assert!(
+            sandbox
+                .cache
+                .as_ref()
+                .unwrap()
+                .get(&sandbox.engine, read_file.sha256())
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_plugin_with_forbidden_imports_is_refused_naming_each_before_compiling() {
+        let home = tempfile::tempdir().unwrap();
+        let cache = home.path().join("cache");
+        let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let wasm = include_bytes!("../../../plugins/dist/testing/wants_socket.wasm");
+        match sandbox.load_plugin("sock", wasm) {
+            Err(SandboxError::ForbiddenImport { imports, .. }) => {
+                assert!(
+                    imports
+                        .iter()
+                        .all(|i| !crate::linker::import_allowed(i, crate::PLUGIN_IMPORTS)),
+                    "{imports:?}"
+                );
+                let parsed = crate::imports::component_imports(wasm).unwrap();
+                let all_forbidden: Vec<&String> = parsed
+                    .iter()
+                    .filter(|i| !crate::linker::import_allowed(i, crate::PLUGIN_IMPORTS))
+                    .collect();
+                assert_eq!(imports.iter().collect::<Vec<_>>(), all_forbidden);
+            }
+            other => panic!("expected ForbiddenImport, got {other:?}"),
+        }
+        assert_eq!(entries(&cache), Vec::<String>::new());
     }
 }

@@ -1,9 +1,9 @@
 //! A tool's description of itself, checked before the host uses it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a tool may do with the workspace (the Pen).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Access {
     /// No filesystem at all.
@@ -32,7 +32,7 @@ impl std::fmt::Display for Access {
 }
 
 /// How a tool presents itself to the host and, through it, to the model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// Name the model calls the tool by: `[a-z][a-z0-9_]*`, at most 64 bytes.
     pub name: String,

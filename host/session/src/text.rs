@@ -168,25 +168,43 @@ pub fn engine_failure(error: &goat_engine::EngineError) -> String {
 
 /// What GOAT says when the engine is not showing the model the tools,
 /// at the first turn of a session and in `goat probe`: how it knows, and
-/// what to pass.
+/// what to do.
+///
+/// Direct evidence (llama-server's own `/props` saying its template has no
+/// place for tools) is stated as a fact. A prompt count smaller than the
+/// tool descriptions is indirect: an engine or gateway that leaves cached
+/// tokens out of its count, or counts loosely, reports one while showing
+/// the tools, so it is worded as a possibility, with how to check.
 pub fn tools_not_shown(why: goat_shepherd::ToolsNotShown) -> String {
-    let how = match why {
-        goat_shepherd::ToolsNotShown::TemplateCaps => "its chat template has no place for tools \
-             (llama-server /props: chat_template_caps.supports_tools is false)"
-            .to_owned(),
+    const FIX: &str = "start llama-server with --jinja and a chat template that renders tools \
+                       (--chat-template-file FILE); see docs/engines.md";
+    match why {
+        goat_shepherd::ToolsNotShown::TemplateCaps => format!(
+            "warning: the engine is not showing the tools to the model: its chat template has \
+             no place for tools (llama-server /props: chat_template_caps.supports_tools is \
+             false), so the model can only answer in text and any action it describes did not \
+             happen. To fix it, {FIX}"
+        ),
         goat_shepherd::ToolsNotShown::PromptSize {
             prompt_tokens,
             tools_at_least,
         } => format!(
-            "the engine counted {prompt_tokens} prompt tokens, fewer than the tool \
-             descriptions alone take (at least {tools_at_least})"
+            "warning: the engine may not be showing the tools to the model: the engine counted \
+             {prompt_tokens} prompt tokens, fewer than the tool descriptions alone take (at \
+             least {tools_at_least}). An engine or gateway that leaves cached tokens out of its \
+             count does this too, with the tools shown. To check, run goat probe: it offers the \
+             tools and says whether the model's answers call them. If they never do, {FIX}"
         ),
-    };
+    }
+}
+
+/// What GOAT says, once in a session, when the engine did not say its
+/// context window and the person set none.
+pub fn window_not_said(assumed: u64) -> String {
     format!(
-        "warning: the engine is not showing the tools to the model: {how}, so the model can \
-         only answer in text and any action it describes did not happen. Start llama-server \
-         with --jinja and a chat template that renders tools (--chat-template-file FILE); \
-         see docs/engines.md"
+        "the engine did not say its context window (asked: llama-server /props, /v1/models, \
+         LM Studio /api/v0/models, Ollama /api/show); GOAT assumes {assumed} tokens. Set \
+         context_tokens (or --context-tokens) to the window the engine serves"
     )
 }
 
@@ -318,6 +336,29 @@ pub fn count(n: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 38: llama-server's own word is a fact; a small prompt count
+    /// is a possibility, with how to check.
+    #[test]
+    fn tools_not_shown_states_only_direct_evidence_as_fact() {
+        let fact = tools_not_shown(goat_shepherd::ToolsNotShown::TemplateCaps);
+        assert!(fact.starts_with("warning: the engine is not showing the tools to the model: "));
+        assert!(fact.contains("supports_tools is false") && fact.contains("--chat-template-file"));
+        let sign = tools_not_shown(goat_shepherd::ToolsNotShown::PromptSize {
+            prompt_tokens: 53,
+            tools_at_least: 900,
+        });
+        assert!(
+            sign.starts_with("warning: the engine may not be showing the tools to the model: ")
+        );
+        assert!(!sign.contains("is not showing"), "{sign}");
+        assert!(
+            sign.contains("counted 53 prompt tokens")
+                && sign.contains("cached tokens")
+                && sign.contains("run goat probe"),
+            "{sign}"
+        );
+    }
 
     #[test]
     fn dates_are_civil_utc() {
