@@ -712,6 +712,6 @@ impl goat_sandbox::PathPolicy for GatePolicy {
     }
 
     fn hidden_roots(&self) -> Vec<String> {
-        self.0.hidden_roots()
+        self.boundary.hidden_roots()
     }
 }
