@@ -52,8 +52,9 @@ pub fn failure_kind(failure: &ToolFailure) -> CallErrorKind {
 /// when the only reason was that no one could be asked.
 pub(crate) fn denied_because(why: &gate::Denial, reason: String) -> Routed {
     let (by, target) = match why {
-        gate::Denial::NeedsApproval { .. } | gate::Denial::CommandNeedsApproval { .. } => {
-            return unasked(reason);
+        gate::Denial::NeedsApproval { path } => (RefusedBy::NeedsApproval, path.clone()),
+        gate::Denial::CommandNeedsApproval { command } => {
+            (RefusedBy::NeedsApproval, Some(command.clone()))
         }
         gate::Denial::Path { raw, .. } => (RefusedBy::Path, Some(raw.clone())),
         gate::Denial::Rule { path, .. } => (RefusedBy::Rule, path.clone()),
@@ -62,7 +63,10 @@ pub(crate) fn denied_because(why: &gate::Denial, reason: String) -> Routed {
         // gate failed closed.
         _ => (RefusedBy::Rule, None),
     };
-    let mut routed = denied(by, CallDecision::Deny, reason);
+    let mut routed = match by {
+        RefusedBy::NeedsApproval => unasked(reason),
+        _ => denied(by, CallDecision::Deny, reason),
+    };
     if let Some(refusal) = routed.refusals.first_mut() {
         refusal.target = target;
     }
