@@ -68,6 +68,7 @@ fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
     assert_eq!(
         tables,
         [
+            "call_refusals",
             "egress_decisions",
             "file_changes",
             "recovery_events",
@@ -664,7 +665,8 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE egress_decisions;
+        "DROP TABLE call_refusals;
+         DROP TABLE egress_decisions;
          DROP TABLE summaries;
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
@@ -681,7 +683,8 @@ fn store_at_version_1(db: &Path) {
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE egress_decisions;
+        "DROP TABLE call_refusals;
+         DROP TABLE egress_decisions;
          DROP TABLE summaries;
          DROP TABLE file_changes;
          ALTER TABLE tool_calls DROP COLUMN exit_code;
