@@ -15,6 +15,15 @@
 //! rules is the only I/O, and any failure there denies (fails closed). The
 //! gate keeps its own small database of rules, apart from the store.
 
+// A call's road returns its outcome as the `Err` of each step that ends
+// it (unknown tool, bad arguments, a refusal): once per call, never in a
+// loop, so the outcome's size (its refusals and changes beside the
+// result) costs nothing worth a box at every step.
+#![expect(
+    clippy::result_large_err,
+    reason = "a step that ends a call returns its CallOutcome, once per call"
+)]
+
 /// The permission gate, re-exported: the router asks it about every call.
 pub use goat_gate as gate;
 
