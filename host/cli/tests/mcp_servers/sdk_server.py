@@ -85,6 +85,9 @@ def serve_http(token):
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    # Listening before the port is said: a client that connects at once
+    # waits in the backlog for uvicorn, never meets a refused connection.
+    sock.listen(128)
     print(sock.getsockname()[1], flush=True)
     sys.stdout.flush()
     config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
