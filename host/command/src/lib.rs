@@ -43,6 +43,7 @@ pub mod run;
 pub mod seccomp;
 mod server;
 mod snapshot;
+mod special;
 mod support;
 mod view;
 

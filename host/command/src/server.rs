@@ -36,9 +36,9 @@ use crate::pids::PidsGroup;
 use crate::progress::{Progress, Stage};
 use crate::run::{
     CommandError, Containment, Network, Unsupported, Used, layer_base, lock_down, refused_at,
-    special_paths,
 };
 use crate::seccomp;
+use crate::special::special_paths;
 use crate::support::resolve;
 use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan, WorkspaceMount};
 
