@@ -124,6 +124,16 @@ fn record(d: &Decision) -> EgressRecord {
     }
 }
 
+/// A destination as the model and the person read it: `host:port`, or
+/// the host alone where no port was read (an unreadable request).
+fn destination(host: &str, port: u16) -> String {
+    if port == 0 {
+        host.to_owned()
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// Each destination the proxy refused, once, as the call's refusals: a
 /// command's or an MCP server's, from the decisions recorded for it.
 pub fn refusals(records: &[EgressRecord]) -> Vec<CallRefusal> {
@@ -140,11 +150,7 @@ pub fn refusals(records: &[EgressRecord]) -> Vec<CallRefusal> {
             | EgressVerdict::NotTls
             | EgressVerdict::BadRequest => {}
         }
-        let target = if record.port == 0 {
-            record.host.clone()
-        } else {
-            format!("{}:{}", record.host, record.port)
-        };
+        let target = destination(&record.host, record.port);
         if out
             .iter()
             .any(|r| r.target.as_deref() == Some(target.as_str()))
@@ -168,11 +174,7 @@ pub fn refusals_note(served: &Served, setting: &str) -> String {
         let Outcome::Refused(refusal) = &d.outcome else {
             continue;
         };
-        let target = if d.port == 0 {
-            d.host.clone()
-        } else {
-            format!("{}:{}", d.host, d.port)
-        };
+        let target = destination(&d.host, d.port);
         let fix = match (&d.would_allow, refusal) {
             (Some(entry), Refusal::NonPublic { .. }) => format!(
                 "; a listed name reaches such an address only when the address is listed \

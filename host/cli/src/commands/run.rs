@@ -406,20 +406,7 @@ impl Lines {
             return;
         }
         let message = crate::text::error_chain(e.chain());
-        let events = self.lock().events.clone();
-        match events {
-            Some(events) => events.error(message),
-            None => self.write(&Event {
-                seq: 0,
-                session_id: None,
-                turn: None,
-                kind: EventKind::Error {
-                    message,
-                    outcome: RunOutcome::HostError,
-                    exit_code: RunOutcome::HostError.exit_code(false),
-                },
-            }),
-        }
+        self.ended(message, RunOutcome::HostError, None);
     }
 }
 
