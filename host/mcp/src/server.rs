@@ -2,9 +2,11 @@
 //! is on offer, `tools/call` is a direct call down the one road.
 
 use std::borrow::Cow;
+use std::pin::Pin;
 use std::sync::{Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll};
 
-use goat_engine::ToolCall;
+use goat_engine::{CancellationToken, ToolCall};
 use goat_session::direct::{DirectSession, Prepared};
 use goat_session::text::escape_controls;
 use goat_shepherd::Approver;
@@ -37,6 +39,9 @@ struct GoatServer {
     /// The client's name, as the session records it (escaped when said).
     client: OnceLock<String>,
     say: Say,
+    /// Fired when the client goes away (see [`Watched`]): every call it
+    /// left running is stopped at once, as its own cancel would stop it.
+    gone: CancellationToken,
 }
 
 /// Serves MCP on stdin and stdout until the client closes them. The
@@ -53,15 +58,89 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
+    let gone = CancellationToken::new();
     let server = GoatServer {
         prepared: Mutex::new(Some(prepared)),
         session: OnceLock::new(),
         client: OnceLock::new(),
         say,
+        gone: gone.clone(),
+    };
+    let read = Watched {
+        inner: read,
+        gone: gone.clone(),
+    };
+    let write = Watched {
+        inner: write,
+        gone: gone.clone(),
     };
     let running = server.serve((read, write)).await?;
     running.waiting().await?;
+    gone.cancel();
     Ok(())
+}
+
+/// One end of the client's pipes, watched for the client going away: its
+/// input ends (EOF) or fails, or an answer cannot be written to it.
+///
+/// # Security
+///
+/// The SDK lets the calls a client left running finish for a while after
+/// its input ends, so that their answers can still be sent. A client that
+/// has gone cannot be asked anything nor told the outcome, so what it
+/// started is stopped at once instead: a command is killed with its
+/// process group and none of its changes land, a question is a denial
+/// (ADR-0087, issue 39).
+struct Watched<T> {
+    inner: T,
+    gone: CancellationToken,
+}
+
+impl<T> Watched<T> {
+    /// Fires `gone` when `polled` says the pipe failed.
+    fn failed<V>(&self, polled: Poll<std::io::Result<V>>) -> Poll<std::io::Result<V>> {
+        if matches!(polled, Poll::Ready(Err(_))) {
+            self.gone.cancel();
+        }
+        polled
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let (before, room) = (buf.filled().len(), buf.remaining());
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        // Nothing read into room for something: the end of the input.
+        if matches!(polled, Poll::Ready(Ok(()))) && room > 0 && buf.filled().len() == before {
+            self.gone.cancel();
+        }
+        self.failed(polled)
+    }
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Watched<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, data);
+        self.failed(polled)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.failed(polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.failed(polled)
+    }
 }
 
 impl GoatServer {
@@ -190,13 +269,26 @@ impl ServerHandler for GoatServer {
             arguments: Ok(arguments),
         };
         let said = format!("{client} called {name} over MCP");
-        // The client's notifications/cancelled for this request (or its
-        // going away) stops a command or MCP call that is running.
-        match session
-            .calls
-            .call_until(&said, &call, Some(&context.ct))
-            .await
-        {
+        // The client's notifications/cancelled for this request, or its
+        // going away, stops a command or MCP call that is running.
+        let stop = self.gone.child_token();
+        let relay = tokio::spawn({
+            let (cancelled, stop) = (context.ct.clone(), stop.clone());
+            async move {
+                cancelled.cancelled().await;
+                stop.cancel();
+            }
+        });
+        let outcome = session.calls.call_until(&said, &call, Some(&stop)).await;
+        relay.abort();
+        if self.gone.is_cancelled() {
+            (self.say)(&format!(
+                "{} went away during {} (its outcome follows)",
+                escape_controls(client),
+                escape_controls(&name)
+            ));
+        }
+        match outcome {
             Ok(outcome) => {
                 (self.say)(&format!(
                     "{} {}: {}",
@@ -221,6 +313,9 @@ fn status_word(outcome: &CallOutcome) -> &'static str {
         CallStatus::Ok if outcome.refusals.is_empty() => "ok",
         CallStatus::Ok => "partly refused",
         CallStatus::Denied => "denied",
+        CallStatus::Error if outcome.error_kind == Some(goat_store::CallErrorKind::Cancelled) => {
+            "cancelled"
+        }
         CallStatus::Error => "failed",
         CallStatus::Pending | CallStatus::Interrupted => "not run",
     }

@@ -69,7 +69,8 @@ pub struct ProbeArgs {
     /// The server's name.
     name: String,
     /// The workspace the server sees, read-only, while it is looked at
-    /// (default: the current directory).
+    /// (default: an empty directory of its own; never the home directory
+    /// nor one holding GOAT's state).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
     #[command(flatten)]
@@ -379,13 +380,27 @@ fn live_tools(
     probe: &ProbeArgs,
 ) -> anyhow::Result<Vec<goat_mcp_client::LiveTool>> {
     let settings = crate::config::Settings::load()?;
-    let workspace = goat_session::paths::workspace(probe.workspace.as_deref())?;
-    let store = paths::store_path(probe.store.db.as_deref())?.into_resolved();
+    // An empty directory of its own unless one is named: what a server
+    // reads into its definitions is pinned, so it must not see where the
+    // person happens to run this (their home, with ~/.ssh in it).
+    let empty = tempfile::Builder::new()
+        .prefix("goat-mcp-look-")
+        .tempdir()
+        .context("making an empty workspace to start the server in")?;
+    let store = paths::store_path(probe.store.db.as_deref())?;
     let permissions = paths::permissions_path(
         probe.permissions.permissions.as_deref(),
         probe.store.db.as_deref(),
-    )?
-    .into_resolved();
+    )?;
+    let workspace = match &probe.workspace {
+        None => goat_session::paths::workspace(Some(empty.path()))?,
+        Some(dir) => {
+            let workspace = goat_session::paths::workspace(Some(dir))?;
+            looked_at_workspace(&workspace, &store, &permissions, probe, &settings)?;
+            workspace
+        }
+    };
+    let (store, permissions) = (store.into_resolved(), permissions.into_resolved());
     let containment = settings.command_containment(&workspace, &[&store, &permissions])?;
     goat_shepherd::server_support(&containment)?;
     let (_, boundary) = goat_shepherd::gate::GateHandle::new(&permissions).decide_with_boundary(
@@ -416,6 +431,37 @@ fn live_tools(
             server.name
         )
     })
+}
+
+/// Refuses a `--workspace` for looking at a server that a session would
+/// refuse (it holds the store, the permission database, the plugins or the
+/// config file), or that is the home directory or holds it (issue 39).
+fn looked_at_workspace(
+    workspace: &Path,
+    store: &goat_state::paths::HostPath,
+    permissions: &goat_state::paths::HostPath,
+    probe: &ProbeArgs,
+    settings: &crate::config::Settings,
+) -> anyhow::Result<()> {
+    paths::ensure_store_outside(store, workspace)?;
+    paths::ensure_permissions_outside(permissions, workspace)?;
+    paths::ensure_plugins_outside(&paths::plugin_dir(probe.store.db.as_deref())?, workspace)?;
+    if let Some(config) = settings.file_in_use() {
+        paths::ensure_config_outside(config, workspace)?;
+    }
+    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from)
+        && let Ok(home) = home.canonicalize()
+        && home.starts_with(workspace)
+    {
+        bail!(
+            "the workspace {} is or holds the home directory {}: the server would read your \
+             files (~/.ssh and the like) while its tools are pinned. Leave out --workspace (the \
+             server starts in an empty directory) or name a project's directory",
+            workspace.display(),
+            home.display()
+        );
+    }
+    Ok(())
 }
 
 /// `goat mcp show`: the server, its trusted tools, and how what it offers

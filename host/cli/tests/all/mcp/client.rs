@@ -14,7 +14,7 @@ use super::sdk_python;
 use crate::{Env, GoatRun, GoatRunBuilder, shown, text};
 
 /// The test servers' directory.
-fn servers_dir() -> PathBuf {
+pub(super) fn servers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp_servers")
         .canonicalize()
@@ -50,7 +50,7 @@ fn hostile(env: &Env, name: &str, mode: &[&str], flags: &[&str]) -> String {
 }
 
 /// `/usr/bin/python3` where there is one, else `python3` from PATH.
-fn system_python() -> &'static str {
+pub(super) fn system_python() -> &'static str {
     if Path::new("/usr/bin/python3").exists() {
         "/usr/bin/python3"
     } else {

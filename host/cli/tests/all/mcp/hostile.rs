@@ -52,7 +52,7 @@ fn exchange(env: &Env, lines: &[String]) -> (Vec<Value>, String) {
     (responses, text(&out.stderr))
 }
 
-fn call(id: u64, name: &str, arguments: Value) -> String {
+pub(super) fn call(id: u64, name: &str, arguments: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": name, "arguments": arguments}})
     .to_string()
@@ -159,7 +159,7 @@ fn a_hard_link_to_a_denied_file_shows_a_client_nothing() {
 }
 
 /// How many `sleep MARKER` processes run.
-fn processes_with(marker: &str) -> usize {
+pub(super) fn processes_with(marker: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()

@@ -4,11 +4,14 @@
 //! `.ci/run`; GOAT_MCP_INSPECTOR). Each skips with a note when its client
 //! is absent, unless its `_REQUIRED` variable is set. What they check is
 //! checked where it lands: files on disk, rows in the store, `goat undo`.
-//! The hostile client (`hostile`) needs no client but raw pipes.
+//! The hostile client (`hostile`, and one that goes away: `gone`) needs no
+//! client but raw pipes; `trust` checks where a server is looked at.
 
 mod client;
+mod gone;
 mod hostile;
 mod inspector;
+mod trust;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
