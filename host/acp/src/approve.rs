@@ -103,6 +103,10 @@ pub struct EditorApprover {
 }
 
 impl Approver for EditorApprover {
+    fn who(&self) -> &str {
+        "the person in the editor"
+    }
+
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
         let call_id = self
             .calls

@@ -82,6 +82,10 @@ impl Approver for ElicitApprover {
         }
     }
 
+    fn who(&self) -> &str {
+        "the MCP client's person, asked through elicitation,"
+    }
+
     fn interrupted_by(&mut self, interrupt: &goat_shepherd::Interrupt) {
         self.interrupt = Some(interrupt.clone());
     }

@@ -6,9 +6,12 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
-use rmcp::model::{ClientConfig, Implementation, ProtocolVersion, Tool};
-use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::model::{
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCreateRequestMethod,
+    Implementation, ListRootsRequestMethod, ProtocolVersion, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
@@ -22,7 +25,7 @@ const STDERR_TAIL_BYTES: usize = 2048;
 /// A server that is up: its process and the client talking to it.
 pub struct Connection {
     /// The SDK's client; dropped (in the runtime) before the process.
-    pub service: Option<RunningService<RoleClient, ClientConfig>>,
+    pub service: Option<RunningService<RoleClient, GoatClient>>,
     /// The contained process (none for a server at a URL).
     pub process: Option<goat_command::Server>,
     /// What it said on stderr, last.
@@ -139,11 +142,45 @@ impl Connection {
 
 /// What the client says about itself, and the newest revision that has a
 /// handshake (GOAT speaks 2024-11-05 through 2025-11-25).
-pub fn client_config() -> ClientConfig {
+pub fn client_config() -> GoatClient {
     let mut config = ClientConfig::default();
     config.protocol_version = ProtocolVersion::V_2025_11_25;
     config.client_info = Implementation::new("goat", env!("CARGO_PKG_VERSION"));
-    config
+    GoatClient(config)
+}
+
+/// GOAT as a server's client: it declares no capabilities, and answers a
+/// server's sampling, elicitation and roots requests as unsupported
+/// (JSON-RPC "method not found"). The SDK's own defaults would answer a
+/// question with "decline" and the roots with an empty list, which a
+/// server cannot tell from a person who declined or a client with no
+/// roots (issue 39).
+#[derive(Clone, Debug)]
+pub struct GoatClient(ClientConfig);
+
+impl ClientHandler for GoatClient {
+    fn get_info(&self) -> ClientConfig {
+        self.0.clone()
+    }
+
+    #[expect(
+        deprecated,
+        reason = "roots are deprecated (SEP-2577); GOAT answers them as unsupported until the SDK drops them"
+    )]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListRootsRequestMethod>())
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ElicitationCreateRequestMethod>())
+    }
 }
 
 /// Starts keeping the last of `stderr` in `tail`, on a thread of its own.
@@ -171,7 +208,7 @@ pub async fn handshake(
     stdout: std::process::ChildStdout,
     oversize: Arc<Notify>,
     timeout: Duration,
-) -> Result<(RunningService<RoleClient, ClientConfig>, Vec<Tool>), String> {
+) -> Result<(RunningService<RoleClient, GoatClient>, Vec<Tool>), String> {
     let stdin = tokio::net::unix::pipe::Sender::from_owned_fd(std::os::fd::OwnedFd::from(stdin))
         .map_err(|e| format!("its stdin: {e}"))?;
     let stdout =
@@ -202,7 +239,7 @@ pub async fn handshake_http(
     url: String,
     bearer: Option<String>,
     timeout: Duration,
-) -> Result<(RunningService<RoleClient, ClientConfig>, Vec<Tool>), String> {
+) -> Result<(RunningService<RoleClient, GoatClient>, Vec<Tool>), String> {
     use rmcp::transport::streamable_http_client::{
         StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
     };

@@ -17,7 +17,8 @@ use tokio::sync::Notify;
 
 use crate::connection::{Connection, MAX_MESSAGE_BYTES, ServerProxy, handshake, keep_stderr};
 use crate::offer::{self, CALL_TOOL, SEARCH_TOOL};
-use crate::registry::{PinnedTool, ServerEntry, definition_hash, exposed_name};
+use crate::pins::changed_tools;
+use crate::registry::{PinnedTool, ServerEntry, exposed_name};
 use crate::render;
 
 /// Over this share of the context window, the tools are offered on
@@ -84,19 +85,27 @@ impl Hub {
         rx.recv().ok()
     }
 
+    /// Each pinned tool, by the name the model calls it. A name pinned
+    /// twice for one server (an older GOAT trusted such a server) is left
+    /// out: a call could not say which definition it is.
     fn pinned(&self) -> Vec<(&ServerEntry, &PinnedTool, String)> {
         self.servers
             .iter()
             .flat_map(|server| {
-                server
-                    .trusted
+                let tools: Vec<&PinnedTool> =
+                    server.trusted.iter().flat_map(|t| t.tools.iter()).collect();
+                let once =
+                    |tool: &PinnedTool| tools.iter().filter(|t| t.name == tool.name).count() == 1;
+                tools
                     .iter()
-                    .flat_map(|t| t.tools.iter())
-                    .filter_map(move |tool| {
+                    .copied()
+                    .filter(|tool| once(tool))
+                    .filter_map(|tool| {
                         exposed_name(&server.name, &tool.name)
                             .ok()
                             .map(|name| (server, tool, name))
                     })
+                    .collect::<Vec<_>>()
             })
             .collect()
     }
@@ -256,48 +265,6 @@ pub fn list_live(
     let live = connection.live.clone();
     hub.stop(connection);
     Ok(live)
-}
-
-/// Each pinned tool `live` no longer matches, and why.
-pub fn changed_tools(server: &ServerEntry, live: &[Tool]) -> Vec<(String, String)> {
-    let Some(trusted) = &server.trusted else {
-        return Vec::new();
-    };
-    trusted
-        .tools
-        .iter()
-        .filter_map(|pinned| {
-            let Some(now) = live.iter().find(|t| t.name == pinned.name) else {
-                return Some((
-                    pinned.name.clone(),
-                    "the server no longer offers it".to_owned(),
-                ));
-            };
-            let (description, input, output) = definition(now);
-            (definition_hash(&now.name, &description, &input, output.as_ref()) != pinned.sha256)
-                .then(|| {
-                    (
-                        pinned.name.clone(),
-                        format!(
-                            "its definition changed since it was trusted; `goat mcp show {}` shows \
-                             how, and `goat mcp trust {}` trusts it again",
-                            server.name, server.name
-                        ),
-                    )
-                })
-        })
-        .collect()
-}
-
-/// A live tool's description and schemas, as pinned.
-pub fn definition(tool: &Tool) -> (String, Value, Option<Value>) {
-    (
-        tool.description.as_deref().unwrap_or_default().to_owned(),
-        Value::Object((*tool.input_schema).clone()),
-        tool.output_schema
-            .as_ref()
-            .map(|schema| Value::Object((**schema).clone())),
-    )
 }
 
 /// The proxy a server whose network is a list of hosts goes through.

@@ -17,10 +17,12 @@
 pub mod connection;
 pub mod hub;
 pub mod offer;
+pub mod pins;
 pub mod registry;
 pub mod render;
 
-pub use hub::{Hub, changed_tools, definition, list_live, start_contained};
+pub use hub::{Hub, list_live, start_contained};
+pub use pins::{changed_tools, definition, shared_name, shared_names};
 pub use registry::{PinnedTool, Registry, ServerEntry, Trusted, check_name, exposed_name};
 /// A tool as a server offers it now.
 pub use rmcp::model::Tool as LiveTool;

@@ -130,6 +130,14 @@ struct Said {
 }
 
 impl Approver for Said {
+    fn who(&self) -> &str {
+        self.inner.who()
+    }
+
+    fn interrupted_by(&mut self, interrupt: &goat_shepherd::Interrupt) {
+        self.inner.interrupted_by(interrupt);
+    }
+
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval {
         let approval = {
             let mut inner = self.events.lock();

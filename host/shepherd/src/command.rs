@@ -405,7 +405,7 @@ impl AppToolRouter {
             )));
         };
         // No directory is offered for a command: its rule is the session.
-        let allowed = Allowed::from_answer(answer, &question, can_remember)?;
+        let allowed = Allowed::from_answer(answer, &self.approver_who(), &question, can_remember)?;
         let Some(scope) = allowed.scope(&self.config().session_id) else {
             return Ok(allowed.granted(None));
         };

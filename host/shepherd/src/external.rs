@@ -293,7 +293,7 @@ impl AppToolRouter {
                 tool.name
             )));
         };
-        let allowed = Allowed::from_answer(answer, &question, can_remember)?;
+        let allowed = Allowed::from_answer(answer, &self.approver_who(), &question, can_remember)?;
         let Some(scope) = allowed.scope(&self.config().session_id) else {
             return Ok(allowed.granted(None));
         };

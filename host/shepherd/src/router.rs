@@ -235,6 +235,14 @@ impl AppToolRouter {
         self.approver.as_mut().map(|a| a.approve(request))
     }
 
+    /// Who the approver is, as a denial names them.
+    pub(crate) fn approver_who(&self) -> String {
+        self.approver
+            .as_ref()
+            .map_or(approval::AT_THE_TERMINAL, |a| a.who())
+            .to_owned()
+    }
+
     /// Sets who answers the gate's questions.
     pub fn with_approver(mut self, approver: Box<dyn Approver>) -> Self {
         self.approver = Some(approver);
@@ -525,7 +533,7 @@ impl AppToolRouter {
             directories: &directories,
             details: &[],
         });
-        let allowed = Allowed::from_answer(answer, &question, patterns.is_some())?;
+        let allowed = Allowed::from_answer(answer, approver.who(), &question, patterns.is_some())?;
         let (Some(scope), Some(patterns)) = (allowed.scope(&self.config.session_id), patterns)
         else {
             return Ok(allowed.granted(None));

@@ -673,8 +673,22 @@ pub fn trust(args: &TrustArgs) -> anyhow::Result<Outcome> {
         network(&server),
         live.len()
     )?;
+    let mut shared = goat_mcp_client::shared_names(&live);
     for tool in &live {
         let (description, input, output) = definition(tool);
+        if shared.contains_key(tool.name.as_ref()) {
+            // Said once, at the first of them.
+            let Some(count) = shared.insert(tool.name.to_string(), 0).filter(|c| *c > 0) else {
+                continue;
+            };
+            writeln!(
+                out,
+                "  not offered: {}: {}",
+                text::escape_controls(&tool.name),
+                goat_mcp_client::shared_name(count)
+            )?;
+            continue;
+        }
         match goat_mcp_client::exposed_name(&server.name, &tool.name) {
             Ok(name) => {
                 writeln!(out, "  {name}: {}", text::escape_controls(&description))?;

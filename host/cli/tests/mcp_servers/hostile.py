@@ -75,6 +75,15 @@ die
 garbage
     noise {}        writes three non-JSON lines to stdout ("hello",
                     "\\x1b[2J not json", "{broken") and then the valid reply
+dup
+    dup {}          two tools with this one name (descriptions "the first
+                    dup" and "the second dup"), answering "first" and
+                    "second"
+    solo {}         "solo"
+asks
+    ask {}          sends the client an elicitation/create request, then a
+                    roots/list request, each waited for; returns JSON
+                    {method: the client's "result" or "error"}
 slow_start SECONDS
     sleeps SECONDS before answering initialize
     ok {}           "ok"
@@ -264,6 +273,29 @@ def rugpull_tools(path):
     ]
 
 
+def ask_client(_args):
+    answers = {}
+    requests = (
+        ("goat-test-1", "elicitation/create",
+         {"message": "may I?", "requestedSchema": {"type": "object", "properties": {}}}),
+        ("goat-test-2", "roots/list", {}),
+    )
+    for request_id, method, params in requests:
+        send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            raw = sys.stdin.buffer.readline()
+            if not raw:
+                return text_result("EOF before the answer to " + method)
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("id") == request_id and "method" not in message:
+                answers[method] = {k: message[k] for k in ("result", "error") if k in message}
+                break
+    return text_result(json.dumps(answers, sort_keys=True))
+
+
 def escapes_tools():
     shout = tool("shout", "Shouts. \x1b]0;pwned\x07 \x1b[2J clear \x1b[31mred\x1b[0m \x9b31m c1 \x1b]8;;http://evil/\x07link\x1b]8;;\x07")
     bad = tool("bad name\x1b[0m", "A tool whose name is not a valid function name.")
@@ -337,6 +369,14 @@ def build_tools(mode, arg):
         ]
     if mode == "garbage":
         return [(tool("noise", "Writes non-JSON lines to stdout before its reply."), "raw:garbage")]
+    if mode == "dup":
+        return [
+            (tool("dup", "the first dup"), lambda _a: text_result("first")),
+            (tool("dup", "the second dup"), lambda _a: text_result("second")),
+            (tool("solo", "Answers solo."), lambda _a: text_result("solo")),
+        ]
+    if mode == "asks":
+        return [(tool("ask", "Asks the client for input and for its roots."), ask_client)]
     if mode == "slow_start":
         return [(tool("ok", "Answers ok."), lambda _a: text_result("ok"))]
     sys.exit("unknown mode %r (see the docstring)" % (mode,))

@@ -68,11 +68,14 @@ pub enum Approval {
 /// for a few sentences of guidance, not a second prompt.
 pub const MAX_DENIAL_NOTE_CHARS: usize = 500;
 
-/// What the model is told when the person at the terminal said no, with
+/// Who [`Approver::who`] is unless an approver says otherwise.
+pub const AT_THE_TERMINAL: &str = "the person at the terminal";
+
+/// What the model is told when `who` (an [`Approver::who`]) said no, with
 /// their sentence if they gave one: one line, control characters made
 /// spaces, capped at [`MAX_DENIAL_NOTE_CHARS`].
-pub(crate) fn denial_reason(question: &str, note: Option<&str>) -> String {
-    let base = format!("denied: the person at the terminal did not allow it ({question})");
+pub(crate) fn denial_reason(who: &str, question: &str, note: Option<&str>) -> String {
+    let base = format!("denied: {who} did not allow it ({question})");
     let Some(note) = note else {
         return base;
     };
@@ -105,6 +108,13 @@ pub trait Approver: Send {
     /// Shows `request` to the person and returns their answer.
     fn approve(&mut self, request: &ApprovalRequest<'_>) -> Approval;
 
+    /// Who answers, as a denial tells the model ("denied: WHO did not
+    /// allow it"): [`AT_THE_TERMINAL`] unless the person is elsewhere (an
+    /// editor's, an MCP client's).
+    fn who(&self) -> &str {
+        AT_THE_TERMINAL
+    }
+
     /// The interrupt of the call about to be routed (ADR-0087): an
     /// approver that waits on something the turn's own cancellation does
     /// not reach (an MCP client's answer) stops waiting, and denies, when
@@ -132,20 +142,20 @@ mod tests {
     #[test]
     fn a_denial_note_is_one_capped_line_in_quotes() {
         assert_eq!(
-            denial_reason("q?", None),
+            denial_reason(AT_THE_TERMINAL, "q?", None),
             "denied: the person at the terminal did not allow it (q?)"
         );
         assert_eq!(
-            denial_reason("q?", Some("  \n ")),
+            denial_reason(AT_THE_TERMINAL, "q?", Some("  \n ")),
             "denied: the person at the terminal did not allow it (q?)"
         );
         assert_eq!(
-            denial_reason("q?", Some("use\nthe helper\x1b[2J")),
+            denial_reason(AT_THE_TERMINAL, "q?", Some("use\nthe helper\x1b[2J")),
             "denied: the person at the terminal did not allow it (q?); they said: \"use the \
              helper [2J\""
         );
         let long = "x".repeat(MAX_DENIAL_NOTE_CHARS + 50);
-        let reason = denial_reason("q?", Some(&long));
+        let reason = denial_reason(AT_THE_TERMINAL, "q?", Some(&long));
         assert_eq!(reason.matches('x').count(), MAX_DENIAL_NOTE_CHARS);
     }
 
@@ -183,6 +193,7 @@ impl Allowed {
     /// once.
     pub(crate) fn from_answer(
         answer: Approval,
+        who: &str,
         question: &str,
         can_remember: bool,
     ) -> Result<Self, Routed> {
@@ -191,14 +202,14 @@ impl Allowed {
                 return Err(denied(
                     RefusedBy::Person,
                     CallDecision::AskDenied,
-                    denial_reason(question, None),
+                    denial_reason(who, question, None),
                 ));
             }
             Approval::DenyWith(note) => {
                 return Err(denied(
                     RefusedBy::Person,
                     CallDecision::AskDenied,
-                    denial_reason(question, Some(&note)),
+                    denial_reason(who, question, Some(&note)),
                 ));
             }
             Approval::Once => Self::Once,

@@ -354,6 +354,11 @@ fn an_elicited_approval_writes_and_a_declined_one_does_not() {
     };
     let r = result(&declined, 0, true);
     assert!(r.starts_with("denied:"), "{r}");
+    // Its person said no, through the client: not one at GOAT's terminal.
+    assert!(
+        r.contains("the MCP client's person, asked through elicitation, did not allow it"),
+        "{r}"
+    );
     // The person saw the same preview a chat shows: the diff.
     let shown = declined["elicited"][0].as_str().unwrap();
     assert!(
