@@ -202,7 +202,7 @@ impl Printer {
             // Issue 22: the repository's instructions take at most a
             // share of the window; the person hears when they were cut.
             EventKind::Warning {
-                code: WarningCode::ProjectInstructionsCut,
+                code: WarningCode::ProjectInstructionsCut | WarningCode::WindowNotSaid,
                 message,
             } => self.status(message),
             EventKind::Warning {

@@ -45,6 +45,7 @@ pub use response::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use window::{
-    Overflow, PLAUSIBLE_WINDOW, TemplateTools, WindowProbe, WindowSource, models_window,
-    overflow_in, props_say_llama_cpp, props_template_tools, props_window,
+    Overflow, PLAUSIBLE_WINDOW, TemplateTools, WindowProbe, WindowSource, lm_studio_window,
+    models_window, ollama_window, overflow_in, props_say_llama_cpp, props_template_tools,
+    props_window,
 };

@@ -2,9 +2,12 @@
 //! request did not fit.
 //!
 //! Asked, never assumed: llama-server's `/props` (`n_ctx`, at the top in
-//! older builds, under `default_generation_settings` in newer ones) and
-//! vLLM's (and SGLang's) `/v1/models` (`max_model_len`). A probe that
-//! fails for any reason is "not said", never a failed turn.
+//! older builds, under `default_generation_settings` in newer ones),
+//! vLLM's (and SGLang's) `/v1/models` (`max_model_len`), LM Studio's
+//! `/api/v0/models` (`loaded_context_length`, else `max_context_length`)
+//! and Ollama's `/api/show` (`num_ctx` in its `parameters`, else the
+//! model's `*.context_length`). A probe that fails for any reason is "not
+//! said", never a failed turn.
 
 use serde_json::Value;
 
@@ -18,6 +21,11 @@ pub enum WindowSource {
     LlamaCppProps,
     /// The engine's `/models` listing (`max_model_len`: vLLM, SGLang).
     ModelsListing,
+    /// LM Studio's `/api/v0/models` (`loaded_context_length` or
+    /// `max_context_length`).
+    LmStudioModels,
+    /// Ollama's `/api/show` (`num_ctx`, or the model's `context_length`).
+    OllamaShow,
     /// A context-overflow error that named the window.
     OverflowError,
     /// Nothing said it: GOAT's conservative default.
@@ -31,6 +39,8 @@ impl WindowSource {
             Self::Setting => "setting",
             Self::LlamaCppProps => "llama.cpp /props",
             Self::ModelsListing => "/models max_model_len",
+            Self::LmStudioModels => "LM Studio /api/v0/models",
+            Self::OllamaShow => "Ollama /api/show",
             Self::OverflowError => "engine error",
             Self::Default => "default",
         }
@@ -148,6 +158,64 @@ pub fn models_window(body: &str, model: &str) -> Option<u64> {
     }
 }
 
+/// The window in LM Studio's `/api/v0/models` listing for `model`: the
+/// context the loaded model was given (`loaded_context_length`), else the
+/// most it takes (`max_context_length`); the one entry's when the listing
+/// holds one model.
+pub fn lm_studio_window(body: &str, model: &str) -> Option<u64> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let list = v.get("data")?.as_array()?;
+    let len = |m: &Value| {
+        ["loaded_context_length", "max_context_length"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_u64))
+            .and_then(plausible)
+    };
+    let named = list
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(model));
+    match (named, list.as_slice()) {
+        (Some(m), _) => len(m),
+        (None, [only]) => len(only),
+        _ => None,
+    }
+}
+
+/// The window in an Ollama `/api/show` body: `num_ctx` when the model's
+/// parameters set it (what Ollama then serves), else the model's own
+/// `<architecture>.context_length` from `model_info`.
+///
+/// Ollama serves a model with its own default `num_ctx` (set by
+/// `OLLAMA_CONTEXT_LENGTH`, or chosen by memory) unless the model sets
+/// one, and that default can be smaller than the model's length: a person
+/// who runs Ollama that way should set `context_tokens`.
+pub fn ollama_window(body: &str) -> Option<u64> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let num_ctx = v.get("parameters").and_then(Value::as_str).and_then(|p| {
+        p.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("num_ctx"))
+                .then(|| words.next()?.parse::<u64>().ok())
+                .flatten()
+        })
+    });
+    let info = v.get("model_info").and_then(Value::as_object);
+    let architecture = info
+        .and_then(|i| i.get("general.architecture"))
+        .and_then(Value::as_str);
+    let trained = info.and_then(|i| {
+        architecture
+            .and_then(|a| i.get(&format!("{a}.context_length")))
+            .or_else(|| {
+                i.iter()
+                    .find(|(k, _)| k.ends_with(".context_length"))
+                    .map(|(_, v)| v)
+            })
+            .and_then(Value::as_u64)
+    });
+    num_ctx.or(trained).and_then(plausible)
+}
+
 /// What an engine's refusal of a request as too long for its context
 /// said, when it said numbers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -240,6 +308,38 @@ mod tests {
         assert_eq!(models_window(one, "alias"), Some(16384));
         assert_eq!(models_window(r#"{"data": [{"id": "x"}]}"#, "x"), None);
         assert_eq!(models_window("[]", "x"), None);
+    }
+
+    #[test]
+    fn lm_studio_loaded_length_first_then_its_maximum() {
+        let listing = r#"{"object":"list","data":[
+            {"id":"qwen2.5-coder-7b-instruct","object":"model","type":"llm","state":"loaded","max_context_length":32768,"loaded_context_length":16384},
+            {"id":"other","object":"model","type":"llm","state":"not-loaded","max_context_length":131072}]}"#;
+        assert_eq!(
+            lm_studio_window(listing, "qwen2.5-coder-7b-instruct"),
+            Some(16384)
+        );
+        assert_eq!(lm_studio_window(listing, "other"), Some(131_072));
+        assert_eq!(lm_studio_window(listing, "missing"), None);
+        let one = r#"{"data":[{"id":"m","max_context_length":8192}]}"#;
+        assert_eq!(lm_studio_window(one, "alias"), Some(8192));
+        assert_eq!(lm_studio_window(r#"{"data":[{"id":"m"}]}"#, "m"), None);
+    }
+
+    #[test]
+    fn ollama_num_ctx_first_then_the_models_length() {
+        let show = r#"{"parameters":"stop \"<|im_end|>\"\nnum_ctx 16384\ntemperature 0.7","model_info":{"general.architecture":"qwen2","qwen2.context_length":32768}}"#;
+        assert_eq!(ollama_window(show), Some(16384));
+        let bare = r#"{"model_info":{"general.architecture":"qwen2","qwen2.context_length":32768,"qwen2.embedding_length":3584}}"#;
+        assert_eq!(ollama_window(bare), Some(32768));
+        let unnamed = r#"{"model_info":{"llama.context_length":131072}}"#;
+        assert_eq!(ollama_window(unnamed), Some(131_072));
+        assert_eq!(ollama_window(r#"{"parameters":"num_ctx lots"}"#), None);
+        assert_eq!(
+            ollama_window(r#"{"model_info":{"x.context_length":16}}"#),
+            None
+        );
+        assert_eq!(ollama_window("{}"), None);
     }
 
     #[test]

@@ -580,6 +580,10 @@ impl<'a> Track<'a> {
                      window (they take at most a quarter of it); the rest is not sent"
                 ),
             }),
+            TurnEvent::WindowNotSaid { assumed } => self.emit(EventKind::Warning {
+                code: WarningCode::WindowNotSaid,
+                message: text::window_not_said(assumed),
+            }),
             TurnEvent::ToolsNotShown(why) => self.emit(EventKind::Warning {
                 code: WarningCode::ToolsNotShown,
                 message: text::tools_not_shown(why),

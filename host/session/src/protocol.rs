@@ -489,6 +489,8 @@ pub enum WarningCode {
     ProjectInstructionsCut,
     /// The engine is not showing the offered tools to the model.
     ToolsNotShown,
+    /// The engine did not say its context window; GOAT assumes its default.
+    WindowNotSaid,
 }
 
 /// `turn.completed` and `turn.failed`.

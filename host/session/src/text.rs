@@ -198,6 +198,16 @@ pub fn tools_not_shown(why: goat_shepherd::ToolsNotShown) -> String {
     }
 }
 
+/// What GOAT says, once in a session, when the engine did not say its
+/// context window and the person set none.
+pub fn window_not_said(assumed: u64) -> String {
+    format!(
+        "the engine did not say its context window (asked: llama-server /props, /v1/models, \
+         LM Studio /api/v0/models, Ollama /api/show); GOAT assumes {assumed} tokens. Set \
+         context_tokens (or --context-tokens) to the window the engine serves"
+    )
+}
+
 /// At most `max` characters of `text`, with `…` when cut.
 pub fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {

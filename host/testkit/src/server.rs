@@ -170,11 +170,22 @@ fn not_found() -> Reply {
     )
 }
 
-/// The `GET` paths a client asks about the engine itself (its context
-/// window, its models) rather than for an answer. They are answered by
-/// routes, 404 unless a test routes them, so a script of answers is never
-/// used up by them, and recorded apart ([`ScriptedServer::probes`]).
-const PROBE_PATHS: &[&str] = &["/props", "/v1/props", "/v1/models", "/models"];
+/// The paths a client asks about the engine itself (its context window,
+/// its models) rather than for an answer. They are answered by routes, 404
+/// unless a test routes them, so a script of answers is never used up by
+/// them, and recorded apart ([`ScriptedServer::probes`]). All are `GET`s
+/// but Ollama's `/api/show`, a `POST`.
+const PROBE_PATHS: &[&str] = &[
+    "/props",
+    "/v1/props",
+    "/v1/models",
+    "/models",
+    "/api/v0/models",
+    "/api/show",
+];
+
+/// The probe answered by a route though it is a `POST`.
+const POSTED_PROBE: &str = "/api/show";
 
 /// The server. Dropping it stops accepting.
 pub struct ScriptedServer {
@@ -199,8 +210,9 @@ impl Drop for ScriptedServer {
 
 impl ScriptedServer {
     /// Listens on a free local port and answers requests with `replies` in
-    /// order; requests beyond the script are dropped. `GET` requests to the
-    /// probe paths (`/props`, `/v1/models`) are answered by routes instead
+    /// order; requests beyond the script are dropped. Requests to the
+    /// probe paths (`/props`, `/v1/models`, LM Studio's and Ollama's) are
+    /// answered by routes instead
     /// (404 unless [`route`](Self::route) says otherwise).
     pub async fn start(replies: Vec<Reply>) -> Self {
         Self::listen(Script::Fixed(replies.into()), None, true).await
@@ -211,13 +223,14 @@ impl ScriptedServer {
         Self::listen(Script::Responder(Arc::new(respond)), None, true).await
     }
 
-    /// Answers `GET path` with `reply` from now on (every time), instead
-    /// of the script; recorded in [`probes`](Self::probes).
+    /// Answers `GET path` (or Ollama's `POST /api/show`) with `reply` from
+    /// now on (every time), instead of the script; recorded in
+    /// [`probes`](Self::probes).
     pub fn route(&self, path: &str, reply: Reply) {
         self.routes.lock().unwrap().insert(path.to_owned(), reply);
     }
 
-    /// The `GET` requests routes answered, in order.
+    /// The requests routes answered, in order.
     pub fn probes(&self) -> Vec<Recorded> {
         self.probes.lock().unwrap().clone()
     }
@@ -384,7 +397,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared)
     let Some(recorded) = read_request(&mut socket, shared.parse).await else {
         return;
     };
-    let routed = (recorded.method == "GET")
+    let routed = (recorded.method == "GET" || recorded.path == POSTED_PROBE)
         .then(|| shared.routes.lock().unwrap().get(&recorded.path).cloned())
         .flatten();
     let reply = match routed {

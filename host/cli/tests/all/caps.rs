@@ -66,8 +66,8 @@ async fn calls_past_the_cap_are_stored_as_not_run() {
 
 #[tokio::test]
 async fn a_flood_of_calls_leaves_the_next_request_valid_and_within_the_default_window() {
-    // Issue 22: 1,000 calls in one response, at the default 8192-token
-    // window. The next request carries the 32 that ran, each with its
+    // Issue 22: 1,000 calls in one response, at the default window
+    // (32768 tokens since issue 38). The next request carries the 32 that ran, each with its
     // result, and one line for the rest; the store keeps all 1,000.
     let mut many = Reply::builder();
     for _ in 0..1000 {

@@ -8,7 +8,7 @@ use super::{
     CachePrompt, EngineClient, MAX_MODELS_BODY_BYTES, MAX_MODELS_NAMED, MODELS_TIMEOUT, read_body,
     read_error_body,
 };
-use reqwest::header::ACCEPT;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
 use crate::error::EngineError;
 use crate::window::{self, TemplateTools, WindowProbe, WindowSource};
@@ -21,14 +21,17 @@ impl EngineClient {
 
     /// Asks the engine its context window: llama-server's `/props` (beside
     /// `/v1`, at the server's root), then `/models` (`max_model_len`,
-    /// vLLM and SGLang). Each request is a small `GET` bounded by
+    /// vLLM and SGLang), then LM Studio's `/api/v0/models` and Ollama's
+    /// `/api/show` (both at the root), stopping at the first that says.
+    /// Each request is a small `GET` bounded by
     /// [`MODELS_TIMEOUT`], over the same client (and TLS trust) as the
     /// chat. Nothing here fails a turn: an engine that cannot be asked is
     /// [`WindowProbe::Unreachable`], one that does not say is
     /// [`WindowProbe::NotSaid`].
     pub async fn discover_window(&self) -> WindowProbe {
         let mut unreachable = false;
-        let mut ask = async |url: String| match self.get_small(&url).await {
+        let mut ask = async |request: reqwest::RequestBuilder| match self.fetch_small(request).await
+        {
             Ok(body) => Some(body),
             Err(e) => {
                 // A 4xx is an engine without the endpoint; anything else
@@ -38,7 +41,7 @@ impl EngineClient {
                 None
             }
         };
-        let props = ask(self.props_url()).await;
+        let props = ask(self.http.get(self.props_url())).await;
         if let Some(body) = &props {
             self.keep_props(body);
         }
@@ -48,7 +51,7 @@ impl EngineClient {
                 source: WindowSource::LlamaCppProps,
             };
         }
-        let models = ask(self.models_url()).await;
+        let models = ask(self.http.get(self.models_url())).await;
         if let Some(tokens) = models
             .as_deref()
             .and_then(|b| window::models_window(b, &self.config.model))
@@ -56,6 +59,27 @@ impl EngineClient {
             return WindowProbe::Found {
                 tokens,
                 source: WindowSource::ModelsListing,
+            };
+        }
+        let lm_studio = ask(self.http.get(self.root_url("/api/v0/models"))).await;
+        if let Some(tokens) = lm_studio
+            .as_deref()
+            .and_then(|b| window::lm_studio_window(b, &self.config.model))
+        {
+            return WindowProbe::Found {
+                tokens,
+                source: WindowSource::LmStudioModels,
+            };
+        }
+        let show = self
+            .http
+            .post(self.root_url("/api/show"))
+            .header(CONTENT_TYPE, "application/json")
+            .body(serde_json::json!({ "model": self.config.model }).to_string());
+        if let Some(tokens) = ask(show).await.as_deref().and_then(window::ollama_window) {
+            return WindowProbe::Found {
+                tokens,
+                source: WindowSource::OllamaShow,
             };
         }
         if unreachable {
@@ -112,10 +136,14 @@ impl EngineClient {
     /// A small JSON `GET`: at most [`MAX_MODELS_BODY_BYTES`] read, the
     /// whole request within [`MODELS_TIMEOUT`].
     async fn get_small(&self, url: &str) -> Result<String, EngineError> {
+        self.fetch_small(self.http.get(url)).await
+    }
+
+    /// [`EngineClient::get_small`] for any request: Ollama's `/api/show`
+    /// is a `POST`.
+    async fn fetch_small(&self, request: reqwest::RequestBuilder) -> Result<String, EngineError> {
         let fetch = async {
-            let mut response = self
-                .http
-                .get(url)
+            let mut response = request
                 .header(ACCEPT, "application/json")
                 .send()
                 .await
@@ -142,8 +170,14 @@ impl EngineClient {
 
     /// llama-server serves `/props` at its root, not under `/v1`.
     fn props_url(&self) -> String {
+        self.root_url("/props")
+    }
+
+    /// `path` at the server's root, beside `/v1` (llama-server's
+    /// `/props`, LM Studio's `/api/v0`, Ollama's `/api`).
+    fn root_url(&self, path: &str) -> String {
         let base = self.config.base_url.trim_end_matches('/');
-        format!("{}/props", base.strip_suffix("/v1").unwrap_or(base))
+        format!("{}{path}", base.strip_suffix("/v1").unwrap_or(base))
     }
 }
 

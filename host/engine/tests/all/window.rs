@@ -63,6 +63,69 @@ async fn vllm_models_max_model_len() {
     assert_eq!(paths, ["/props", "/v1/models"]);
 }
 
+/// LM Studio 0.3.x's `/api/v0/models`, as recorded: the loaded model's
+/// `loaded_context_length` first.
+#[tokio::test]
+async fn lm_studio_api_v0_models() {
+    let listing = r#"{"data":[{"id":"qwen","object":"model","type":"llm","publisher":"lmstudio-community","arch":"qwen2","compatibility_type":"gguf","quantization":"Q4_K_M","state":"loaded","max_context_length":131072,"loaded_context_length":32768},{"id":"text-embedding-nomic-embed-text-v1.5","object":"model","type":"embeddings","state":"not-loaded","max_context_length":2048}],"object":"list"}"#;
+    let (found, paths) = probe(&[
+        // LM Studio's OpenAI listing says no window.
+        (
+            "/v1/models",
+            json(r#"{"data":[{"id":"qwen","object":"model","owned_by":"organization_owner"}],"object":"list"}"#),
+        ),
+        ("/api/v0/models", json(listing)),
+    ])
+    .await;
+    assert_eq!(
+        found,
+        WindowProbe::Found {
+            tokens: 32768,
+            source: WindowSource::LmStudioModels
+        }
+    );
+    assert_eq!(paths, ["/props", "/v1/models", "/api/v0/models"]);
+}
+
+/// Ollama's `POST /api/show`, as recorded: `num_ctx` from the Modelfile's
+/// parameters first, else the model's `context_length`; asked for the
+/// session's model.
+#[tokio::test]
+async fn ollama_api_show() {
+    let with_num_ctx = r#"{"license":"Apache License","modelfile":"FROM qwen2.5-coder:7b
+PARAMETER num_ctx 65536","parameters":"num_ctx                        65536
+stop                           "<|im_end|>"","template":"{{- if .Messages }}","details":{"parent_model":"","format":"gguf","family":"qwen2","families":["qwen2"],"parameter_size":"7.6B","quantization_level":"Q4_K_M"},"model_info":{"general.architecture":"qwen2","general.parameter_count":7615616512,"qwen2.attention.head_count":28,"qwen2.block_count":28,"qwen2.context_length":32768,"qwen2.embedding_length":3584},"capabilities":["completion","tools","insert"],"modified_at":"2026-11-30T10:00:00Z"}"#;
+    let (found, paths) = probe(&[("/api/show", json(with_num_ctx))]).await;
+    assert_eq!(
+        found,
+        WindowProbe::Found {
+            tokens: 65536,
+            source: WindowSource::OllamaShow
+        }
+    );
+    assert_eq!(
+        paths,
+        ["/props", "/v1/models", "/api/v0/models", "/api/show"]
+    );
+    let bare = r#"{"parameters":"stop "<|im_end|>"","details":{"family":"qwen2"},"model_info":{"general.architecture":"qwen2","qwen2.context_length":32768},"capabilities":["completion","tools"]}"#;
+    let server = ScriptedServer::start(vec![]).await;
+    server.route("/api/show", json(bare));
+    let client = EngineClient::new(EngineConfig::new(server.base_url(), "qwen")).unwrap();
+    assert_eq!(
+        client.discover_window().await,
+        WindowProbe::Found {
+            tokens: 32768,
+            source: WindowSource::OllamaShow
+        }
+    );
+    let show = server.probes().pop().unwrap();
+    assert_eq!(
+        (show.method.as_str(), show.path.as_str()),
+        ("POST", "/api/show")
+    );
+    assert_eq!(show.body, serde_json::json!({"model": "qwen"}));
+}
+
 #[tokio::test]
 async fn an_engine_that_says_nothing_or_garbage_is_not_said() {
     let (found, _) = probe(&[]).await;

@@ -168,7 +168,7 @@ pub static SETTINGS: &[SettingDef] = &[
         key: "context_tokens",
         env: "GOAT_CONTEXT_TOKENS",
         flag: Some("--context-tokens"),
-        doc: "The engine's context window; unset, GOAT asks the engine (llama.cpp /props, vLLM /v1/models) and assumes the default when it does not say",
+        doc: "The engine's context window; unset, GOAT asks the engine (llama.cpp /props, vLLM /v1/models, LM Studio /api/v0/models, Ollama /api/show) and, when it does not say, assumes 32768 and says so",
         example: "32768",
         kind: Kind::Number {
             field: field!(context_tokens),

@@ -3,7 +3,8 @@
 //! request within the window.
 //!
 //! The window is the person's `context_tokens` setting when given, else
-//! what the engine says (llama.cpp `/props`, vLLM `/v1/models`), else
+//! what the engine says (llama.cpp `/props`, vLLM `/v1/models`, LM
+//! Studio `/api/v0/models`, Ollama `/api/show`), else
 //! [`DEFAULT_CONTEXT_TOKENS`]. Tokens are estimated from the request's
 //! bytes, with no tokenizer: [`DEFAULT_BYTES_PER_TOKEN`] until the engine
 //! has reported a request's `usage.prompt_tokens`, then that request's own
@@ -23,14 +24,17 @@ pub use compact::{
 
 use goat_engine::{ChatRequest, WindowSource};
 
-/// The window assumed when neither the setting nor the engine says one.
-/// llama.cpp and vLLM say theirs; the engines that do not (Ollama, LM
-/// Studio) load models with 4096 to 8192 tokens by default, and a window
-/// far larger than the real one is what silently cuts a conversation.
-/// 8192 is the smallest that still holds a file read of ~15 KiB beside
-/// the system prompt and the tool schemas; set `context_tokens` to use
-/// more.
-pub const DEFAULT_CONTEXT_TOKENS: u64 = 8192;
+/// The window assumed when neither the setting nor the engine says one,
+/// said once in the session ([`TurnEvent::WindowNotSaid`](crate::TurnEvent::WindowNotSaid)).
+/// llama.cpp, vLLM, LM Studio and Ollama say theirs where GOAT asks, so
+/// this is for gateways and engines that do not. 32768 is what today's
+/// local coding models are served with (Qwen2.5-Coder and Qwen3-Coder
+/// take 32k natively and more with scaling); 8192, the value before,
+/// made a 30-round session cut and rewrite its prompt 9 times (issue 38).
+/// An engine that serves less refuses a request over its window, and
+/// GOAT then believes the window the refusal names; one that truncates
+/// silently needs `context_tokens` set.
+pub const DEFAULT_CONTEXT_TOKENS: u64 = 32768;
 
 /// Bytes of request body per token before the engine has said how many
 /// tokens a request took. Tokenizers of code models give 3.5 to 4.5
@@ -59,9 +63,9 @@ pub const ANSWER_RESERVE_TOKENS: u64 = 4096;
 /// The most of the request budget the repository's part of the system
 /// prompt (its `AGENTS.md`) may take. A quarter leaves GOAT's own prompt,
 /// the tool schemas, the person's request and a file read room in the
-/// smallest window GOAT assumes ([`DEFAULT_CONTEXT_TOKENS`]); in a 32k
-/// window it is about the 32 KiB read cap, so a large window loses
-/// nothing.
+/// smallest window an engine is likely to serve (8192 tokens); in a 32k
+/// window ([`DEFAULT_CONTEXT_TOKENS`]) it is about the 32 KiB read cap, so
+/// a large window loses nothing.
 pub const PROJECT_PROMPT_SHARE: f64 = 0.25;
 
 /// The repository's part of the system prompt (its project

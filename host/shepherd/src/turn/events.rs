@@ -60,6 +60,14 @@ pub enum TurnEvent {
         /// Bytes of them read.
         whole: usize,
     },
+    /// The engine did not say its context window where GOAT asks, and the
+    /// person set none: GOAT assumes `assumed` tokens
+    /// ([`DEFAULT_CONTEXT_TOKENS`](crate::DEFAULT_CONTEXT_TOKENS)). Said at
+    /// most once per session.
+    WindowNotSaid {
+        /// The window assumed, in tokens.
+        assumed: u64,
+    },
     /// The engine is not showing the offered tools to the model: its chat
     /// template has no place for them, and llama-server drops them from
     /// the request without a word. Said at most once per session.

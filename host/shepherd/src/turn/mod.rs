@@ -71,6 +71,8 @@ pub struct Shepherd {
     /// [`TurnEvent::ToolsNotShown`] was said: each once per session.
     tools_checked: AtomicBool,
     tools_warned: AtomicBool,
+    /// Whether [`TurnEvent::WindowNotSaid`] was said.
+    told_window_not_said: AtomicBool,
 }
 
 impl Shepherd {
@@ -99,6 +101,7 @@ impl Shepherd {
             last_stats: Mutex::new(TurnStats::default()),
             tools_checked: AtomicBool::new(false),
             tools_warned: AtomicBool::new(false),
+            told_window_not_said: AtomicBool::new(false),
         }
     }
 
@@ -178,6 +181,7 @@ impl Shepherd {
         let (session, text) = (self.session_id.clone(), prompt.to_owned());
         let turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
         self.discover_window().await;
+        self.tell_window_not_said(on_event);
         self.check_template_tools(on_event).await;
         let result = self.rounds(turn_id, cancel, on_event).await;
         let (status, error) = match &result {

@@ -80,6 +80,22 @@ impl Shepherd {
         });
     }
 
+    /// Says, once per session, that the engine answered without saying
+    /// its window and GOAT assumes the default; nothing while the engine
+    /// could not be asked (it may say next turn) or the person set one.
+    pub(super) fn tell_window_not_said(&self, on_event: &mut (dyn FnMut(TurnEvent) + Send)) {
+        use std::sync::atomic::Ordering;
+        let assumed = self.state(|s| {
+            let (tokens, source) = s.window();
+            (s.settled && source == goat_engine::WindowSource::Default).then_some(tokens)
+        });
+        if let Some(assumed) = assumed
+            && !self.told_window_not_said.swap(true, Ordering::Relaxed)
+        {
+            on_event(TurnEvent::WindowNotSaid { assumed });
+        }
+    }
+
     /// The newest summary and the history after it. The stubs' watermark
     /// a process before this one left is taken up, so a resumed session's
     /// first request is laid out as its last one was.

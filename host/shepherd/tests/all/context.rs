@@ -356,3 +356,45 @@ async fn a_resumed_session_extends_the_last_request_of_the_process_before() {
     assert_eq!(&first[..last.len()], last.as_slice());
     assert_eq!(first[last.len() + 1]["content"], "and once more");
 }
+
+/// Issue 38: an engine that says its window nowhere GOAT asks gets the
+/// default, said once in the session; one that says it, no word.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_engine_that_does_not_say_its_window_is_told_the_default_once() {
+    let said = |events: &[TurnEvent]| -> Vec<u64> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                TurnEvent::WindowNotSaid { assumed } => Some(*assumed),
+                _ => None,
+            })
+            .collect()
+    };
+    let s = session(agent(1_000_000), 16384).await;
+    s.server.route(
+        "/props",
+        Reply::error(404, "application/json", r#"{"error":"not found"}"#),
+    );
+    let (first, events) = s.turn("read big.txt").await;
+    first.unwrap();
+    assert_eq!(said(&events), [goat_shepherd::DEFAULT_CONTEXT_TOKENS]);
+    assert_eq!(goat_shepherd::DEFAULT_CONTEXT_TOKENS, 32768);
+    let (second, events) = s.turn("read big.txt again").await;
+    second.unwrap();
+    assert_eq!(said(&events), Vec::<u64>::new(), "said once per session");
+    let asked: Vec<String> = s.server.probes().into_iter().map(|p| p.path).collect();
+    assert_eq!(
+        asked[..4],
+        ["/props", "/v1/models", "/api/v0/models", "/api/show"],
+        "every engine's place asked: {asked:?}"
+    );
+    assert_eq!(
+        s.shepherd.context_status().source,
+        Some(goat_engine::WindowSource::Default)
+    );
+
+    let s = session(agent(1_000_000), 16384).await;
+    let (r, events) = s.turn("read big.txt").await;
+    r.unwrap();
+    assert_eq!(said(&events), Vec::<u64>::new(), "the engine said 16384");
+}

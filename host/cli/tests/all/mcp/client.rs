@@ -388,6 +388,19 @@ async fn a_definition_changed_after_trust_is_suspended_and_shown() {
     assert!(suspended.contains("suspended"), "{suspended}");
     assert!(!suspended.contains("looked up"), "{suspended}");
     assert_eq!(tool_result(&run, 2), "steady");
+    // Issue 36: the suspension is a refusal of its own kind, in the store
+    // and in the exit code, as every other refusal is.
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    let db = rusqlite::Connection::open(&run.env.db).unwrap();
+    let (by, target): (String, String) = db
+        .query_row(
+            "SELECT f.refused_by, f.target FROM call_refusals f \
+             JOIN tool_calls c ON c.id = f.call_row WHERE c.tool = 'rug__lookup'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((by.as_str(), target.as_str()), ("suspended", "rug__lookup"));
     // The changed description never reached the model.
     for request in run.requests() {
         assert!(!request.body.to_string().contains("IMPORTANT"));
