@@ -170,7 +170,7 @@ pub struct TurnOptions {
     #[arg(long, value_name = "N", value_parser = parse_max_rounds)]
     pub max_rounds: Option<usize>,
     /// The engine's context window in tokens (default: $GOAT_CONTEXT_TOKENS,
-    /// else the config file, else what the engine says, else 8192).
+    /// else the config file, else what the engine says, else 32768).
     #[arg(long, value_name = "TOKENS")]
     pub context_tokens: Option<u64>,
     /// Continue this session (its workspace must be this one) instead of

@@ -80,32 +80,31 @@ mod tests {
     use super::*;
     use crate::registry::{PinnedTool, Trusted};
 
-    fn live(name: &str, description: &str) -> Tool {
+    fn live(name: &str, description: &str) -> Result<Tool, serde_json::Error> {
         serde_json::from_value(json!({
             "name": name, "description": description,
             "inputSchema": {"type": "object"}
         }))
-        .unwrap()
     }
 
     #[test]
-    fn a_name_two_live_tools_share_suspends_the_one_pinned() {
-        let one = live("dup", "the first");
+    fn a_name_two_live_tools_share_suspends_the_one_pinned() -> Result<(), serde_json::Error> {
+        let one = live("dup", "the first")?;
         let (description, input, output) = definition(&one);
         let mut server: ServerEntry =
-            serde_json::from_value(json!({"name": "nm", "command": ["/bin/true"], "added_at": 0}))
-                .unwrap();
+            serde_json::from_value(json!({"name": "nm", "command": ["/bin/true"], "added_at": 0}))?;
         server.trusted = Some(Trusted {
             at: 0,
             tools: vec![PinnedTool::new("dup", &description, input, output)],
         });
         assert!(changed_tools(&server, std::slice::from_ref(&one)).is_empty());
-        let both = [one, live("dup", "the second")];
+        let both = [one, live("dup", "the second")?];
         assert_eq!(
             changed_tools(&server, &both),
             [("dup".to_owned(), shared_name(2))]
         );
         assert_eq!(shared_names(&both).get("dup"), Some(&2));
         assert!(shared_names(&both[..1]).is_empty());
+        Ok(())
     }
 }

@@ -304,7 +304,10 @@ async fn a_loading_engine_is_waited_for_and_the_wait_is_said_once() {
     assert_eq!(
         after_session_line(&run.stderr()),
         "▌ goat: the engine is loading the model; waiting for it (timeouts.first_byte_secs \
-         bounds the wait)\n"
+         bounds the wait)\n▌ goat: the engine did not say its context window (asked: \
+         llama-server /props, /v1/models, LM Studio /api/v0/models, Ollama /api/show); GOAT \
+         assumes 32768 tokens. Set context_tokens (or --context-tokens) to the window the \
+         engine serves\n"
     );
     assert_eq!(run.requests().len(), 3);
 }

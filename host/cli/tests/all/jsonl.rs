@@ -155,9 +155,21 @@ async fn a_completed_turn_streams_its_events_in_order_and_exits_zero() {
             "tool_call.started",
             "tool_call.completed",
             "round.started",
+            // The scripted engine says no window anywhere GOAT asks
+            // (issue 38): said once, when the turn has gone through.
+            "warning",
             "message.completed",
             "turn.completed",
         ]
+    );
+    assert_eq!(lines[6]["code"], "window_not_said", "{}", lines[6]);
+    assert!(
+        lines[6]["message"]
+            .as_str()
+            .unwrap()
+            .contains("GOAT assumes 32768 tokens"),
+        "{}",
+        lines[6]
     );
     let started = &lines[0];
     assert_eq!(started["model"], "qwen");
@@ -178,7 +190,7 @@ async fn a_completed_turn_streams_its_events_in_order_and_exits_zero() {
     assert_eq!(call["status"], "ok");
     assert_eq!(call["decision"], "allow");
     assert_eq!(call["files_changed"], json!(["notes/hello.txt"]));
-    assert_eq!(lines[6]["text"], "Wrote it.");
+    assert_eq!(lines[7]["text"], "Wrote it.");
     assert_eq!(end["outcome"], "completed");
     assert_eq!(end["exit_code"], 0);
     assert_eq!(end["answer"], "Wrote it.");

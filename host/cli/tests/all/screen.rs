@@ -67,6 +67,12 @@ async fn the_answer_wraps_at_80_columns_and_never_mid_word() {
         .chunked(7)
         .build();
     let server = ScriptedServer::start(vec![reply]).await;
+    // An engine that says its window, so that the only rows after the
+    // prompt are the answer's.
+    server.route(
+        "/props",
+        Reply::error(200, "application/json", r#"{"n_ctx": 32768}"#),
+    );
     let mut pty = chat(&env, &server.base_url(), 80, &[("NO_COLOR", "1")]);
     pty.expect("> ");
     pty.type_keys("wrap it\r");

@@ -92,9 +92,7 @@ async fn lm_studio_api_v0_models() {
 /// session's model.
 #[tokio::test]
 async fn ollama_api_show() {
-    let with_num_ctx = r#"{"license":"Apache License","modelfile":"FROM qwen2.5-coder:7b
-PARAMETER num_ctx 65536","parameters":"num_ctx                        65536
-stop                           "<|im_end|>"","template":"{{- if .Messages }}","details":{"parent_model":"","format":"gguf","family":"qwen2","families":["qwen2"],"parameter_size":"7.6B","quantization_level":"Q4_K_M"},"model_info":{"general.architecture":"qwen2","general.parameter_count":7615616512,"qwen2.attention.head_count":28,"qwen2.block_count":28,"qwen2.context_length":32768,"qwen2.embedding_length":3584},"capabilities":["completion","tools","insert"],"modified_at":"2026-11-30T10:00:00Z"}"#;
+    let with_num_ctx = r#"{"license":"Apache License","modelfile":"FROM qwen2.5-coder:7b\nPARAMETER num_ctx 65536","parameters":"num_ctx                        65536\nstop                           \"<|im_end|>\"","template":"{{- if .Messages }}","details":{"parent_model":"","format":"gguf","family":"qwen2","families":["qwen2"],"parameter_size":"7.6B","quantization_level":"Q4_K_M"},"model_info":{"general.architecture":"qwen2","general.parameter_count":7615616512,"qwen2.attention.head_count":28,"qwen2.block_count":28,"qwen2.context_length":32768,"qwen2.embedding_length":3584},"capabilities":["completion","tools","insert"],"modified_at":"2026-11-30T10:00:00Z"}"#;
     let (found, paths) = probe(&[("/api/show", json(with_num_ctx))]).await;
     assert_eq!(
         found,
@@ -107,7 +105,7 @@ stop                           "<|im_end|>"","template":"{{- if .Messages }}","d
         paths,
         ["/props", "/v1/models", "/api/v0/models", "/api/show"]
     );
-    let bare = r#"{"parameters":"stop "<|im_end|>"","details":{"family":"qwen2"},"model_info":{"general.architecture":"qwen2","qwen2.context_length":32768},"capabilities":["completion","tools"]}"#;
+    let bare = r#"{"parameters":"stop \"<|im_end|>\"","details":{"family":"qwen2"},"model_info":{"general.architecture":"qwen2","qwen2.context_length":32768},"capabilities":["completion","tools"]}"#;
     let server = ScriptedServer::start(vec![]).await;
     server.route("/api/show", json(bare));
     let client = EngineClient::new(EngineConfig::new(server.base_url(), "qwen")).unwrap();

@@ -181,9 +181,13 @@ impl Shepherd {
         let (session, text) = (self.session_id.clone(), prompt.to_owned());
         let turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
         self.discover_window().await;
-        self.tell_window_not_said(on_event);
         self.check_template_tools(on_event).await;
         let result = self.rounds(turn_id, cancel, on_event).await;
+        // Said once the engine has answered a whole turn: an engine that
+        // refuses every request (a wrong URL) has worse to say first.
+        if result.is_ok() {
+            self.tell_window_not_said(on_event);
+        }
         let (status, error) = match &result {
             Ok(_) => (TurnStatus::Completed, None),
             Err(TurnError::Cancelled) => (
