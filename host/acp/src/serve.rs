@@ -37,6 +37,8 @@ pub struct ServeOptions {
 struct State {
     options: ServeOptions,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The prompts' turns, each a task of its own.
+    turns: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl State {
@@ -101,6 +103,7 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
     let state = Arc::new(State {
         options,
         sessions: Mutex::new(HashMap::new()),
+        turns: Mutex::new(Vec::new()),
     });
     let (s_new, s_load, s_prompt, s_mode, s_cancel) = (
         state.clone(),
@@ -109,7 +112,7 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
         state.clone(),
         state.clone(),
     );
-    Agent
+    let ended = Agent
         .v1()
         .name("goat")
         .on_receive_request(
@@ -223,10 +226,16 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
                     }
                     *running = Some(cancel.clone());
                 }
-                tokio::spawn(async move {
+                let turn = tokio::spawn(async move {
                     let answer = crate::prompt::run(session, prompt, cancel).await;
                     let _ = responder.respond_with_result(answer);
                 });
+                let mut turns = s_prompt
+                    .turns
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                turns.retain(|t| !t.is_finished());
+                turns.push(turn);
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
@@ -275,6 +284,33 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_to(crate::wire::stdio())
-        .await
-        .map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))
+        .await;
+    stop_what_was_left(&state).await;
+    ended.map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))
+}
+
+/// The editor went away (its stdin ended) or the connection failed: no
+/// one is left to answer a question or read an answer, so every turn still
+/// running is cancelled as `session/cancel` would (a command is killed and
+/// none of its changes land, ADR-0087) and waited for, so that it is
+/// recorded as cancelled before the process exits (issue 39).
+async fn stop_what_was_left(state: &State) {
+    for session in state
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .values()
+    {
+        if let Some(token) = &*session
+            .cancel
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            token.cancel();
+        }
+    }
+    let turns = std::mem::take(&mut *state.turns.lock().unwrap_or_else(PoisonError::into_inner));
+    for turn in turns {
+        let _ = turn.await;
+    }
 }

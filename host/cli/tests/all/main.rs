@@ -9,6 +9,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 mod acp;
+mod acp_wire;
 mod atif;
 mod boundary;
 mod caps;
@@ -186,6 +187,19 @@ pub(crate) fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
         std::net::SocketAddr::V6(a) => a.port(),
     };
     (socket, port)
+}
+
+/// How many `sleep MARKER` processes run.
+pub(crate) fn processes_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            cmdline.starts_with("sleep\0") && cmdline.contains(marker)
+        })
+        .count()
 }
 
 /// A command's stdout and stderr together, for assertion messages.

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::hostile::{call, processes_with};
-use crate::{Env, text};
+use super::hostile::call;
+use crate::{Env, processes_with, text};
 
 /// How the client leaves.
 #[derive(Clone, Copy, Debug)]

@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use crate::{Env, text};
+use crate::{Env, processes_with, text};
 
 /// Sends `lines` to `goat mcp serve` in `env`, closes stdin, and returns
 /// the responses by id, and stderr.
@@ -156,19 +156,6 @@ fn a_hard_link_to_a_denied_file_shows_a_client_nothing() {
         assert!(!r.to_string().contains("0123456789"), "{r}");
     }
     assert!(result_text(by_id(&responses, 4)).contains("shared-by-two-names"));
-}
-
-/// How many `sleep MARKER` processes run.
-pub(super) fn processes_with(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmdline = String::from_utf8_lossy(&cmdline);
-            cmdline.starts_with("sleep\0") && cmdline.contains(marker)
-        })
-        .count()
 }
 
 /// A client that cancels its `tools/call` (notifications/cancelled) stops
