@@ -149,9 +149,9 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
             Err(goat_engine::EngineError::Length { partial }) => partial.usage,
             Err(_) => None,
         };
-        if let Some(why) =
-            usage.and_then(|u| goat_shepherd::prompt_without_tools(&schemas, u.prompt_tokens))
-            && !tools_hidden
+        if let Some(why) = usage.and_then(|u| {
+            goat_shepherd::prompt_without_tools(&schemas, u.prompt_tokens, u.cached_tokens)
+        }) && !tools_hidden
         {
             tools_hidden = true;
             writeln!(out, "{}", text::tools_not_shown(why))?;

@@ -163,3 +163,30 @@ async fn a_prompt_smaller_than_the_tools_is_the_other_sign() {
         "{err}"
     );
 }
+
+/// A gateway that leaves the tokens it served from its cache out of its
+/// prompt count (and says how many it served) showed the tools: no
+/// warning (issue 38: a warning that cries wolf is ignored when it
+/// matters).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_count_without_its_cached_tokens_is_no_sign() {
+    let cached = Reply::sse(
+        [
+            ev_content("It says hello."),
+            ev_finish("stop"),
+            ev(json!({"id": "c1", "choices": [], "usage": {
+                "prompt_tokens": 53, "completion_tokens": 6, "total_tokens": 59,
+                "prompt_tokens_details": {"cached_tokens": 4000}}})),
+            ev_done(),
+        ]
+        .concat(),
+    );
+    let run = GoatRun::builder()
+        .replies([cached])
+        .run("read hello.txt")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let err = run.stderr();
+    assert!(!err.contains("tool descriptions"), "{err}");
+    assert!(!err.contains("showing the tools"), "{err}");
+}

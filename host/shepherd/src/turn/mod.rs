@@ -363,10 +363,10 @@ impl Shepherd {
         response: &Response,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) {
-        let Some(prompt_tokens) = response.usage.map(|u| u.prompt_tokens).filter(|&n| n > 0) else {
+        let Some(usage) = response.usage.filter(|u| u.prompt_tokens > 0) else {
             return;
         };
-        if let Some(why) = prompt_without_tools(schemas, prompt_tokens) {
+        if let Some(why) = prompt_without_tools(schemas, usage.prompt_tokens, usage.cached_tokens) {
             self.warn_tools_not_shown(why, on_event);
         }
     }
@@ -704,15 +704,26 @@ pub(crate) async fn route_recorded(
 }
 
 /// [`ToolsNotShown::PromptSize`] when a prompt of `prompt_tokens` (as the
-/// engine counted it) is too small to have held the tool `schemas`: fewer
-/// tokens than their bytes over [`SCHEMA_BYTES_PER_TOKEN_MAX`].
-pub fn prompt_without_tools(schemas: &[ToolSchema], prompt_tokens: u64) -> Option<ToolsNotShown> {
+/// engine counted it), with the `cached_tokens` it says it served from its
+/// cache, is too small to have held the tool `schemas`: fewer tokens than
+/// their bytes over [`SCHEMA_BYTES_PER_TOKEN_MAX`].
+///
+/// The cached tokens are added: some engines and gateways leave them out
+/// of the prompt count, and one that counts them twice only makes the
+/// prompt look larger, so a warning is said only where no reading of the
+/// counts could have held the tools (issue 38).
+pub fn prompt_without_tools(
+    schemas: &[ToolSchema],
+    prompt_tokens: u64,
+    cached_tokens: Option<u64>,
+) -> Option<ToolsNotShown> {
     let bytes: usize = schemas
         .iter()
         .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
         .sum();
     let tools_at_least = (bytes as f64 / SCHEMA_BYTES_PER_TOKEN_MAX) as u64;
-    (prompt_tokens > 0 && prompt_tokens < tools_at_least).then_some(ToolsNotShown::PromptSize {
+    let at_most = prompt_tokens.saturating_add(cached_tokens.unwrap_or(0));
+    (prompt_tokens > 0 && at_most < tools_at_least).then_some(ToolsNotShown::PromptSize {
         prompt_tokens,
         tools_at_least,
     })

@@ -130,7 +130,7 @@ async fn the_engine_dropping_the_tools_is_said_at_the_first_turn() {
     };
     assert!(
         matches!(
-            prompt_without_tools(&schemas, prompt_tokens),
+            prompt_without_tools(&schemas, prompt_tokens, None),
             Some(ToolsNotShown::PromptSize { .. })
         ),
         "prompt_tokens {prompt_tokens}"
