@@ -10,7 +10,9 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-use goat_engine::{CancellationToken, ChatRequest, Delta, Message, TemplateTools, ToolSchema};
+use goat_engine::{
+    CancellationToken, ChatRequest, Delta, Message, TemplateTools, ToolSchema, WindowProbe,
+};
 use goat_markup::{Detector, Verdict};
 
 use crate::args::EngineArgs;
@@ -242,6 +244,24 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
         }
     }
     let outcome = verdict(&mut out, &findings, tools_hidden)?;
+    let window = match settings.context_window() {
+        goat_shepherd::WindowChoice::Setting(tokens) => format!(
+            "context window: {tokens} tokens, as set ({})",
+            settings.context_tokens.source
+        ),
+        goat_shepherd::WindowChoice::Ask { fallback } => match runtime
+            .block_on(client.discover_window())
+        {
+            WindowProbe::Found { tokens, source } => {
+                format!("context window: {tokens} tokens (from {})", source.as_str())
+            }
+            WindowProbe::NotSaid => format!("context window: {}", text::window_not_said(fallback)),
+            WindowProbe::Unreachable => "context window: the engine could not be asked; a \
+                                         session asks again at its first turn"
+                .to_owned(),
+        },
+    };
+    writeln!(out, "{window}")?;
     // An interrupted probe did not show that tool calling works.
     Ok(if interrupted {
         Outcome::Failed

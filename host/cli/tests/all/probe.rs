@@ -93,6 +93,54 @@ async fn probe_passes_when_every_call_is_structured() {
         stdout.contains("verdict: tool calling works: 2 of 2"),
         "{stdout}"
     );
+    // This engine says no window anywhere GOAT asks (issue 38).
+    assert!(
+        stdout.contains("context window: the engine did not say its context window")
+            && stdout.contains("GOAT assumes 32768 tokens"),
+        "{stdout}"
+    );
+}
+
+/// The window as the engine says it, and as the person set it.
+#[tokio::test(flavor = "multi_thread")]
+async fn probe_shows_the_window_and_where_it_came_from() {
+    let env = Env::new();
+    let server = ScriptedServer::start(vec![
+        call_reply("c0", "read_file", r#"{"path": "README.md"}"#),
+        call_reply("c1", "read_file", r#"{"path": "README.md"}"#),
+    ])
+    .await;
+    server.route(
+        "/props",
+        goat_testkit::Reply::error(
+            200,
+            "application/json",
+            r#"{"default_generation_settings": {"n_ctx": 16384}}"#,
+        ),
+    );
+    let url = server.base_url();
+    let probe = |extra: &'static [&'static str]| {
+        let mut args = vec!["probe", "--engine", &url, "--model", "qwen", "--count", "1"];
+        args.extend(extra);
+        env.cmd().args(args).output().unwrap()
+    };
+    let said = tokio::task::block_in_place(|| probe(&[]));
+    let stdout = text(&said.stdout);
+    assert!(
+        stdout.contains("context window: 16384 tokens (from llama.cpp /props)"),
+        "{stdout}"
+    );
+    let set = tokio::task::block_in_place(|| {
+        let mut cmd = env.cmd();
+        cmd.args(["probe", "--engine", &url, "--model", "qwen", "--count", "1"])
+            .env("GOAT_CONTEXT_TOKENS", "65536");
+        cmd.output().unwrap()
+    });
+    let stdout = text(&set.stdout);
+    assert!(
+        stdout.contains("context window: 65536 tokens, as set (env GOAT_CONTEXT_TOKENS)"),
+        "{stdout}"
+    );
 }
 
 #[test]
