@@ -374,11 +374,63 @@ pub(crate) fn ruleset(plan: &FsPlan<'_>) -> Result<RulesetCreated, CommandError>
     })?;
     let mut split = HashSet::new();
     let mut budget = MAX_WALK_ENTRIES;
-    if plan.rules.visible(".") {
-        mark_split(plan.workspace, ".", plan.rules, &mut split, &mut budget)?;
-        created = grant_dir(created, &root, ".", plan.rules, &split, &mut add)?;
+    // Landlock judges a path, not the file: a visible name of a file a
+    // rule hides (a hard link) is granted nothing, as a view covers it.
+    let linked = if plan.rules.hides_anything() {
+        crate::special::special_paths(plan.workspace, plan.rules)?
+            .1
+            .into_iter()
+            .filter_map(|(path, _)| path.to_str().map(str::to_owned))
+            .filter(|rel| plan.rules.visible(rel))
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let rules = HidingLinks {
+        inner: plan.rules,
+        linked,
+    };
+    if rules.visible(".") {
+        mark_split(plan.workspace, ".", &rules, &mut split, &mut budget)?;
+        created = grant_dir(created, &root, ".", &rules, &split, &mut add)?;
     }
     Ok(created)
+}
+
+/// The rules, with the other names of hidden files hidden too.
+struct HidingLinks<'a> {
+    inner: &'a dyn WorkspaceRules,
+    /// Visible names of files a rule hides (workspace-relative).
+    linked: HashSet<String>,
+}
+
+impl WorkspaceRules for HidingLinks<'_> {
+    fn visible(&self, path: &str) -> bool {
+        !self.linked.contains(path) && self.inner.visible(path)
+    }
+
+    fn writable_why(&self, path: &str) -> Result<(), String> {
+        if self.linked.contains(path) {
+            return Err("it is another name (a hard link) of a file a rule hides".to_owned());
+        }
+        self.inner.writable_why(path)
+    }
+
+    fn hides_anything(&self) -> bool {
+        self.inner.hides_anything()
+    }
+
+    fn governs_below(&self, dir: &str) -> bool {
+        self.inner.governs_below(dir)
+            || self
+                .linked
+                .iter()
+                .any(|name| dir == "." || name.starts_with(&format!("{dir}/")))
+    }
+
+    fn is_protected_name(&self, name: &str) -> bool {
+        self.inner.is_protected_name(name)
+    }
 }
 
 type AddRule<'f> =

@@ -299,14 +299,18 @@ fn deny_rules_on_workspace_paths_hold_for_commands() {
 #[test]
 fn a_hard_link_to_a_denied_file_is_hidden_from_a_command() {
     let env = crate::boundary::with_hard_linked_secret();
-    let out = command(
-        &env,
-        &json!({"command": "cat innocent.txt; cat b.txt"}),
-        &[],
-    );
-    let shown = result(&out);
-    assert!(!shown.contains("hard-linked"), "{shown}");
-    assert!(shown.contains("shared-by-two-names"), "{shown}");
+    // In a view, and with Landlock alone, which judges a path, not the
+    // file: the other name gets no grant there (issue 39).
+    for containment in ["namespace", "landlock"] {
+        let out = command(
+            &env,
+            &json!({"command": "cat innocent.txt; cat b.txt"}),
+            &[("GOAT_COMMANDS_CONTAINMENT", containment)],
+        );
+        let shown = result(&out);
+        assert!(!shown.contains("hard-linked"), "{containment}: {shown}");
+        assert!(shown.contains("shared-by-two-names"), "{containment}: {shown}");
+    }
 }
 
 /// Connects to `port` from inside a command, with Python (a TCP client
