@@ -309,7 +309,10 @@ fn a_hard_link_to_a_denied_file_is_hidden_from_a_command() {
         );
         let shown = result(&out);
         assert!(!shown.contains("hard-linked"), "{containment}: {shown}");
-        assert!(shown.contains("shared-by-two-names"), "{containment}: {shown}");
+        assert!(
+            shown.contains("shared-by-two-names"),
+            "{containment}: {shown}"
+        );
     }
 }
 

@@ -77,7 +77,7 @@ sys.exit(1 if bad else 0)
 }
 
 /// Stdout's lines, each parsed (a line that is not JSON fails the test).
-fn lines(stdout: &[u8]) -> Vec<Value> {
+pub(crate) fn lines(stdout: &[u8]) -> Vec<Value> {
     let all = text(stdout);
     assert!(all.is_empty() || all.ends_with('\n'), "last line unended");
     all.lines()
@@ -92,7 +92,7 @@ fn types(lines: &[Value]) -> Vec<&str> {
 /// The stream's invariants: numbered from 0 without gaps, one session,
 /// `session.started` first and the turn's end last, `turn` on the turn's
 /// events; validated. Returns the last line (the turn's end).
-fn check_stream(lines: &[Value]) -> &Value {
+pub(crate) fn check_stream(lines: &[Value]) -> &Value {
     validate(lines);
     assert!(!lines.is_empty());
     for (i, line) in lines.iter().enumerate() {
@@ -682,142 +682,4 @@ async fn an_approval_at_a_terminal_is_two_events_with_the_preview() {
     assert_eq!(call["decision"], "ask_allowed_once");
     assert!(asked["seq"].as_u64() < answered["seq"].as_u64());
     assert!(answered["seq"].as_u64() < call["seq"].as_u64());
-}
-
-/// Every file under `dir` (not `.git`), with its bytes and whether it is
-/// executable, for comparing trees.
-fn files(dir: &Path) -> std::collections::BTreeMap<String, (Vec<u8>, bool)> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let mut out = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            if entry.file_name() == ".git" {
-                continue;
-            }
-            if entry.file_type().unwrap().is_dir() {
-                stack.push(path);
-            } else {
-                let meta = std::fs::metadata(&path).unwrap();
-                let rel = path.strip_prefix(dir).unwrap().display().to_string();
-                out.insert(
-                    rel,
-                    (
-                        std::fs::read(&path).unwrap(),
-                        meta.permissions().mode() & 0o111 != 0,
-                    ),
-                );
-            }
-        }
-    }
-    out
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn logs_dir_keeps_the_events_the_trajectory_and_a_patch_git_applies() {
-    let run = GoatRun::builder()
-        .replies([
-            Reply::tool_call(
-                "write_file",
-                r#"{"path": "src/new.txt", "content": "new\nfile\n"}"#,
-            ),
-            Reply::tool_call(
-                "edit_file",
-                r#"{"path": "README.md", "old_string": "old line", "new_string": "new line"}"#,
-            ),
-            Reply::tool_call("delete_file", r#"{"path": "gone.txt"}"#),
-            Reply::text("Done."),
-        ])
-        .arg("--output")
-        .arg("jsonl")
-        .arg("--allow-writes");
-    let env = run.env();
-    std::fs::write(env.ws.join("README.md"), "# Title\nold line\nend\n").unwrap();
-    std::fs::write(env.ws.join("gone.txt"), "bye\n").unwrap();
-    let start = env.root.join("start");
-    let copied = Command::new("cp")
-        .arg("-a")
-        .arg(&env.ws)
-        .arg(&start)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    // Its own repository, as a harness's checkout is (and so that git
-    // does not take the checkout this test runs in for it).
-    let init = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&start)
-        .status()
-        .unwrap();
-    assert!(init.success());
-    let logs = env.root.join("logs");
-    let run = run
-        .arg("--logs-dir")
-        .arg(logs.to_str().unwrap())
-        .run("Change things")
-        .await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
-
-    // events.jsonl is the stream, line for line.
-    let kept = std::fs::read(logs.join("events.jsonl")).unwrap();
-    assert_eq!(text(&kept), run.stdout());
-    check_stream(&lines(&kept));
-
-    // The patch, applied to a copy of the starting tree, gives the
-    // workspace.
-    let applied = Command::new("git")
-        .args(["apply", "--verbose"])
-        .arg(logs.join("changes.patch"))
-        .current_dir(&start)
-        .output()
-        .unwrap();
-    assert!(applied.status.success(), "{}", text(&applied.stderr));
-    let applied = files(&start);
-    assert!(
-        applied.contains_key("src/new.txt"),
-        "{applied:?}\npatch: {}\nstderr: {}",
-        text(&std::fs::read(logs.join("changes.patch")).unwrap()),
-        run.stderr()
-    );
-    assert!(!applied.contains_key("gone.txt"), "{applied:?}");
-    assert_eq!(applied, files(&run.env.ws));
-
-    // The trajectory is Harbor's.
-    let trajectory: Value =
-        serde_json::from_slice(&std::fs::read(logs.join("trajectory.json")).unwrap()).unwrap();
-    assert_eq!(trajectory["session_id"], lines(&kept)[0]["session_id"]);
-    if let Some(python) = crate::atif::harbor_python() {
-        let read = crate::atif::harbor_reads(&python, &logs.join("trajectory.json")).unwrap();
-        assert_eq!(read["agent"][0], "goat", "{read}");
-    }
-}
-
-#[test]
-fn a_logs_dir_inside_the_workspace_is_refused_before_anything_is_made() {
-    let env = Env::new();
-    let out = env.run(&[
-        "run",
-        "--engine",
-        "http://127.0.0.1:9/v1",
-        "--model",
-        "q",
-        "--output",
-        "jsonl",
-        "--logs-dir",
-        "logs",
-        "Hi",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(!env.ws.join("logs").exists());
-    let lines = lines(&out.stdout);
-    assert_eq!(lines[0]["type"], "error");
-    assert!(
-        lines[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("inside the workspace"),
-        "{lines:?}"
-    );
 }

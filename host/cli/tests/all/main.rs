@@ -27,6 +27,7 @@ mod instructions;
 mod jsonl;
 mod listing;
 mod lock;
+mod logs;
 mod mcp;
 mod network;
 mod patch;

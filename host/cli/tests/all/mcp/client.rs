@@ -37,7 +37,7 @@ fn add_and_trust(env: &Env, name: &str, flags: &[&str], command: &[&str]) -> Str
 
 /// The hostile server in `mode`, added (readable: its directory) and
 /// trusted.
-fn hostile(env: &Env, name: &str, mode: &[&str], flags: &[&str]) -> String {
+pub(super) fn hostile(env: &Env, name: &str, mode: &[&str], flags: &[&str]) -> String {
     let script = servers_dir().join("hostile.py");
     let dir = servers_dir();
     let mut all = vec!["--read", dir.to_str().unwrap()];
@@ -59,14 +59,14 @@ pub(super) fn system_python() -> &'static str {
 }
 
 /// An allow rule for `tool`, as the person would write it.
-fn allow(env: &Env, tool: &str) {
+pub(super) fn allow(env: &Env, tool: &str) {
     let out = env.run(&["permissions", "allow", tool, ".", "--write"]);
     assert!(out.status.success(), "{}", shown(&out));
 }
 
 /// The result of call `i` (0-based) as the engine received it in the
 /// request after it.
-fn tool_result(run: &GoatRun, request: usize) -> String {
+pub(super) fn tool_result(run: &GoatRun, request: usize) -> String {
     let messages = &run.requests()[request].body["messages"];
     messages
         .as_array()
@@ -109,7 +109,7 @@ fn calls(run: &GoatRun) -> Vec<Value> {
 }
 
 /// A run whose model makes each call in turn, then answers "done".
-async fn calling(builder: GoatRunBuilder, calls: &[(&str, Value)]) -> GoatRun {
+pub(super) async fn calling(builder: GoatRunBuilder, calls: &[(&str, Value)]) -> GoatRun {
     let mut replies: Vec<Reply> = calls
         .iter()
         .map(|(name, args)| Reply::tool_call(name, args.clone()))
@@ -589,258 +589,6 @@ async fn over_a_share_of_the_window_the_tools_are_searched_and_called_on_demand(
     assert_eq!(stored[1]["decision"], "allow", "{stored:?}");
 }
 
-/// `--read` on the directory holding the store, or a parent of it, is
-/// refused by the rule `commands.read_paths` meets (issue 39): the server
-/// would read `goat.db`.
-#[test]
-fn read_on_the_stores_directory_or_a_parent_is_refused() {
-    let env = Env::new();
-    let state = env.db.parent().unwrap().to_path_buf();
-    std::fs::create_dir_all(&state).unwrap();
-    for dir in [&state, &env.root] {
-        let out = env.run(&[
-            "mcp",
-            "add",
-            "nosy",
-            "--read",
-            dir.to_str().unwrap(),
-            "--",
-            "python3",
-            "-c",
-            "pass",
-        ]);
-        assert!(!out.status.success(), "{dir:?}: {}", shown(&out));
-        assert!(
-            shown(&out).contains("would be able to read") && shown(&out).contains("goat.db"),
-            "{dir:?}: {}",
-            shown(&out)
-        );
-    }
-    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
-    assert_eq!(list["servers"].as_array().map(Vec::len), Some(0), "{list}");
-    // A directory beside the store's is fine.
-    let beside = env.root.join("tools");
-    std::fs::create_dir_all(&beside).unwrap();
-    let out = env.run(&[
-        "mcp",
-        "add",
-        "fine",
-        "--read",
-        beside.to_str().unwrap(),
-        "--",
-        "python3",
-        "-c",
-        "pass",
-    ]);
-    assert!(out.status.success(), "{}", shown(&out));
-}
-
-#[test]
-fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace() {
-    let env = Env::new();
-    for (args, says) in [
-        (
-            vec!["mcp", "add", "Bad-Name", "--", "python3"],
-            "cannot name an MCP server",
-        ),
-        (
-            vec!["mcp", "add", "x", "--", "/no/such/program"],
-            "no program",
-        ),
-        (
-            vec!["mcp", "add", "x", "--env", "A=B", "--", "python3"],
-            "not the name of a variable",
-        ),
-        (
-            vec!["mcp", "add", "x", "--read", "/no/such/dir", "--", "python3"],
-            "no such directory",
-        ),
-        (
-            vec!["mcp", "show", "nothing"],
-            "no MCP server is called 'nothing'",
-        ),
-        (
-            vec!["mcp", "trust", "nothing"],
-            "no MCP server is called 'nothing'",
-        ),
-        (
-            vec!["mcp", "remove", "nothing"],
-            "no MCP server is called 'nothing'",
-        ),
-    ] {
-        let out = env.run(&args);
-        assert!(!out.status.success(), "{args:?}");
-        assert!(shown(&out).contains(says), "{args:?}: {}", shown(&out));
-    }
-    let out = env.run(&["mcp", "add", "ok", "--", "python3", "-c", "pass"]);
-    assert!(out.status.success(), "{}", shown(&out));
-    let out = env.run(&["mcp", "add", "ok", "--", "python3"]);
-    assert!(
-        shown(&out).contains("already called 'ok'"),
-        "{}",
-        shown(&out)
-    );
-    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
-    assert_eq!(list["servers"][0]["trusted"], false);
-    // A server that does not answer in time (as npx -y does without the
-    // network) fails to trust, saying it has none.
-    let slow = servers_dir().join("hostile.py");
-    let out = env.run(&[
-        "mcp",
-        "add",
-        "slow",
-        "--timeout",
-        "1",
-        "--read",
-        servers_dir().to_str().unwrap(),
-        "--",
-        system_python(),
-        slow.to_str().unwrap(),
-        "slow_start",
-        "30",
-    ]);
-    assert!(out.status.success(), "{}", shown(&out));
-    let out = env.run(&["mcp", "trust", "slow", "--yes"]);
-    assert!(!out.status.success());
-    assert!(shown(&out).contains("within 1 s"), "{}", shown(&out));
-    assert!(shown(&out).contains("it has no network"), "{}", shown(&out));
-    let out = env.run(&["mcp", "remove", "slow"]);
-    assert!(out.status.success(), "{}", shown(&out));
-    // Not trusted: not offered, and trusting a server that is no MCP server fails clearly.
-    let out = env.run(&["mcp", "trust", "ok", "--yes"]);
-    assert!(!out.status.success());
-    assert!(
-        shown(&out).contains("could not be started"),
-        "{}",
-        shown(&out)
-    );
-    let file = env.db.parent().unwrap().join("mcp.json");
-    assert!(file.exists());
-    assert!(!env.ws.join("mcp.json").exists());
-    let out = env.run(&["mcp", "remove", "ok"]);
-    assert!(out.status.success(), "{}", shown(&out));
-    // A store in a directory others may write: it works without servers,
-    // and no server list is written there.
-    let shared = env.root.join("shared");
-    std::fs::create_dir(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let db = shared.join("goat.db");
-    let out = env.run(&[
-        "mcp",
-        "add",
-        "x",
-        "--db",
-        db.to_str().unwrap(),
-        "--",
-        "python3",
-    ]);
-    assert!(!out.status.success());
-    assert!(shown(&out).contains("was not written"), "{}", shown(&out));
-    assert!(!shared.join("mcp.json").exists());
-    let out = env.run(&["mcp", "list", "--db", db.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", shown(&out));
-    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
-    assert_eq!(list["servers"].as_array().map(Vec::len), Some(0));
-}
-
-/// The Python SDK's server over Streamable HTTP, guarded by `token`, and
-/// its URL.
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(python: &Path, token: &str) -> Self {
-        let mut child = std::process::Command::new(python)
-            .arg(servers_dir().join("sdk_server.py"))
-            .args(["http", token])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        let port: u16 = line.trim().parse().unwrap();
-        Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_streamable_http_server_with_a_bearer_token_reaches_the_model() {
-    let Some(python) = sdk_python() else { return };
-    let server = HttpServer::start(&python, "the-token");
-    let builder = GoatRun::builder();
-    let env = builder.env();
-    let out = env.run(&[
-        "mcp",
-        "add",
-        "web",
-        "--url",
-        &server.url,
-        "--bearer-env",
-        "WEB_TOKEN",
-    ]);
-    assert!(out.status.success(), "{}", shown(&out));
-    // Without the variable, and with a wrong token: nothing is trusted.
-    let out = env.run(&["mcp", "trust", "web", "--yes"]);
-    assert!(
-        shown(&out).contains("WEB_TOKEN, named for its bearer token, is not set"),
-        "{}",
-        shown(&out)
-    );
-    let out = env
-        .cmd()
-        .args(["mcp", "trust", "web", "--yes"])
-        .env("WEB_TOKEN", "wrong")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(shown(&out).contains("401"), "{}", shown(&out));
-    let out = env
-        .cmd()
-        .args(["mcp", "trust", "web", "--yes"])
-        .env("WEB_TOKEN", "the-token")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
-    allow(env, "web__add");
-    let run = calling(
-        builder.var("WEB_TOKEN", "the-token"),
-        &[("web__add", json!({"a": 20, "b": 22}))],
-    )
-    .await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
-    let sum = tool_result(&run, 1);
-    assert!(sum.contains("42"), "{sum}");
-    // The token is never stored.
-    let stored = std::fs::read_to_string(run.env.db.parent().unwrap().join("mcp.json")).unwrap();
-    assert!(!stored.contains("the-token"), "{stored}");
-    // Plain http is for this machine only.
-    let out = run
-        .env
-        .run(&["mcp", "add", "far", "--url", "http://example.com/mcp"]);
-    assert!(
-        shown(&out).contains("plain http to another machine"),
-        "{}",
-        shown(&out)
-    );
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn in_a_chat_always_is_asked_once_and_status_shows_the_server() {
     use crate::composer::{chat, leave, settle};
@@ -885,86 +633,6 @@ async fn in_a_chat_always_is_asked_once_and_status_shows_the_server() {
     assert!(
         rules.contains("allow write '**' for probe__echo, persistent"),
         "{rules}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_server_reaches_only_its_listed_hosts_through_goats_proxy() {
-    use std::io::{Read, Write};
-    // Two local web servers: the listed one answers, the other must never
-    // be reached.
-    let listed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let (a, b) = (
-        listed.local_addr().unwrap().port(),
-        other.local_addr().unwrap().port(),
-    );
-    std::thread::spawn(move || {
-        for mut stream in listed.incoming().flatten() {
-            let mut buf = [0u8; 1024];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\ncontent-length: 9\r\n\r\nlisted ok");
-        }
-    });
-    other.set_nonblocking(true).unwrap();
-    let builder = GoatRun::builder();
-    let env = builder.env();
-    hostile(
-        env,
-        "net",
-        &["net"],
-        &["--allow-host", &format!("localhost:{a}")],
-    );
-    allow(env, "net__fetch");
-    let run = calling(
-        builder,
-        &[
-            (
-                "net__fetch",
-                json!({"url": format!("http://localhost:{a}/ok")}),
-            ),
-            (
-                "net__fetch",
-                json!({"url": format!("http://localhost:{b}/no")}),
-            ),
-        ],
-    )
-    .await;
-    // The proxy refused a host: the run says so (issue 36), exit 3.
-    assert_eq!(run.code(), Some(3), "{}", run.stderr());
-    assert_eq!(tool_result(&run, 1), "listed ok");
-    let refused = tool_result(&run, 2);
-    assert!(refused.starts_with("ERROR"), "{refused}");
-    assert!(
-        refused.contains(&format!(
-            "localhost:{b}: not listed in the server's --allow-host list"
-        )),
-        "{refused}"
-    );
-    assert!(other.accept().is_err(), "the unlisted port was reached");
-    // Each decision is recorded against the call that made it.
-    let conn = rusqlite::Connection::open(&run.env.db).unwrap();
-    let rows: Vec<(String, i64, String)> = conn
-        .prepare(
-            "SELECT c.tool, e.port, e.verdict FROM egress_decisions e
-             JOIN tool_calls c ON c.id = e.call_row ORDER BY e.id",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(
-        rows,
-        [
-            ("net__fetch".to_owned(), i64::from(a), "allowed".to_owned()),
-            (
-                "net__fetch".to_owned(),
-                i64::from(b),
-                "not-listed".to_owned()
-            ),
-        ],
-        "{rows:?}"
     );
 }
 
@@ -1020,64 +688,6 @@ async fn a_writing_server_cannot_work_between_calls_plant_a_repository_or_move_a
     // gone with the session: the write it left for later never happens.
     std::thread::sleep(std::time::Duration::from_secs(1));
     assert_eq!(run.read("a.txt"), "before");
-}
-
-#[test]
-fn a_server_is_the_program_added_not_one_the_repository_puts_in_its_place() {
-    let env = Env::new();
-    // Added from the servers' directory with a relative script: stored
-    // absolute.
-    let out = env
-        .cmd()
-        .current_dir(servers_dir())
-        .args([
-            "mcp",
-            "add",
-            "rel",
-            "--",
-            "python3",
-            "./hostile.py",
-            "probe",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
-    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
-    let command = &list["servers"][0]["command"];
-    assert!(command[0].as_str().unwrap().starts_with('/'), "{command}");
-    assert_eq!(
-        command[1],
-        servers_dir().join("hostile.py").to_str().unwrap(),
-        "{command}"
-    );
-    // A program found only through a relative PATH entry is refused.
-    std::fs::create_dir_all(env.ws.join("node_modules/.bin")).unwrap();
-    let fake = env.ws.join("node_modules/.bin/docs-mcp");
-    std::fs::write(&fake, "#!/bin/sh\n").unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let out = env
-        .cmd()
-        .env(
-            "PATH",
-            format!("node_modules/.bin:{}", std::env::var("PATH").unwrap()),
-        )
-        .args(["mcp", "add", "docs", "--", "docs-mcp"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        shown(&out).contains("no program 'docs-mcp'"),
-        "{}",
-        shown(&out)
-    );
-    // A linked list file is refused, not followed.
-    let file = env.db.parent().unwrap().join("mcp.json");
-    let elsewhere = env.root.join("planted.json");
-    std::fs::rename(&file, &elsewhere).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
-    let out = env.run(&["mcp", "list"]);
-    assert!(!out.status.success());
-    assert!(shown(&out).contains("symbolic link"), "{}", shown(&out));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -11,6 +11,7 @@ mod client;
 mod gone;
 mod hostile;
 mod inspector;
+mod reach;
 mod trust;
 
 use std::path::{Path, PathBuf};

@@ -1,9 +1,11 @@
-//! Trusting a server never shows it the person's files (issue 39): `goat
-//! mcp trust` run from the home directory starts the server in an empty
-//! directory of its own, so a server that reads `~/.ssh` into a tool's
-//! description pins nothing of it; a `--workspace` a session would refuse
-//! is refused. Two tools with one name are neither pinned nor offered,
-//! and a server's questions to GOAT are answered as unsupported.
+//! Adding and trusting a server: the list is host state that bad input
+//! never reaches, a server is the program added (never one a repository
+//! puts in its place), `--read` never reaches GOAT's own files, and trust
+//! never shows the server the person's files (issue 39: `goat mcp trust`
+//! run from the home directory starts it in an empty directory of its
+//! own; a `--workspace` a session would refuse is refused). Two tools with
+//! one name are neither pinned nor offered, and a server's questions to
+//! GOAT are answered as unsupported.
 
 use goat_testkit::Reply;
 use serde_json::{Value, json};
@@ -190,4 +192,216 @@ async fn a_servers_elicitation_and_roots_requests_are_answered_unsupported() {
             "{method}: {answers}"
         );
     }
+}
+
+/// `--read` on the directory holding the store, or a parent of it, is
+/// refused by the rule `commands.read_paths` meets (issue 39): the server
+/// would read `goat.db`.
+#[test]
+fn read_on_the_stores_directory_or_a_parent_is_refused() {
+    let env = Env::new();
+    let state = env.db.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&state).unwrap();
+    for dir in [&state, &env.root] {
+        let out = env.run(&[
+            "mcp",
+            "add",
+            "nosy",
+            "--read",
+            dir.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            "pass",
+        ]);
+        assert!(!out.status.success(), "{dir:?}: {}", shown(&out));
+        assert!(
+            shown(&out).contains("would be able to read") && shown(&out).contains("goat.db"),
+            "{dir:?}: {}",
+            shown(&out)
+        );
+    }
+    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list["servers"].as_array().map(Vec::len), Some(0), "{list}");
+    // A directory beside the store's is fine.
+    let beside = env.root.join("tools");
+    std::fs::create_dir_all(&beside).unwrap();
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "fine",
+        "--read",
+        beside.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        "pass",
+    ]);
+    assert!(out.status.success(), "{}", shown(&out));
+}
+
+#[test]
+fn managing_servers_refuses_bad_input_and_keeps_the_list_outside_the_workspace() {
+    let env = Env::new();
+    for (args, says) in [
+        (
+            vec!["mcp", "add", "Bad-Name", "--", "python3"],
+            "cannot name an MCP server",
+        ),
+        (
+            vec!["mcp", "add", "x", "--", "/no/such/program"],
+            "no program",
+        ),
+        (
+            vec!["mcp", "add", "x", "--env", "A=B", "--", "python3"],
+            "not the name of a variable",
+        ),
+        (
+            vec!["mcp", "add", "x", "--read", "/no/such/dir", "--", "python3"],
+            "no such directory",
+        ),
+        (
+            vec!["mcp", "show", "nothing"],
+            "no MCP server is called 'nothing'",
+        ),
+        (
+            vec!["mcp", "trust", "nothing"],
+            "no MCP server is called 'nothing'",
+        ),
+        (
+            vec!["mcp", "remove", "nothing"],
+            "no MCP server is called 'nothing'",
+        ),
+    ] {
+        let out = env.run(&args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(shown(&out).contains(says), "{args:?}: {}", shown(&out));
+    }
+    let out = env.run(&["mcp", "add", "ok", "--", "python3", "-c", "pass"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let out = env.run(&["mcp", "add", "ok", "--", "python3"]);
+    assert!(
+        shown(&out).contains("already called 'ok'"),
+        "{}",
+        shown(&out)
+    );
+    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list["servers"][0]["trusted"], false);
+    // A server that does not answer in time (as npx -y does without the
+    // network) fails to trust, saying it has none.
+    let slow = servers_dir().join("hostile.py");
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "slow",
+        "--timeout",
+        "1",
+        "--read",
+        servers_dir().to_str().unwrap(),
+        "--",
+        system_python(),
+        slow.to_str().unwrap(),
+        "slow_start",
+        "30",
+    ]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let out = env.run(&["mcp", "trust", "slow", "--yes"]);
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("within 1 s"), "{}", shown(&out));
+    assert!(shown(&out).contains("it has no network"), "{}", shown(&out));
+    let out = env.run(&["mcp", "remove", "slow"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    // Not trusted: not offered, and trusting a server that is no MCP server fails clearly.
+    let out = env.run(&["mcp", "trust", "ok", "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        shown(&out).contains("could not be started"),
+        "{}",
+        shown(&out)
+    );
+    let file = env.db.parent().unwrap().join("mcp.json");
+    assert!(file.exists());
+    assert!(!env.ws.join("mcp.json").exists());
+    let out = env.run(&["mcp", "remove", "ok"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    // A store in a directory others may write: it works without servers,
+    // and no server list is written there.
+    let shared = env.root.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let db = shared.join("goat.db");
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "x",
+        "--db",
+        db.to_str().unwrap(),
+        "--",
+        "python3",
+    ]);
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("was not written"), "{}", shown(&out));
+    assert!(!shared.join("mcp.json").exists());
+    let out = env.run(&["mcp", "list", "--db", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list["servers"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn a_server_is_the_program_added_not_one_the_repository_puts_in_its_place() {
+    let env = Env::new();
+    // Added from the servers' directory with a relative script: stored
+    // absolute.
+    let out = env
+        .cmd()
+        .current_dir(servers_dir())
+        .args([
+            "mcp",
+            "add",
+            "rel",
+            "--",
+            "python3",
+            "./hostile.py",
+            "probe",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let list: Value = serde_json::from_slice(&env.run(&["mcp", "list", "--json"]).stdout).unwrap();
+    let command = &list["servers"][0]["command"];
+    assert!(command[0].as_str().unwrap().starts_with('/'), "{command}");
+    assert_eq!(
+        command[1],
+        servers_dir().join("hostile.py").to_str().unwrap(),
+        "{command}"
+    );
+    // A program found only through a relative PATH entry is refused.
+    std::fs::create_dir_all(env.ws.join("node_modules/.bin")).unwrap();
+    let fake = env.ws.join("node_modules/.bin/docs-mcp");
+    std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = env
+        .cmd()
+        .env(
+            "PATH",
+            format!("node_modules/.bin:{}", std::env::var("PATH").unwrap()),
+        )
+        .args(["mcp", "add", "docs", "--", "docs-mcp"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        shown(&out).contains("no program 'docs-mcp'"),
+        "{}",
+        shown(&out)
+    );
+    // A linked list file is refused, not followed.
+    let file = env.db.parent().unwrap().join("mcp.json");
+    let elsewhere = env.root.join("planted.json");
+    std::fs::rename(&file, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+    let out = env.run(&["mcp", "list"]);
+    assert!(!out.status.success());
+    assert!(shown(&out).contains("symbolic link"), "{}", shown(&out));
 }
