@@ -402,6 +402,42 @@ async fn a_deny_rule_is_never_put_to_the_editor() {
     );
 }
 
+/// A refusal the gate did not make reaches the editor too (issue 36): a
+/// write into a denied directory through a link is refused by the fence,
+/// and the editor sees the call failed with the refusal named first, as
+/// a headless run counts it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_by_the_fence_is_a_failed_call_for_the_editor() {
+    let Some(sdk) = sdk() else { return };
+    let env = Env::new();
+    std::fs::create_dir(env.ws.join("secret")).unwrap();
+    let out = env.run(&["permissions", "deny", "*", "secret", "--write"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::os::unix::fs::symlink("secret", env.ws.join("door")).unwrap();
+    let (_server, t) = prompted(
+        &env,
+        &sdk,
+        vec![
+            Reply::tool_call("write_file", r#"{"path": "door/a.txt", "content": "x\n"}"#),
+            Reply::text("Refused."),
+        ],
+        "Write it",
+        &["allow-once"],
+    )
+    .await;
+    assert!(!env.ws.join("secret/a.txt").exists());
+    let done = updates(&t, "tool_call_update");
+    let last = done.last().unwrap();
+    assert_eq!(last["status"], "failed", "{t:?}");
+    let said = last["content"].to_string();
+    assert!(said.contains("refused (fence)"), "{said}");
+    let db = rusqlite::Connection::open(&env.db).unwrap();
+    let by: String = db
+        .query_row("SELECT refused_by FROM call_refusals", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(by, "fence");
+}
+
 /// session/set_mode switches GOAT's approval mode: in accept-edits the edit
 /// lands without a question; a mode GOAT does not have is an error.
 #[tokio::test(flavor = "multi_thread")]
