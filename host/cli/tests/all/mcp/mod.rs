@@ -263,10 +263,11 @@ fn the_sdk_client_is_held_to_the_gate_the_fence_and_the_workspace() {
 }
 
 /// Issue 36: what the fence refuses (through a link to a denied
-/// directory, or to `.git`) is an error for the client, each refusal named
-/// first, and a row in the store, as it is for `goat run`.
+/// directory, or to `.git`) and a command's refused change set are errors
+/// for the client, each refusal named first, and rows in the store, as
+/// they are for `goat run`.
 #[test]
-fn the_fences_refusals_are_errors_for_the_client_and_rows_in_the_store() {
+fn refusals_of_the_fence_a_protected_path_and_a_change_set_are_errors_and_rows() {
     let env = Env::new();
     std::fs::create_dir(env.ws.join("secret")).unwrap();
     std::fs::create_dir_all(env.ws.join(".git/hooks")).unwrap();
@@ -274,17 +275,27 @@ fn the_fences_refusals_are_errors_for_the_client_and_rows_in_the_store() {
     std::os::unix::fs::symlink(".git", env.ws.join("meta")).unwrap();
     let out = env.run(&["permissions", "deny", "*", "secret", "--write"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // A command's change set that makes a repository, where a view can
+    // inspect it (not under Landlock alone).
+    let view = crate::view::view_available(&env);
+    let mut calls = vec![
+        ("write_file", json!({"path": "door/a.txt", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": "meta/hooks/pre-commit", "content": "x"}),
+        ),
+    ];
+    if view {
+        calls.push((
+            "run_command",
+            json!({"command": "mkdir -p sub/.git && echo x > sub/.git/config && echo y > kept.txt"}),
+        ));
+    }
     let Some(report) = sdk(
         &env,
-        &["--allow-writes"],
+        &["--allow-writes", "--allow-commands"],
         Elicit::Unable,
-        &[
-            ("write_file", json!({"path": "door/a.txt", "content": "x"})),
-            (
-                "write_file",
-                json!({"path": "meta/hooks/pre-commit", "content": "x"}),
-            ),
-        ],
+        &calls,
     ) else {
         return;
     };
@@ -305,16 +316,26 @@ fn the_fences_refusals_are_errors_for_the_client_and_rows_in_the_store() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(
-        rows,
-        [
-            ("fence".to_owned(), Some("secret/a.txt".to_owned())),
-            (
-                "protected".to_owned(),
-                Some(".git/hooks/pre-commit".to_owned())
-            ),
-        ]
-    );
+    let mut expected = vec![
+        ("fence".to_owned(), Some("secret/a.txt".to_owned())),
+        (
+            "protected".to_owned(),
+            Some(".git/hooks/pre-commit".to_owned()),
+        ),
+    ];
+    if view {
+        // The whole change set was refused: nothing of it landed.
+        let change_set = result(&report, 2, true);
+        assert!(
+            change_set.starts_with("refused (change-set): writing 'sub/.git' is refused"),
+            "{change_set}"
+        );
+        assert!(!env.ws.join("sub").exists() && !env.ws.join("kept.txt").exists());
+        for path in ["sub/.git", "sub/.git/config"] {
+            expected.push(("change-set".to_owned(), Some(path.to_owned())));
+        }
+    }
+    assert_eq!(rows, expected);
 }
 
 #[test]
