@@ -263,11 +263,11 @@ fn the_sdk_client_is_held_to_the_gate_the_fence_and_the_workspace() {
 }
 
 /// Issue 36: what the fence refuses (through a link to a denied
-/// directory, or to `.git`) and a command's refused change set are errors
-/// for the client, each refusal named first, and rows in the store, as
-/// they are for `goat run`.
+/// directory, or to `.git`), a command's refused change set and a host
+/// GOAT's egress proxy refused are errors for the client, each refusal
+/// named first, and rows in the store, as they are for `goat run`.
 #[test]
-fn refusals_of_the_fence_a_protected_path_and_a_change_set_are_errors_and_rows() {
+fn refusals_of_the_fence_a_protected_path_a_change_set_and_the_proxy_are_errors_and_rows() {
     let env = Env::new();
     std::fs::create_dir(env.ws.join("secret")).unwrap();
     std::fs::create_dir_all(env.ws.join(".git/hooks")).unwrap();
@@ -289,6 +289,15 @@ fn refusals_of_the_fence_a_protected_path_and_a_change_set_are_errors_and_rows()
         calls.push((
             "run_command",
             json!({"command": "mkdir -p sub/.git && echo x > sub/.git/config && echo y > kept.txt"}),
+        ));
+    }
+    // A host GOAT's egress proxy refuses (the list names another).
+    let curl = crate::have("curl");
+    if curl {
+        env.write_config("[commands]\nnetwork = [\"localhost:1\"]\n");
+        calls.push((
+            "run_command",
+            json!({"command": "curl -sS --max-time 5 http://localhost:9/ || true"}),
         ));
     }
     let Some(report) = sdk(
@@ -334,6 +343,11 @@ fn refusals_of_the_fence_a_protected_path_and_a_change_set_are_errors_and_rows()
         for path in ["sub/.git", "sub/.git/config"] {
             expected.push(("change-set".to_owned(), Some(path.to_owned())));
         }
+    }
+    if curl {
+        let egress = result(&report, calls.len() - 1, true);
+        assert!(egress.starts_with("refused (egress): "), "{egress}");
+        expected.push(("egress".to_owned(), Some("localhost:9".to_owned())));
     }
     assert_eq!(rows, expected);
 }
