@@ -141,21 +141,7 @@ pub fn props_template_tools(body: &str) -> TemplateTools {
 /// `max_model_len` (vLLM, SGLang), or the one entry's when the listing
 /// holds one model (an engine serving one model under another name).
 pub fn models_window(body: &str, model: &str) -> Option<u64> {
-    let v: Value = serde_json::from_str(body).ok()?;
-    let list = v.get("data")?.as_array()?;
-    let len = |m: &Value| {
-        m.get("max_model_len")
-            .and_then(Value::as_u64)
-            .and_then(plausible)
-    };
-    let named = list
-        .iter()
-        .find(|m| m.get("id").and_then(Value::as_str) == Some(model));
-    match (named, list.as_slice()) {
-        (Some(m), _) => len(m),
-        (None, [only]) => len(only),
-        _ => None,
-    }
+    listed_window(body, model, &["max_model_len"])
 }
 
 /// The window in LM Studio's `/api/v0/models` listing for `model`: the
@@ -163,11 +149,20 @@ pub fn models_window(body: &str, model: &str) -> Option<u64> {
 /// most it takes (`max_context_length`); the one entry's when the listing
 /// holds one model.
 pub fn lm_studio_window(body: &str, model: &str) -> Option<u64> {
+    listed_window(
+        body,
+        model,
+        &["loaded_context_length", "max_context_length"],
+    )
+}
+
+/// The first of `keys` that `model`'s entry of a `{"data": [...]}`
+/// listing holds, or the only entry's when there is one, if plausible.
+fn listed_window(body: &str, model: &str, keys: &[&str]) -> Option<u64> {
     let v: Value = serde_json::from_str(body).ok()?;
     let list = v.get("data")?.as_array()?;
     let len = |m: &Value| {
-        ["loaded_context_length", "max_context_length"]
-            .iter()
+        keys.iter()
             .find_map(|k| m.get(*k).and_then(Value::as_u64))
             .and_then(plausible)
     };

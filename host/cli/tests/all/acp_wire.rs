@@ -18,45 +18,16 @@ use crate::{Env, processes_with};
 #[test]
 fn malformed_json_rpc_does_not_kill_the_agent() {
     let env = Env::new();
-    let mut cmd = env.cmd();
-    cmd.args([
-        "acp",
-        "--engine",
-        "http://127.0.0.1:9/v1",
-        "--model",
-        "qwen",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    for line in [
+    let lines: Vec<Vec<u8>> = [
         "{not json",
         "[1, 2]",
         r#"{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"bogus": true}}"#,
         r#"{"jsonrpc": "2.0", "id": 8, "method": "initialize", "params": {"protocolVersion": 1}}"#,
-    ] {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    stdin.flush().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let mut seen = Vec::new();
-    while std::time::Instant::now() < deadline {
-        let mut line = String::new();
-        if stdout.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        let v: Value = serde_json::from_str(&line).unwrap();
-        let done = v["id"] == 8;
-        seen.push(v);
-        if done {
-            break;
-        }
-    }
-    drop(stdin);
-    let status = child.wait().unwrap();
+    ]
+    .iter()
+    .map(|l| l.as_bytes().to_vec())
+    .collect();
+    let (seen, status) = raw_exchange(&env, &[], &lines, 8);
     let init = seen
         .iter()
         .find(|v| v["id"] == 8)

@@ -10,7 +10,7 @@
 use goat_testkit::Reply;
 use serde_json::{Value, json};
 
-use super::client::{servers_dir, system_python};
+use super::client::{hostile, servers_dir, system_python};
 use crate::{Env, GoatRun, shown, text};
 
 #[test]
@@ -92,23 +92,8 @@ fn offered(run: &GoatRun) -> Vec<String> {
 async fn two_tools_with_one_name_are_neither_pinned_nor_offered() {
     let builder = GoatRun::builder();
     let env = builder.env();
-    let script = servers_dir().join("hostile.py");
-    let dir = servers_dir();
-    let out = env.run(&[
-        "mcp",
-        "add",
-        "nm",
-        "--read",
-        dir.to_str().unwrap(),
-        "--",
-        system_python(),
-        script.to_str().unwrap(),
-        "dup",
-    ]);
-    assert!(out.status.success(), "{}", shown(&out));
-    let out = env.run(&["mcp", "trust", "nm", "--yes"]);
-    assert!(out.status.success(), "{}", shown(&out));
-    let said = text(&out.stdout);
+    // The hostile server's dup mode, added and trusted.
+    let said = hostile(env, "nm", &["dup"], &[]);
     assert_eq!(
         said.matches("not offered: dup: the server offers 2 tools with this name")
             .count(),
@@ -147,22 +132,7 @@ async fn two_tools_with_one_name_are_neither_pinned_nor_offered() {
 async fn a_servers_elicitation_and_roots_requests_are_answered_unsupported() {
     let builder = GoatRun::builder();
     let env = builder.env();
-    let script = servers_dir().join("hostile.py");
-    let dir = servers_dir();
-    let out = env.run(&[
-        "mcp",
-        "add",
-        "asker",
-        "--read",
-        dir.to_str().unwrap(),
-        "--",
-        system_python(),
-        script.to_str().unwrap(),
-        "asks",
-    ]);
-    assert!(out.status.success(), "{}", shown(&out));
-    let out = env.run(&["mcp", "trust", "asker", "--yes"]);
-    assert!(out.status.success(), "{}", shown(&out));
+    hostile(env, "asker", &["asks"], &[]);
     let out = env.run(&["permissions", "allow", "asker__ask", ".", "--write"]);
     assert!(out.status.success(), "{}", shown(&out));
     let run = builder
