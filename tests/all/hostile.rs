@@ -541,7 +541,12 @@ fn a_read_only_cache_is_used_but_never_created_or_written() {
 fn load_with_substituted_entry(tamper: impl Fn(&std::path::Path)) -> (String, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    // Compiled, not taken from the binary, so that read_file has an entry.
+    let sandbox = SandboxBuilder::new()
+        .cache_dir(&cache)
+        .ignore_precompiled()
+        .build()
+        .unwrap();
     let hostile = sandbox.load("hostile", HOSTILE_WASM).unwrap();
     let pen = &goat_sandbox::builtin::PEN_TOOLS[0];
     let read_file = sandbox.load(pen.name, pen.wasm).unwrap();

@@ -52,11 +52,32 @@ use text::{GOAT_LINE, GOAT_MORE};
 #[command(
     name = "goat",
     version,
+    long_version = long_version(),
     about = "GOAT: a hardened agent host for local coding models"
 )]
 struct Cli {
     #[command(subcommand)]
     command: commands::Command,
+}
+
+/// `goat --version`: the version, and whether the built-in tools run code
+/// compiled when this binary was built (issue 38) or are compiled on their
+/// first call, and why.
+fn long_version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let tools = match goat_sandbox::precompiled_builtins() {
+            Ok(n) => format!(
+                "{n} built-in tools compiled when this binary was built (compiled again on their \
+                 first call where this machine cannot run that code)"
+            ),
+            Err(why) => format!(
+                "built-in tools compiled on their first call: not compiled when this binary was \
+                 built ({why})"
+            ),
+        };
+        format!("{}\n{tools}", env!("CARGO_PKG_VERSION"))
+    })
 }
 
 /// How a command ended, beyond plain success.

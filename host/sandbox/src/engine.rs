@@ -13,7 +13,7 @@ use wasmtime::{Config, Engine};
 use crate::cache::CacheAccess;
 use crate::call::Host;
 use crate::linker::restricted_linker;
-use crate::{EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, SandboxError, ToolKind, cache};
+use crate::{EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, SandboxError, ToolKind, cache, precompiled};
 
 /// Builds a [`Sandbox`].
 #[derive(Debug, Default)]
@@ -23,6 +23,8 @@ pub struct SandboxBuilder {
     /// Off unless a benchmark asks (`unfenced-baseline`): a default builder
     /// always fences.
     unfenced: bool,
+    /// Built-in code compiled ahead of time; `None` is the binary's own.
+    precompiled: Option<precompiled::Table>,
 }
 
 impl SandboxBuilder {
@@ -56,6 +58,23 @@ impl SandboxBuilder {
         self
     }
 
+    /// Compiles the built-in tools on their first call (or takes them from
+    /// the cache) even where this binary carries them precompiled: what a
+    /// binary does on a machine its precompiled code does not fit. For
+    /// tests of the cache and the cold-start benchmark's baseline.
+    #[must_use]
+    pub fn ignore_precompiled(mut self) -> Self {
+        self.precompiled = Some(&[]);
+        self
+    }
+
+    /// Replaces the built-in code compiled ahead of time (tests only).
+    #[cfg(test)]
+    pub(crate) fn precompiled(mut self, table: precompiled::Table) -> Self {
+        self.precompiled = Some(table);
+        self
+    }
+
     /// Replaces the limits every call runs under.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -76,9 +95,7 @@ impl SandboxBuilder {
     /// Creates the engine, the linker and the epoch ticker.
     pub fn build(self) -> Result<Sandbox, SandboxError> {
         let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        crate::codegen::configure_codegen(&mut config);
         config.allocation_strategy(pooling(&self.limits));
         // The pool reserves address space up front; where that is refused
         // (a `ulimit -v`, a tool like valgrind) fall back to mapping each
@@ -107,6 +124,7 @@ impl SandboxBuilder {
             cache,
             limits: self.limits,
             fenced: !self.unfenced,
+            precompiled: self.precompiled.unwrap_or(precompiled::PRECOMPILED),
             _ticker: ticker,
         })
     }
@@ -191,6 +209,8 @@ pub struct Sandbox {
     /// Whether tools get the filesystem through the fence (always, but in
     /// the benchmark that measures it).
     pub(crate) fenced: bool,
+    /// Built-in code compiled when GOAT was built.
+    pub(crate) precompiled: precompiled::Table,
     _ticker: Ticker,
 }
 

@@ -21,7 +21,7 @@ use crate::builtin::{Builtin, recorded_spec};
 use crate::call::Host;
 use crate::header::check_component_header;
 use crate::imports::{check_allowed, checked_imports};
-use crate::{Access, Sandbox, SandboxError, ToolKind, ToolSpec, builtin, cache};
+use crate::{Access, Sandbox, SandboxError, ToolKind, ToolSpec, builtin, cache, precompiled};
 
 /// Largest component [`Sandbox::load_plugin`] takes. The Pen tools are a
 /// few hundred KiB; a tool ten times larger than the largest is suspect,
@@ -47,7 +47,19 @@ struct Code {
     /// The component's bytes, kept until it is compiled; empty once linked
     /// at load.
     wasm: Cow<'static, [u8]>,
-    pre: OnceLock<PureToolPre<Host>>,
+    pre: OnceLock<(PureToolPre<Host>, CodeOrigin)>,
+}
+
+/// Where a tool's running code came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeOrigin {
+    /// Compiled when GOAT was built, and embedded in the binary (built-in
+    /// tools only).
+    Precompiled,
+    /// Taken from the compiled-code cache.
+    Cache,
+    /// Compiled by this process.
+    Compiled,
 }
 
 impl std::fmt::Debug for Tool {
@@ -86,6 +98,12 @@ impl Tool {
     /// Built in or a plugin.
     pub fn kind(&self) -> ToolKind {
         self.kind
+    }
+
+    /// Where the code its calls run came from, once it has some (a built-in
+    /// has none until its first call).
+    pub fn code_origin(&self) -> Option<CodeOrigin> {
+        self.code.pre.get().map(|(_, origin)| *origin)
     }
 
     /// The same tool offered to the model (and judged by the gate, and
@@ -180,7 +198,7 @@ impl Sandbox {
     fn load_now(&self, label: &str, wasm: &[u8], kind: ToolKind) -> Result<Tool, SandboxError> {
         let imports = checked_imports(label, wasm, kind)?;
         let sha256 = cache::sha256_hex(wasm);
-        let (pre, spec) = self.compile(label, wasm, &sha256, kind, &|_| Ok(()))?;
+        let (pre, spec, origin) = self.compile(label, wasm, &sha256, kind, &|_| Ok(()))?;
         Ok(Tool {
             declared_name: spec.name.clone(),
             spec,
@@ -189,7 +207,7 @@ impl Sandbox {
             imports,
             code: Arc::new(Code {
                 wasm: Cow::Borrowed(&[]),
-                pre: OnceLock::from(pre),
+                pre: OnceLock::from((pre, origin)),
             }),
         })
     }
@@ -201,7 +219,7 @@ impl Sandbox {
         &self,
         tool: &'t Tool,
     ) -> Result<&'t PureToolPre<Host>, SandboxError> {
-        if let Some(pre) = tool.code.pre.get() {
+        if let Some((pre, _)) = tool.code.pre.get() {
             return Ok(pre);
         }
         let mut offered = tool.spec.clone();
@@ -216,7 +234,7 @@ impl Sandbox {
                 ))
             }
         };
-        let (pre, _) = self.compile(
+        let (pre, _, origin) = self.compile(
             &tool.declared_name,
             &tool.code.wasm,
             &tool.sha256,
@@ -224,7 +242,7 @@ impl Sandbox {
             &same_spec,
         )?;
         // Two calls racing to compile both succeed; the first kept serves.
-        Ok(tool.code.pre.get_or_init(|| pre))
+        Ok(&tool.code.pre.get_or_init(|| (pre, origin)).0)
     }
 
     /// Compiles `wasm` (or takes it from the cache), checks the compiled
@@ -237,21 +255,31 @@ impl Sandbox {
         sha256: &str,
         kind: ToolKind,
         expected: &dyn Fn(&ToolSpec) -> Result<(), String>,
-    ) -> Result<(PureToolPre<Host>, ToolSpec), SandboxError> {
-        let cached = self
-            .cache
-            .as_ref()
-            .and_then(|cache| cache.get(&self.engine, sha256));
-        let fresh = cached.is_none();
-        let component = match cached {
-            Some(component) => component,
-            None => wasmtime::component::Component::new(&self.engine, wasm).map_err(|source| {
-                SandboxError::Compile {
-                    name: label.to_owned(),
-                    source,
-                }
-            })?,
+    ) -> Result<(PureToolPre<Host>, ToolSpec, CodeOrigin), SandboxError> {
+        // Built-in code compiled with GOAT is looked up only for a built-in:
+        // a plugin whose bytes were a built-in's would still be compiled.
+        let precompiled = match kind {
+            ToolKind::Builtin => precompiled::lookup(self.precompiled, &self.engine, sha256),
+            ToolKind::Plugin => None,
         };
+        let found = precompiled
+            .map(|c| (c, CodeOrigin::Precompiled))
+            .or_else(|| {
+                let cache = self.cache.as_ref()?;
+                Some((cache.get(&self.engine, sha256)?, CodeOrigin::Cache))
+            });
+        let (component, origin) =
+            match found {
+                Some(found) => found,
+                None => {
+                    let component = wasmtime::component::Component::new(&self.engine, wasm)
+                        .map_err(|source| SandboxError::Compile {
+                            name: label.to_owned(),
+                            source,
+                        })?;
+                    (component, CodeOrigin::Compiled)
+                }
+            };
 
         // Checked on the bytes already; checked again on what compiled (or
         // came from the cache), which is what runs.
@@ -297,10 +325,12 @@ impl Sandbox {
         spec.validate().map_err(not_a_tool)?;
         expected(&spec).map_err(not_a_tool)?;
         // Only a component that passed every check is worth keeping.
-        if fresh && let Some(cache) = &self.cache {
+        if origin == CodeOrigin::Compiled
+            && let Some(cache) = &self.cache
+        {
             cache.put(sha256, &component)?;
         }
-        Ok((pre, spec))
+        Ok((pre, spec, origin))
     }
 
     /// The eight embedded Pen file tools, none of them compiled yet (see
@@ -337,11 +367,55 @@ mod tests {
 
     const READ_A: &str = r#"{"path": "a.txt"}"#;
 
+    /// Compiling is the slow part of a first call; GOAT's build did it for
+    /// the built-in tools. Each is taken from the binary on its first call,
+    /// none is compiled or written to the cache, and a tool not called is
+    /// not even deserialized.
     #[test]
-    fn a_session_compiles_only_the_tools_it_calls() {
+    fn the_built_in_tools_run_the_code_compiled_when_goat_was_built() {
+        assert_eq!(
+            crate::precompiled_builtins(),
+            Ok(PEN_TOOLS.len()),
+            "this build should carry every built-in precompiled"
+        );
         let home = tempfile::tempdir().unwrap();
         let cache = home.path().join("cache");
         let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let tools = sandbox.load_pen_tools().unwrap();
+        let ws = workspace();
+        let pen = Pen::new(ws.path(), Access::Read).unwrap();
+        let out = sandbox.call(&tools[0], READ_A, &pen).unwrap().unwrap();
+        assert!(out.contains("alpha"), "{out}");
+        assert_eq!(tools[0].code_origin(), Some(CodeOrigin::Precompiled));
+        assert!(tools[1..].iter().all(|t| t.code_origin().is_none()));
+        assert_eq!(entries(&cache), Vec::<String>::new(), "nothing compiled");
+        for tool in &tools {
+            sandbox.prepared(tool).unwrap();
+            assert_eq!(
+                tool.code_origin(),
+                Some(CodeOrigin::Precompiled),
+                "{}",
+                tool.spec().name
+            );
+        }
+        assert_eq!(entries(&cache), Vec::<String>::new());
+    }
+
+    /// Where the binary's code does not fit (another CPU), a session
+    /// compiles only the tools it calls, caches them, and a new process
+    /// takes them from the cache.
+    #[test]
+    fn without_precompiled_code_a_session_compiles_only_the_tools_it_calls() {
+        let home = tempfile::tempdir().unwrap();
+        let cache = home.path().join("cache");
+        let build = || {
+            SandboxBuilder::new()
+                .cache_dir(&cache)
+                .ignore_precompiled()
+                .build()
+                .unwrap()
+        };
+        let sandbox = build();
         let tools = sandbox.load_pen_tools().unwrap();
         assert_eq!(tools.len(), PEN_TOOLS.len());
         assert_eq!(
@@ -356,6 +430,7 @@ mod tests {
         assert_eq!(read_file.spec().name, "read_file");
         let out = sandbox.call(read_file, READ_A, &pen).unwrap().unwrap();
         assert!(out.contains("alpha"), "{out}");
+        assert_eq!(read_file.code_origin(), Some(CodeOrigin::Compiled));
         let cached = entries(&cache);
         assert_eq!(cached.len(), 1, "{cached:?}");
         assert!(cached[0].starts_with(read_file.sha256()), "{cached:?}");
@@ -366,10 +441,58 @@ mod tests {
         assert_eq!(entries(&cache), cached);
 
         // A new process (a new sandbox) takes it from the cache.
-        let warm = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let warm = build();
         let tools = warm.load_pen_tools().unwrap();
         warm.call(&tools[0], READ_A, &pen).unwrap().unwrap();
+        assert_eq!(tools[0].code_origin(), Some(CodeOrigin::Cache));
         assert_eq!(entries(&cache), cached);
+    }
+
+    /// Precompiled code that this engine does not accept (compiled under
+    /// other settings, as for another CPU or another GOAT) is never run:
+    /// the component is compiled as if there were none.
+    #[test]
+    fn precompiled_code_for_another_engine_configuration_is_compiled_again_not_loaded() {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        let other = wasmtime::Engine::new(&config).unwrap();
+        let foreign: &'static [u8] = other
+            .precompile_component(PEN_TOOLS[0].wasm)
+            .unwrap()
+            .leak();
+        let sha: &'static str = sha256_hex(PEN_TOOLS[0].wasm).leak();
+        let table: precompiled::Table = vec![(sha, foreign)].leak();
+        let sandbox = SandboxBuilder::new().precompiled(table).build().unwrap();
+        let read_file = sandbox.load_builtin(&PEN_TOOLS[0]).unwrap();
+        let ws = workspace();
+        let pen = Pen::new(ws.path(), Access::Read).unwrap();
+        let out = sandbox.call(&read_file, READ_A, &pen).unwrap().unwrap();
+        assert!(out.contains("alpha"), "{out}");
+        assert_eq!(read_file.code_origin(), Some(CodeOrigin::Compiled));
+    }
+
+    /// Code filed under a built-in's sha256 that is another tool's is
+    /// refused on the spec it declares, not run as the tool offered.
+    #[test]
+    fn precompiled_code_of_another_tool_is_refused_by_its_spec() {
+        let sandbox = SandboxBuilder::new().build().unwrap();
+        let list = sandbox
+            .engine
+            .precompile_component(PEN_TOOLS[1].wasm)
+            .unwrap();
+        let sha: &'static str = sha256_hex(PEN_TOOLS[0].wasm).leak();
+        let table: precompiled::Table = vec![(sha, &*list.leak())].leak();
+        let sandbox = SandboxBuilder::new().precompiled(table).build().unwrap();
+        let read_file = sandbox.load_builtin(&PEN_TOOLS[0]).unwrap();
+        let ws = workspace();
+        let pen = Pen::new(ws.path(), Access::Read).unwrap();
+        match sandbox.call(&read_file, READ_A, &pen) {
+            Err(SandboxError::NotATool { name, reason }) => {
+                assert_eq!(name, "read_file");
+                assert!(reason.contains("not the one recorded"), "{reason}");
+            }
+            other => panic!("expected NotATool, got {other:?}"),
+        }
     }
 
     #[test]
@@ -387,7 +510,11 @@ mod tests {
     fn a_recorded_spec_the_component_does_not_declare_refuses_the_call() {
         let home = tempfile::tempdir().unwrap();
         let cache = home.path().join("cache");
-        let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let sandbox = SandboxBuilder::new()
+            .cache_dir(&cache)
+            .ignore_precompiled()
+            .build()
+            .unwrap();
         let mut read_file = sandbox.load_builtin(&PEN_TOOLS[0]).unwrap();
         // A record claiming more access than the component declares.
         read_file.spec.access = Access::ReadWrite;
@@ -414,7 +541,11 @@ mod tests {
     fn code_compiled_for_another_engine_configuration_is_recompiled_not_loaded() {
         let home = tempfile::tempdir().unwrap();
         let cache = home.path().join("cache");
-        let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+        let sandbox = SandboxBuilder::new()
+            .cache_dir(&cache)
+            .ignore_precompiled()
+            .build()
+            .unwrap();
         let read_file = sandbox.load_builtin(&PEN_TOOLS[0]).unwrap();
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);

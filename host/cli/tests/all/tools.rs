@@ -241,3 +241,46 @@ fn closed_stdout_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr), "");
 }
+
+/// The first call of a built-in tool in a fresh home runs the code GOAT's
+/// build compiled (issue 38): nothing is compiled, so nothing is cached,
+/// and `goat --version` says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fresh_home_calls_a_built_in_without_compiling_it() {
+    use goat_testkit::{Reply, ScriptedServer};
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "alpha\n").unwrap();
+    let engine = ScriptedServer::start(vec![
+        Reply::tool_call("read_file", r#"{"path": "a.txt"}"#),
+        Reply::text("It says alpha."),
+    ])
+    .await;
+    let cache = env.root.join("fresh-cache");
+    let mut cmd = env.cmd();
+    cmd.env("GOAT_CACHE_DIR", &cache).args([
+        "run",
+        "--engine",
+        &engine.base_url(),
+        "--model",
+        "qwen",
+        "read a.txt",
+    ]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("read_file(path=\"a.txt\") -> ok"), "{err}");
+    let tool_message = &engine.requests()[1].body["messages"];
+    assert!(tool_message.to_string().contains("alpha"), "{tool_message}");
+    let cached: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(cached, Vec::<std::ffi::OsString>::new(), "nothing compiled");
+
+    let version = text(&env.run(&["--version"]).stdout);
+    assert!(
+        version.contains("8 built-in tools compiled when this binary was built"),
+        "{version}"
+    );
+}
