@@ -249,3 +249,64 @@ fn wc_skips_an_undecodable_name_and_counts_its_siblings() {
          [1 entry skipped: its name is not valid UTF-8]\n"
     );
 }
+
+/// A plugin whose spec was recorded when it was added is offered without
+/// compiling it: a fresh cache stays empty until its first call, which
+/// compiles it, checks it and caches it.
+#[test]
+fn a_plugin_with_its_recorded_spec_is_compiled_on_its_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    let spec = sandbox.load_plugin("wc", WC_WASM).unwrap().spec().clone();
+    std::fs::remove_dir_all(&cache).unwrap();
+
+    let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    let wc = sandbox
+        .load_plugin_declared("wc", WC_WASM.to_vec(), spec.clone())
+        .unwrap();
+    assert_eq!(wc.spec(), &spec);
+    assert_eq!(wc.kind(), ToolKind::Plugin);
+    assert_eq!(wc.code_origin(), None);
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        0,
+        "not compiled"
+    );
+    let ws = Workspace::new();
+    ws.write("a.txt", "one two\n");
+    let out = sandbox.call(&wc, "{}", &ws.pen(Access::Read)).unwrap();
+    assert!(out.unwrap().contains("a.txt"));
+    assert_eq!(wc.code_origin(), Some(goat_sandbox::CodeOrigin::Compiled));
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+}
+
+/// A recorded spec that is not what the component declares changes what is
+/// offered, never what runs: the first call is refused. Its bytes are
+/// checked as `load_plugin` checks them, before anything is offered.
+#[test]
+fn a_recorded_spec_a_plugin_does_not_declare_refuses_its_first_call() {
+    let sandbox = sandbox();
+    let mut spec = sandbox.load_plugin("wc", WC_WASM).unwrap().spec().clone();
+    spec.access = Access::ReadWrite;
+    let wc = sandbox
+        .load_plugin_declared("wc", WC_WASM.to_vec(), spec.clone())
+        .unwrap();
+    let ws = Workspace::new();
+    match sandbox.call(&wc, "{}", &ws.pen(Access::ReadWrite)) {
+        Err(SandboxError::NotATool { reason, .. }) => {
+            assert!(reason.contains("not the one recorded"), "{reason}")
+        }
+        other => panic!("expected NotATool, got {other:?}"),
+    }
+    match sandbox.load_plugin_declared("env", WANTS_ENV_WASM.to_vec(), spec.clone()) {
+        Err(SandboxError::ForbiddenImport { .. }) => {}
+        other => panic!("expected ForbiddenImport, got {other:?}"),
+    }
+    match sandbox.load_plugin_declared("native", b"\x7fELF\x02\x01\x01\0".to_vec(), spec) {
+        Err(SandboxError::NotATool { reason, .. }) => {
+            assert!(reason.contains("native code"), "{reason}")
+        }
+        other => panic!("expected NotATool, got {other:?}"),
+    }
+}

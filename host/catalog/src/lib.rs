@@ -37,6 +37,6 @@ pub use naming::{
     ExposedName, MAX_PLUGIN_NAME_BYTES, PluginName, SEPARATOR, builtin_names, check_clash,
 };
 pub use registry::{
-    Approval, Candidate, FileState, REGISTRY_FILE, Registry, approve, file_state, read_capped,
-    stored_file,
+    Approval, Candidate, FileState, REGISTRY_FILE, Registry, approve, file_state, forget_stored,
+    read_capped, spec_file, stored_file,
 };

@@ -6,7 +6,7 @@ use std::path::Path;
 use goat_sandbox::{Sandbox, Tool};
 
 use crate::naming::builtin_names;
-use crate::registry::{Approval, Registry, read_stored, stored_file};
+use crate::registry::{Approval, Registry, read_declared, read_stored, stored_file};
 
 /// Which tools besides the built-in Pen tools [`load_tools`] loads.
 #[derive(Clone, Copy, Debug)]
@@ -124,9 +124,17 @@ fn load_one(
             approval.sha256
         ));
     }
-    let tool = sandbox
-        .load_plugin(&approval.name, &wasm)
-        .map_err(|e| format!("{e:#}"))?;
+    // Offered from the spec recorded when it was added, compiled on its
+    // first call; a plugin added before specs were recorded is compiled now
+    // to read its spec.
+    let tool = match read_declared(dir, &approval.sha256) {
+        Some(declared) => sandbox.load_plugin_declared(&approval.name, wasm, declared),
+        None => sandbox.load_plugin(&approval.name, &wasm),
+    }
+    .map_err(|e| format!("{e:#}"))?;
+    if tool.spec().description != approval.description {
+        return Err(format!("its description is not the one approved; {readd}"));
+    }
     if tool.spec().access.as_str() != approval.access || tool.spec().name != approval.declared_name
     {
         return Err(format!(

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use goat_sandbox::{MAX_PLUGIN_BYTES, Sandbox, Tool};
+use goat_sandbox::{MAX_PLUGIN_BYTES, Sandbox, Tool, ToolSpec};
 use goat_state::fs::{OpenRegularError, open_regular, write_private_atomic};
 use goat_state::sqlite::{self, DbError, DbSpec, Journal, Migration};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -75,6 +75,43 @@ pub struct Approval {
 /// Where a plugin's approved bytes are kept.
 pub fn stored_file(dir: &Path, sha256: &str) -> PathBuf {
     dir.join(format!("{sha256}.wasm"))
+}
+
+/// Where the spec a plugin declared when it was added is kept, beside its
+/// bytes and named by the same sha256: a session offers the plugin from it
+/// without compiling the component (compiled on its first call, where its
+/// spec is checked against this one).
+pub fn spec_file(dir: &Path, sha256: &str) -> PathBuf {
+    dir.join(format!("{sha256}.spec.json"))
+}
+
+/// The largest recorded spec read back; a plugin's description and
+/// parameters are far smaller.
+const MAX_SPEC_FILE_BYTES: u64 = 1 << 20;
+
+/// The spec recorded for the component whose sha256 is `sha256`, if there
+/// is a readable one (a regular file, at most 1 MiB, a spec). A plugin
+/// added before specs were recorded has none, and is compiled to read it.
+pub(crate) fn read_declared(dir: &Path, sha256: &str) -> Option<ToolSpec> {
+    let file = open_regular(&spec_file(dir, sha256)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SPEC_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Removes a plugin's stored bytes and its recorded spec (either may be
+/// missing already).
+pub fn forget_stored(dir: &Path, sha256: &str) -> Result<(), CatalogError> {
+    for path in [stored_file(dir, sha256), spec_file(dir, sha256)] {
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(CatalogError::io("removing", &path)(e)),
+        }
+    }
+    Ok(())
 }
 
 /// Whether a plugin's stored file is still the approved one.
@@ -213,6 +250,12 @@ pub fn approve(
     let stored = stored_file(dir, candidate.tool.sha256());
     write_private_atomic(&stored, wasm).map_err(CatalogError::io("writing", &stored))?;
     let tool = &candidate.tool;
+    let mut declared = tool.spec().clone();
+    declared.name = tool.declared_name().to_owned();
+    let spec = spec_file(dir, tool.sha256());
+    let json = serde_json::to_vec_pretty(&declared)
+        .map_err(|e| CatalogError::io("writing", &spec)(std::io::Error::other(e)))?;
+    write_private_atomic(&spec, &json).map_err(CatalogError::io("writing", &spec))?;
     let approval = Approval {
         name: candidate.name.to_string(),
         tool: candidate.exposed.to_string(),
@@ -228,7 +271,7 @@ pub fn approve(
         // Another GOAT may have added the same name meanwhile; leave its
         // file alone if it approved the same bytes.
         if !registry.references(&approval.sha256)? {
-            let _ = fs::remove_file(&stored);
+            let _ = forget_stored(dir, &approval.sha256);
         }
         return Err(e);
     }

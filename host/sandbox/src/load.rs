@@ -50,6 +50,25 @@ struct Code {
     pre: OnceLock<(PureToolPre<Host>, CodeOrigin)>,
 }
 
+/// A plugin's bytes checked before anything else reads them: at most
+/// [`MAX_PLUGIN_BYTES`], and a component (not a core module, not native
+/// code).
+fn check_plugin_bytes(label: &str, wasm: &[u8]) -> Result<(), SandboxError> {
+    if wasm.len() > MAX_PLUGIN_BYTES {
+        return Err(SandboxError::NotATool {
+            name: label.to_owned(),
+            reason: format!(
+                "it is {} bytes; plugins may be at most {MAX_PLUGIN_BYTES}",
+                wasm.len()
+            ),
+        });
+    }
+    check_component_header(wasm).map_err(|reason| SandboxError::NotATool {
+        name: label.to_owned(),
+        reason,
+    })
+}
+
 /// Where a tool's running code came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodeOrigin {
@@ -178,20 +197,48 @@ impl Sandbox {
     /// is cached (by sha256) only once it has passed every check. An
     /// allowed one is instantiated once, with no preopen, to read its spec.
     pub fn load_plugin(&self, label: &str, wasm: &[u8]) -> Result<Tool, SandboxError> {
-        if wasm.len() > MAX_PLUGIN_BYTES {
-            return Err(SandboxError::NotATool {
-                name: label.to_owned(),
-                reason: format!(
-                    "it is {} bytes; plugins may be at most {MAX_PLUGIN_BYTES}",
-                    wasm.len()
-                ),
-            });
-        }
-        check_component_header(wasm).map_err(|reason| SandboxError::NotATool {
-            name: label.to_owned(),
-            reason,
-        })?;
+        check_plugin_bytes(label, wasm)?;
         self.load_now(label, wasm, ToolKind::Plugin)
+    }
+
+    /// Loads a plugin whose spec was read from it when it was added
+    /// (`declared`, its own name included), without compiling it: it is
+    /// compiled (or taken from the cache) on its first call, as a built-in
+    /// is, so a session compiles no plugin it does not call.
+    ///
+    /// # Security
+    ///
+    /// The same checks as [`Sandbox::load_plugin`] run now on the bytes
+    /// (size, header, every import), and `declared` must be a valid spec.
+    /// On the first call the compiled component's imports are checked
+    /// again and the spec it declares must equal `declared`, or the call is
+    /// refused: a changed record can change what is offered, never what
+    /// runs or what it may reach.
+    pub fn load_plugin_declared(
+        &self,
+        label: &str,
+        wasm: Vec<u8>,
+        declared: ToolSpec,
+    ) -> Result<Tool, SandboxError> {
+        check_plugin_bytes(label, &wasm)?;
+        let imports = checked_imports(label, &wasm, ToolKind::Plugin)?;
+        declared
+            .validate()
+            .map_err(|reason| SandboxError::NotATool {
+                name: label.to_owned(),
+                reason,
+            })?;
+        Ok(Tool {
+            declared_name: declared.name.clone(),
+            spec: declared,
+            kind: ToolKind::Plugin,
+            sha256: cache::sha256_hex(&wasm),
+            imports,
+            code: Arc::new(Code {
+                wasm: Cow::Owned(wasm),
+                pre: OnceLock::new(),
+            }),
+        })
     }
 
     /// Checks the imports, compiles, links and reads the spec, all now.

@@ -6,13 +6,14 @@
 //! prints (escaping everything a component says about itself) and wires
 //! the catalog to GOAT's state directories.
 
-use std::fs;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
-use goat_catalog::{Candidate, FileState, PluginName, Registry, file_state, stored_file};
+use goat_catalog::{
+    Candidate, FileState, PluginName, Registry, file_state, forget_stored, stored_file,
+};
 use goat_sandbox::{Access, Tool};
 use goat_shepherd::gate;
 
@@ -295,12 +296,7 @@ fn remove(name: &str, db: Option<&Path>) -> anyhow::Result<Outcome> {
         bail!("no plugin named '{}'", text::escape_controls(name));
     };
     if !registry.references(&approval.sha256)? {
-        let file = stored_file(&dir, &approval.sha256);
-        match fs::remove_file(&file) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", file.display())),
-        }
+        forget_stored(&dir, &approval.sha256)?;
     }
     println!("removed plugin '{name}' (tool {})", approval.tool);
     // Rules outlive the plugin; a plugin added later under the same name
