@@ -33,6 +33,7 @@ pub mod gitindex;
 pub mod inspect;
 mod interrupt;
 mod land;
+mod launch;
 pub mod layer;
 pub mod limits;
 pub mod net;

@@ -28,25 +28,22 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rustix::process::Signal;
-
 use crate::child::{
-    PrivateTmp, cloexec_above_stdio, environment, first_steps, install_pre_exec, pids_group, shell,
-    spawn_and_watch, spawn_and_watch_group, user_namespaces_work, wait_and_exit, wait_group_gone,
-    working_dir,
+    PrivateTmp, environment, first_steps, install_pre_exec, pids_group, shell, spawn_and_watch,
+    spawn_and_watch_group, wait_group_gone, working_dir,
 };
 use crate::fs::{self, FsPlan, WorkspaceRules};
 use crate::inspect::Inspection;
 use crate::interrupt::Interrupt;
 use crate::land::LandError;
+use crate::launch::{Launched, ViewLaunch};
 use crate::layer::{ChangeSet, Layer};
 use crate::net::{self, NetRules, ProxyLink};
 use crate::output::Captured;
 use crate::progress::{Progress, Stage};
 use crate::seccomp;
-use crate::special::special_paths;
 use crate::support::{mount_id, resolve};
-use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan, WorkspaceMount};
+use crate::view::WorkspaceMount;
 
 /// Whether the command may use the network. Exhaustive: whoever shows a
 /// command to a person must say which.
@@ -540,126 +537,41 @@ pub(crate) fn run_namespace(
     rules: &dyn WorkspaceRules,
     request: &CommandRequest<'_>,
 ) -> Result<CommandOutcome, CommandError> {
-    let failed = |what: &str, e: io::Error| CommandError::Containment(format!("{what}: {e}"));
     let cwd = working_dir(&containment.workspace, request.cwd)?;
-    let base = layer_base(containment)?;
-    let layer = Layer::create(&base).map_err(|e| failed("cannot make the command's layer", e))?;
-    let (read_only, hidden) = special_paths(&containment.workspace, rules)?;
-    let user_ns = if rustix::process::geteuid().is_root() && !user_namespaces_work() {
-        UserNs::None
-    } else {
-        UserNs::New
-    };
-    // Proxied: the view's first child makes the proxy's listener in the
-    // view's own network namespace and sends it back over this pair.
-    let (view_net, net_rules, link) = match containment.network {
-        Network::Closed => (ViewNet::Empty, NetRules::Closed, None),
-        Network::Open => (ViewNet::Host, NetRules::Open, None),
-        Network::Proxied => {
-            let link = proxy_link(request)?;
-            let pair = net::channel().map_err(|e| failed("the proxy's channel", e))?;
-            let view_net = ViewNet::Proxy {
-                port: net::VIEW_PROXY_PORT,
-                channel: pair.1.as_raw_fd(),
-            };
-            (
-                view_net,
-                NetRules::ConnectPort(net::VIEW_PROXY_PORT),
-                Some((link, pair)),
-            )
-        }
-    };
-    let plan = ViewPlan::prepare(&ViewInput {
-        workspace: &containment.workspace,
-        cwd: &cwd,
-        upper: &layer.upper(),
-        work: &layer.dir.join("work"),
-        root: &layer.dir.join("root"),
-        tmpdir: &layer.dir.join("tmp"),
-        home: containment.home.as_deref(),
-        read_paths: &containment.read_paths,
-        read_only: &read_only,
-        hidden: &hidden,
-        empty_file: &layer.dir.join("empty"),
-        empty_dir: &layer.dir.join("emptydir"),
-        caches: &layer.dir.join("caches"),
-        user_ns,
-        net: view_net,
-        workspace_mount: WorkspaceMount::Overlay,
-    })
-    .map_err(|e| failed("cannot plan the command's view", e))?;
-    // The rules made before the fork hold for bound paths (a bind mount
-    // keeps its inodes); the overlay, the scratch home and /proc are new
-    // and get theirs inside.
-    let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), net_rules)?;
-    let program = seccomp::program(net_rules, seccomp::Inbound::OwnNamespace)
-        .map_err(CommandError::Containment)?;
-    let pids = pids_group(containment)?;
-    let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
+    let mut launch = ViewLaunch::prepare(
+        containment,
+        rules,
+        &Launched {
+            what: "command",
+            cwd: &cwd,
+            mount: WorkspaceMount::Overlay,
+            proxy: request.proxy,
+        },
+    )?;
     let mut env = environment(containment, Path::new("/tmp"));
     if let Some(home) = &containment.home {
         env.retain(|(k, _)| k != "HOME");
         env.push(("HOME".into(), home.as_os_str().to_owned()));
     }
-    if link.is_some() {
+    if launch.proxied() {
         env.extend(net::proxy_env(net::VIEW_PROXY_PORT));
     }
     let mut command = shell(request, &cwd, env);
-    let mut ruleset = Some(ruleset);
-    let progress = std::sync::Arc::new(
-        Progress::new().map_err(|e| failed("cannot map the view's progress page", e))?,
-    );
-    let step_names = plan.step_names();
-    let in_child = std::sync::Arc::clone(&progress);
-    let child_setup = move || -> io::Result<()> {
-        let progress = &in_child;
-        progress.mark(Stage::FirstSteps);
-        first_steps(join_fd)?;
-        progress.mark(Stage::Namespaces);
-        view::unshare(&plan)?;
-        progress.mark(Stage::Fork);
-        #[expect(unsafe_code, reason = "the second fork, in the forked child")]
-        // SAFETY: the first child has one thread; the second child makes
-        // system calls only until it execs, as the first would have.
-        let second = unsafe { libc::fork() };
-        if second < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if second > 0 {
-            wait_and_exit(second);
-        }
-        // PID 1 of the new namespace.
-        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-        cloexec_above_stdio()?;
-        view::build(&plan, progress)?;
-        progress.mark(Stage::Landlock);
-        let mut ruleset = ruleset
-            .take()
-            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-        ruleset = fs::add_inside(ruleset, plan.workspace(), fs::Inside::Workspace)?;
-        for path in plan.rw_after() {
-            ruleset = fs::add_inside(ruleset, path, fs::Inside::ReadWrite)?;
-        }
-        ruleset = fs::add_inside(ruleset, plan.proc_dir(), fs::Inside::Read)?;
-        lock_down(ruleset, &program, progress)
-    };
-    install_pre_exec(&mut command, child_setup);
+    launch.install(&mut command)?;
     // Once spawned (the listener is sent before the command can start),
     // the proxy serves it; if it cannot, the command is killed unserved.
-    let mut link = link;
-    let mut serve = || -> io::Result<()> {
-        let Some((link, (ours, theirs))) = link.take() else {
-            return Ok(());
-        };
-        drop(theirs);
-        link.serve(net::receive_listener(&ours)?)
-    };
-    let (exit, duration, output, group) =
-        spawn_and_watch_group(command, request, pids.as_ref().map(|p| &p.0), &mut serve)
-            .map_err(|e| refused_at(e, &progress, &step_names))?;
+    let mut proxy = launch.take_proxy();
+    let (exit, duration, output, group) = spawn_and_watch_group(
+        command,
+        request,
+        launch.pids.as_ref().map(|p| &p.0),
+        &mut || proxy.serve(),
+    )
+    .map_err(|e| launch.refused(e))?;
     // The first child is reaped; every process of the view must be gone too
     // (one in uninterruptible sleep dies late) before its upper layer is read.
     wait_group_gone(group);
+    let layer = launch.layer;
     let changes = match layer.changes(&containment.workspace) {
         Ok(set) => Changes::Pending(Pending {
             layer,

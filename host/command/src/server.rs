@@ -19,28 +19,22 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
 use rustix::process::{Pid, Signal};
 
-use crate::child::{
-    cloexec_above_stdio, first_steps, install_pre_exec, kill_group, pids_group,
-    user_namespaces_work, wait_and_exit, wait_group_gone,
-};
-use crate::fs::{self, WorkspaceRules};
+use crate::child::{kill_group, wait_group_gone};
+use crate::fs::WorkspaceRules;
+use crate::launch::{Launched, ViewLaunch};
 use crate::layer::{ChangeSet, Layer};
-use crate::net::{self, NetRules};
+use crate::net;
 use crate::pids::PidsGroup;
-use crate::progress::{Progress, Stage};
-use crate::run::{
-    CommandError, Containment, Network, Unsupported, Used, layer_base, lock_down, refused_at,
-};
-use crate::seccomp;
+use crate::run::{CommandError, Containment, Unsupported, Used};
 use crate::special::special_paths;
 use crate::support::resolve;
-use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan, WorkspaceMount};
+use crate::view::WorkspaceMount;
 
 /// What to start, as the person added it.
 #[derive(Clone, Debug)]
@@ -151,66 +145,18 @@ pub fn start_server(
     spec: &ServerSpec<'_>,
 ) -> Result<Server, CommandError> {
     server_support(containment)?;
-    let failed = |what: &str, e: io::Error| CommandError::Containment(format!("{what}: {e}"));
-    let base = layer_base(containment)?;
-    let layer = Layer::create(&base).map_err(|e| failed("cannot make the server's layer", e))?;
-    let (read_only, hidden) = special_paths(&containment.workspace, rules)?;
-    let user_ns = if rustix::process::geteuid().is_root() && !user_namespaces_work() {
-        UserNs::None
-    } else {
-        UserNs::New
-    };
-    // Proxied: the view's first child makes the proxy's listener in the
-    // view's own network namespace and sends it back over this pair.
-    let (view_net, net_rules, link) = match containment.network {
-        Network::Closed => (ViewNet::Empty, NetRules::Closed, None),
-        Network::Open => (ViewNet::Host, NetRules::Open, None),
-        Network::Proxied => {
-            let link = spec.proxy.ok_or_else(|| {
-                CommandError::Containment(
-                    "the network is to go through GOAT's proxy, and there is none for this \
-                     server"
-                        .to_owned(),
-                )
-            })?;
-            let pair = net::channel().map_err(|e| failed("the proxy's channel", e))?;
-            let view_net = ViewNet::Proxy {
-                port: net::VIEW_PROXY_PORT,
-                channel: pair.1.as_raw_fd(),
-            };
-            (
-                view_net,
-                NetRules::ConnectPort(net::VIEW_PROXY_PORT),
-                Some((link, pair)),
-            )
-        }
-    };
-    let plan = ViewPlan::prepare(&ViewInput {
-        workspace: &containment.workspace,
-        cwd: &containment.workspace,
-        upper: &layer.upper(),
-        work: &layer.dir.join("work"),
-        root: &layer.dir.join("root"),
-        tmpdir: &layer.dir.join("tmp"),
-        home: containment.home.as_deref(),
-        read_paths: &containment.read_paths,
-        read_only: &read_only,
-        hidden: &hidden,
-        empty_file: &layer.dir.join("empty"),
-        empty_dir: &layer.dir.join("emptydir"),
-        caches: &layer.dir.join("caches"),
-        user_ns,
-        net: view_net,
-        workspace_mount: WorkspaceMount::Bind {
-            writable: spec.writable,
+    let mut launch = ViewLaunch::prepare(
+        containment,
+        rules,
+        &Launched {
+            what: "server",
+            cwd: &containment.workspace,
+            mount: WorkspaceMount::Bind {
+                writable: spec.writable,
+            },
+            proxy: spec.proxy,
         },
-    })
-    .map_err(|e| failed("cannot plan the server's view", e))?;
-    let ruleset = fs::view_ruleset(&containment.read_paths, &layer.dir.join("tmp"), net_rules)?;
-    let program = seccomp::program(net_rules, seccomp::Inbound::OwnNamespace)
-        .map_err(CommandError::Containment)?;
-    let pids = pids_group(containment)?;
-    let join_fd = pids.as_ref().map(|(_, fd)| fd.as_raw_fd());
+    )?;
     // The program as added (absolute); a bare name is looked up in the
     // absolute directories of PATH only (see `environment`).
     let mut command = Command::new(spec.program);
@@ -219,7 +165,7 @@ pub fn start_server(
         .current_dir(&containment.workspace)
         .env_clear()
         .envs(environment(containment, spec))
-        .envs(if link.is_some() {
+        .envs(if launch.proxied() {
             net::proxy_env(net::VIEW_PROXY_PORT)
         } else {
             Vec::new()
@@ -227,65 +173,20 @@ pub fn start_server(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut ruleset = Some(ruleset);
-    let progress = std::sync::Arc::new(
-        Progress::new().map_err(|e| failed("cannot map the view's progress page", e))?,
-    );
-    let step_names = plan.step_names();
-    let in_child = std::sync::Arc::clone(&progress);
-    let workspace_access = if spec.writable {
-        fs::Inside::Workspace
-    } else {
-        fs::Inside::Read
-    };
-    let child_setup = move || -> io::Result<()> {
-        let progress = &in_child;
-        progress.mark(Stage::FirstSteps);
-        first_steps(join_fd)?;
-        progress.mark(Stage::Namespaces);
-        view::unshare(&plan)?;
-        progress.mark(Stage::Fork);
-        #[expect(unsafe_code, reason = "the second fork, in the forked child")]
-        // SAFETY: the first child has one thread; the second child makes
-        // system calls only until it execs, as the first would have.
-        let second = unsafe { libc::fork() };
-        if second < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if second > 0 {
-            wait_and_exit(second);
-        }
-        rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-        cloexec_above_stdio()?;
-        view::build(&plan, progress)?;
-        progress.mark(Stage::Landlock);
-        let mut ruleset = ruleset
-            .take()
-            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-        ruleset = fs::add_inside(ruleset, plan.workspace(), workspace_access)?;
-        for path in plan.rw_after() {
-            ruleset = fs::add_inside(ruleset, path, fs::Inside::ReadWrite)?;
-        }
-        ruleset = fs::add_inside(ruleset, plan.proc_dir(), fs::Inside::Read)?;
-        lock_down(ruleset, &program, progress)
-    };
-    install_pre_exec(&mut command, child_setup);
+    launch.install(&mut command)?;
     let mut child = command
         .spawn()
-        .map_err(|e| refused_at(CommandError::Spawn(e), &progress, &step_names))?;
+        .map_err(|e| launch.refused(CommandError::Spawn(e)))?;
     let group = Pid::from_raw(child.id().cast_signed())
         .ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::InvalidData)))?;
     // Once spawned (the listener is sent before the server can start),
     // the proxy serves it; if it cannot, the server is killed unserved.
-    if let Some((link, (ours, theirs))) = link {
-        drop(theirs);
-        if let Err(e) = net::receive_listener(&ours).and_then(|l| link.serve(l)) {
-            kill_group(group, pids.as_ref().map(|p| &p.0));
-            let _ = child.wait();
-            return Err(CommandError::Containment(format!(
-                "the server was stopped as it started: its proxy: {e}"
-            )));
-        }
+    if let Err(e) = launch.take_proxy().serve() {
+        kill_group(group, launch.pids.as_ref().map(|p| &p.0));
+        let _ = child.wait();
+        return Err(CommandError::Containment(format!(
+            "the server was stopped as it started: its proxy: {e}"
+        )));
     }
     Ok(Server {
         stdin: child.stdin.take(),
@@ -293,8 +194,8 @@ pub fn start_server(
         stderr: child.stderr.take(),
         child,
         group,
-        pids,
-        _layer: layer,
+        pids: launch.pids,
+        _layer: launch.layer,
     })
 }
 
