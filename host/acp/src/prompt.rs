@@ -55,6 +55,13 @@ pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
     Ok(text)
 }
 
+/// What follows `/undo` when the prompt is that command (the editor sends
+/// a command the agent advertised as the prompt's text).
+pub fn undo_command(prompt: &str) -> Option<&str> {
+    let rest = prompt.trim().strip_prefix("/undo")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then_some(rest)
+}
+
 fn refused(what: &str) -> Error {
     Error::new(
         ErrorCode::INVALID_PARAMS,
@@ -127,6 +134,14 @@ mod tests {
             "fix the bug\n[main.rs](file:///w/main.rs)\nContext from file:///w/lib.rs:\n```\nfn \
              main() {}\n```"
         );
+    }
+
+    #[test]
+    fn only_undo_itself_is_the_command() {
+        assert_eq!(undo_command("/undo"), Some(""));
+        assert_eq!(undo_command(" /undo 2\n"), Some(" 2"));
+        assert_eq!(undo_command("/undone"), None);
+        assert_eq!(undo_command("please /undo"), None);
     }
 
     #[test]

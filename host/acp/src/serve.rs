@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, SetSessionModeRequest, SetSessionModeResponse,
+    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent,
 };
 use agent_client_protocol::{Agent, Error, ErrorCode};
 use goat_engine::CancellationToken;
@@ -193,6 +194,9 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
                 match opened {
                     Ok(session) => {
                         let session = state.keep(session);
+                        // The client knows the session it loads: said with
+                        // the replay, before the answer.
+                        session.say_commands(&cx);
                         responder.respond(LoadSessionResponse::new().modes(session.modes()))
                     }
                     Err(e) => responder.respond_with_error(e),
@@ -201,7 +205,7 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: PromptRequest, responder, _cx| {
+            async move |request: PromptRequest, responder, cx| {
                 let session = match s_prompt.session(&request.session_id.0) {
                     Ok(session) => session,
                     Err(e) => return responder.respond_with_error(e),
@@ -223,6 +227,26 @@ pub async fn serve(options: ServeOptions) -> anyhow::Result<()> {
                             "a turn is already running in this session; wait for it or send \
                              session/cancel",
                         ));
+                    }
+                    session.say_commands(&cx);
+                    // `/undo [N]`: no turn, no model; done while the turn
+                    // slot is held, so no turn starts meanwhile.
+                    if let Some(rest) = crate::prompt::undo_command(&prompt) {
+                        let undone = tokio::task::block_in_place(|| session.undo(rest));
+                        drop(running);
+                        return match undone {
+                            Ok(report) => {
+                                session.send(
+                                    &cx,
+                                    SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                                        ContentBlock::Text(TextContent::new(report.to_string())),
+                                    )),
+                                );
+                                responder.respond(PromptResponse::new(StopReason::EndTurn))
+                            }
+                            Err(why) => responder
+                                .respond_with_error(Error::new(ErrorCode::INVALID_PARAMS, why)),
+                        };
                     }
                     *running = Some(cancel.clone());
                 }

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionMode,
+    SessionModeState, SessionNotification, SessionUpdate, UnstructuredCommandInput,
 };
 use anyhow::{Context, bail};
 use goat_session::{Budget, Driver, Events, OpenOptions};
@@ -26,6 +27,8 @@ pub struct Session {
     /// Whether `session.started` was said (at the first prompt: nothing,
     /// not even the engine's window, is asked before).
     pub started: Mutex<bool>,
+    /// Whether the commands GOAT takes (`/undo`) were advertised.
+    commands_said: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -86,6 +89,7 @@ impl Session {
             driver: Arc::new(driver),
             cancel,
             started: Mutex::new(false),
+            commands_said: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -122,6 +126,43 @@ impl Session {
                 })
                 .collect(),
         )
+    }
+
+    /// Tells the client, once, the commands GOAT takes in a prompt:
+    /// `/undo`. Said while the client is waiting for an answer (during
+    /// `session/load`, before its answer; at the first prompt of a new
+    /// session), never after the last answer it waits for, when it may
+    /// already be gone.
+    pub fn say_commands(&self, cx: &ConnectionTo<Client>) {
+        if self
+            .commands_said
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        self.send(
+            cx,
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![
+                AvailableCommand::new(
+                    "undo",
+                    "Put back the files the last turn with changes changed (or turn N); \
+                     refused if any changed since",
+                )
+                .input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new("turn number (optional)"),
+                )),
+            ])),
+        );
+    }
+
+    /// Undoes a turn, as `/undo [N]` asks: the report, worded as `goat
+    /// undo` words it, or why nothing was undone. The caller holds the
+    /// session's turn slot, so no turn runs meanwhile.
+    pub fn undo(&self, rest: &str) -> Result<goat_session::undo::UndoReport, String> {
+        let turn = goat_session::undo::parse_turn(rest)?;
+        let opened = &self.driver.opened;
+        goat_session::undo::undo_driven(&opened.store, &opened.session_id, turn)
+            .map_err(|e| format!("nothing was undone: {e:#}"))
     }
 
     /// Sends one update about this session.

@@ -193,6 +193,50 @@ impl GoatServer {
         Ok(())
     }
 
+    /// `goat_undo` (`--offer-undo`): puts back the files the session's
+    /// last call with changes (or turn `turn`) changed, as `goat undo`
+    /// does, and says what it did; an error result unless every file is
+    /// back and recorded so.
+    fn undo(
+        &self,
+        session: &DirectSession,
+        client: &str,
+        arguments: &serde_json::Value,
+    ) -> CallToolResult {
+        let turn = match arguments.get("turn") {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::Number(n)) => n
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .map(Some)
+                .ok_or_else(|| format!("turn must be a positive whole number, not {n}")),
+            Some(other) => Err(format!("turn must be a positive whole number, not {other}")),
+        };
+        let undone = turn.and_then(|turn| {
+            tokio::task::block_in_place(|| {
+                goat_session::undo::undo_driven(&session.store, &session.session_id, turn)
+            })
+            .map_err(|e| format!("nothing was undone: {e:#}"))
+        });
+        let (text, ok) = match undone {
+            Ok(report) => (report.to_string(), report.succeeded()),
+            Err(why) => (why, false),
+        };
+        (self.say)(&format!(
+            "{} {}: {}",
+            escape_controls(client),
+            crate::tools::UNDO_TOOL,
+            escape_controls(text.lines().next().unwrap_or(""))
+        ));
+        let content = vec![ContentBlock::text(text)];
+        if ok {
+            CallToolResult::success(content)
+        } else {
+            CallToolResult::error(content)
+        }
+    }
+
     fn session(&self) -> Result<&DirectSession, McpError> {
         self.session
             .get()
@@ -236,10 +280,11 @@ impl ServerHandler for GoatServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let session = self.session()?;
-        Ok(ListToolsResult::with_all_items(mcp_tools(
-            &session.calls.offered(),
-            &session.calls.schemas(),
-        )))
+        let mut tools = mcp_tools(&session.calls.offered(), &session.calls.schemas());
+        if session.offer_undo {
+            tools.push(crate::tools::undo_tool());
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -260,6 +305,9 @@ impl ServerHandler for GoatServer {
         }
         let name = request.name.to_string();
         let client = self.client.get().map_or("the client", String::as_str);
+        if name == crate::tools::UNDO_TOOL && session.offer_undo {
+            return Ok(self.undo(session, client, &arguments).into());
+        }
         let call = ToolCall {
             index: 0,
             id: format!("mcp-{}", context.id),

@@ -54,6 +54,40 @@ pub fn mcp_tools(offered: &[OfferedTool], schemas: &[ToolSchema]) -> Vec<Tool> {
         .collect()
 }
 
+/// The undo tool's name (`goat mcp serve --offer-undo`): no tool on offer
+/// can have it (built-ins have their own names; plugins' and MCP servers'
+/// are namespaced with `__`).
+pub const UNDO_TOOL: &str = "goat_undo";
+
+/// `goat_undo` as `tools/list` gives it.
+pub fn undo_tool() -> Tool {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "turn": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "The turn to undo, as `goat sessions show` numbers them \
+                                (default: the last one with changes not yet undone)."
+            }
+        },
+        "additionalProperties": false
+    });
+    let schema = schema.as_object().cloned().unwrap_or_default();
+    Tool::new(
+        UNDO_TOOL,
+        "Put back the files that the last call with changes in this session changed (or turn \
+         `turn`), as `goat undo` does. Refused, changing nothing, if any of them changed since.",
+        Arc::new(schema),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .open_world(false),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,9 @@ pub struct DirectOptions {
     pub mode: Option<ApprovalMode>,
     /// Only these tools (`--tools`); `None` is every tool on offer.
     pub tools: Option<Vec<String>>,
+    /// `--offer-undo`: the client may undo the session's changes
+    /// ([`crate::undo`]).
+    pub offer_undo: bool,
 }
 
 /// Checked, with its tools loaded; no session yet.
@@ -59,6 +62,7 @@ pub struct Prepared {
     tools: Vec<Tool>,
     commands: Option<goat_shepherd::CommandTool>,
     allow_commands: bool,
+    offer_undo: bool,
 }
 
 /// A direct session, open and locked.
@@ -75,6 +79,10 @@ pub struct DirectSession {
     pub mode: ApprovalMode,
     /// This process drives the session while it holds this.
     pub lock: SessionLock,
+    /// The store the calls are recorded in.
+    pub store: Arc<Mutex<Store>>,
+    /// Whether the client may undo the session's changes (`--offer-undo`).
+    pub offer_undo: bool,
 }
 
 /// Checks everything [`crate::for_turn`] checks (exit 2 when something is
@@ -119,6 +127,7 @@ pub fn prepare(opts: &DirectOptions, notes: Notes<'_>) -> anyhow::Result<Prepare
         tools,
         commands,
         allow_commands: opts.allow_commands,
+        offer_undo: opts.offer_undo,
     })
 }
 
@@ -174,6 +183,7 @@ impl Prepared {
             tools,
             commands,
             allow_commands,
+            offer_undo,
         } = self;
         let Checked {
             workspace,
@@ -205,7 +215,9 @@ impl Prepared {
             approver,
         );
         Ok(DirectSession {
-            calls: DirectCalls::new(router, store, session_id.clone()),
+            calls: DirectCalls::new(router, store.clone(), session_id.clone()),
+            store,
+            offer_undo,
             session_id,
             store_path,
             workspace,

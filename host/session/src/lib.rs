@@ -25,6 +25,7 @@ pub mod paths;
 pub mod preview;
 pub mod protocol;
 pub mod text;
+pub mod undo;
 
 pub use assemble::{
     OpenOptions, Opened, Parts, Plugins, Start, command_tool, engine_with, for_turn, host_files,

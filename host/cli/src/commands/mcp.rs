@@ -76,6 +76,10 @@ pub struct ServeArgs {
     /// read_file,list_directory); each must be on offer.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     tools: Option<Vec<String>>,
+    /// Offer `goat_undo`: the client may put back the files a call of this
+    /// session changed, as `goat undo` would (refused if any changed since).
+    #[arg(long)]
+    offer_undo: bool,
 }
 
 fn parse_mode(text: &str) -> Result<goat_shepherd::ApprovalMode, String> {
@@ -105,6 +109,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
         allow_commands: args.allow_commands,
         mode: args.mode,
         tools: args.tools,
+        offer_undo: args.offer_undo,
     };
     let prepared = prepare(&opts, &stderr_note)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::{Env, text};
 
 /// The SDK's directory, or `None` (said) when it is not installed.
-fn sdk() -> Option<PathBuf> {
+pub(crate) fn sdk() -> Option<PathBuf> {
     let dir = std::env::var_os("GOAT_ACP_SDK").map(PathBuf::from);
     match dir {
         Some(d)
@@ -64,7 +64,7 @@ fn agent(url: &str, flags: &[&str]) -> Vec<String> {
 
 /// Runs the client with `scenario` (its `agent` and `cwd` filled in) and
 /// returns its transcript.
-async fn client(env: &Env, sdk: &Path, url: &str, mut scenario: Value) -> Vec<Value> {
+pub(crate) async fn client(env: &Env, sdk: &Path, url: &str, mut scenario: Value) -> Vec<Value> {
     let flags: Vec<String> = scenario
         .get("flags")
         .and_then(Value::as_array)
@@ -99,7 +99,7 @@ async fn client(env: &Env, sdk: &Path, url: &str, mut scenario: Value) -> Vec<Va
 }
 
 /// The responses and errors, in order, by step.
-fn answers(transcript: &[Value]) -> Vec<&Value> {
+pub(crate) fn answers(transcript: &[Value]) -> Vec<&Value> {
     transcript
         .iter()
         .filter(|t| t["type"] == "response" || t["type"] == "error")
@@ -107,7 +107,7 @@ fn answers(transcript: &[Value]) -> Vec<&Value> {
 }
 
 /// The `session/update`s of one kind.
-fn updates<'a>(transcript: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(crate) fn updates<'a>(transcript: &'a [Value], kind: &str) -> Vec<&'a Value> {
     transcript
         .iter()
         .filter(|t| t["type"] == "update" && t["params"]["update"]["sessionUpdate"] == kind)
@@ -115,22 +115,22 @@ fn updates<'a>(transcript: &'a [Value], kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-fn agent_text(transcript: &[Value]) -> String {
+pub(crate) fn agent_text(transcript: &[Value]) -> String {
     updates(transcript, "agent_message_chunk")
         .iter()
         .map(|u| u["content"]["text"].as_str().unwrap())
         .collect()
 }
 
-fn prompt(text: &str) -> Value {
+pub(crate) fn prompt(text: &str) -> Value {
     json!({"op": "prompt", "text": text})
 }
 
-fn opening() -> Vec<Value> {
+pub(crate) fn opening() -> Vec<Value> {
     vec![json!({"op": "initialize"}), json!({"op": "new"})]
 }
 
-fn steps(mut first: Vec<Value>, more: &[Value]) -> Value {
+pub(crate) fn steps(mut first: Vec<Value>, more: &[Value]) -> Value {
     first.extend(more.iter().cloned());
     Value::Array(first)
 }
@@ -169,7 +169,7 @@ fn stored_calls(env: &Env) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
-fn edit_one_to_two() -> Reply {
+pub(crate) fn edit_one_to_two() -> Reply {
     Reply::tool_call(
         "edit_file",
         r#"{"path": "a.txt", "old_string": "one", "new_string": "two"}"#,
@@ -564,9 +564,16 @@ async fn session_load_replays_and_continues_the_stored_session() {
         .iter()
         .position(|e| e["type"] == "response" && e["op"] == "load")
         .unwrap();
+    // And `/undo` advertised, before the answer too (issue 36).
+    let commands = "available_commands_update";
+    let advertised = second[..load_at]
+        .iter()
+        .filter(|e| e["params"]["update"]["sessionUpdate"] == commands)
+        .count();
+    assert_eq!(advertised, 1, "{second:?}");
     let replayed: Vec<(&str, &str)> = second[..load_at]
         .iter()
-        .filter(|e| e["type"] == "update")
+        .filter(|e| e["type"] == "update" && e["params"]["update"]["sessionUpdate"] != commands)
         .map(|e| {
             (
                 e["params"]["update"]["sessionUpdate"].as_str().unwrap(),

@@ -9,6 +9,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 mod acp;
+mod acp_undo;
 mod acp_wire;
 mod atif;
 mod boundary;

@@ -301,35 +301,16 @@ fn diff(state: &mut ChatState<'_>, _rest: &str) -> Flow {
 }
 
 fn undo(state: &mut ChatState<'_>, rest: &str) -> Flow {
-    let turn = if rest.is_empty() {
-        None
-    } else {
-        match rest.parse::<usize>() {
-            Ok(n) if n > 0 => Some(n),
-            _ => {
-                let _ = writeln!(
-                    state.out,
-                    "{GOAT_LINE}'{}' is not a turn number; /undo puts back the last turn with \
-                     changes, /undo N turn N (goat sessions show lists them)",
-                    escape_controls(rest)
-                );
-                return Flow::Continue;
-            }
+    let turn = match goat_session::undo::parse_turn(rest) {
+        Ok(turn) => turn,
+        Err(why) => {
+            let _ = writeln!(state.out, "{GOAT_LINE}{why}");
+            return Flow::Continue;
         }
     };
     let opened = state.opened;
     // The chat holds the session's lock: nothing else drives it meanwhile.
-    let report = {
-        let mut store = opened
-            .store
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        store
-            .session(&opened.session_id)
-            .map_err(anyhow::Error::from)
-            .and_then(|session| crate::commands::undo::undo_turn(&mut store, &session, turn))
-    };
-    match report {
+    match goat_session::undo::undo_driven(&opened.store, &opened.session_id, turn) {
         Ok(report) => {
             let _ = write!(state.out, "{GOAT_LINE}{report}");
         }

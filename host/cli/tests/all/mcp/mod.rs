@@ -173,6 +173,8 @@ fn the_sdk_client_reads_writes_by_flag_and_undo_puts_it_back() {
         tools.iter().all(|t| t["name"] != "run_command"),
         "{tools:?}"
     );
+    // Nor undo, without --offer-undo.
+    assert!(tools.iter().all(|t| t["name"] != "goat_undo"), "{tools:?}");
 
     assert!(result(&report, 0, false).contains("hello"));
     result(&report, 1, false);
@@ -210,6 +212,60 @@ fn the_sdk_client_reads_writes_by_flag_and_undo_puts_it_back() {
     assert_eq!(
         std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
         "hello\n"
+    );
+}
+
+/// Undo in the core (issue 36): with `--offer-undo` the client may put
+/// back what a call of the session changed, as `goat undo` would; a file
+/// changed since is refused and left as it is.
+#[test]
+fn with_offer_undo_the_client_puts_a_calls_files_back() {
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "hello\n").unwrap();
+    std::fs::write(env.ws.join("b.txt"), "bee\n").unwrap();
+    let write = |path: &str| ("write_file", json!({"path": path, "content": "changed\n"}));
+    let Some(report) = sdk(
+        &env,
+        &["--allow-writes", "--offer-undo"],
+        Elicit::Unable,
+        &[
+            write("a.txt"),
+            ("goat_undo", json!({})),
+            ("goat_undo", json!({})),
+            ("goat_undo", json!({"turn": 0})),
+            write("b.txt"),
+            (
+                "edit_file",
+                json!({"path": "b.txt", "old_string": "changed", "new_string": "mine"}),
+            ),
+            ("goat_undo", json!({"turn": 2})),
+        ],
+    ) else {
+        return;
+    };
+    let tools = report["tools"].as_array().unwrap();
+    let undo = tools
+        .iter()
+        .find(|t| t["name"] == "goat_undo")
+        .unwrap_or_else(|| panic!("goat_undo not listed: {tools:?}"));
+    assert_eq!(undo["annotations"]["destructiveHint"], true);
+    result(&report, 0, false);
+    let undid = result(&report, 1, false);
+    assert!(undid.contains("undid turn 1 of session"), "{undid}");
+    assert!(undid.contains("restored a.txt"), "{undid}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "hello\n"
+    );
+    assert!(result(&report, 2, false).contains("nothing to undo"));
+    assert!(result(&report, 3, true).contains("positive whole number"));
+    // Each call is a turn of its own and undo is none: b.txt written in turn
+    // 2 and edited since in turn 3, so undoing turn 2 is refused, b.txt kept.
+    let refused = result(&report, 6, true);
+    assert!(refused.contains("did not undo turn 2"), "{refused}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("b.txt")).unwrap(),
+        "mine\n"
     );
 }
 
