@@ -5,6 +5,7 @@
 
 mod support;
 
+mod cache;
 mod fence;
 mod hostile;
 mod pen_tools;

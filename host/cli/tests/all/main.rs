@@ -33,6 +33,7 @@ mod mcp;
 mod network;
 mod patch;
 mod permissions;
+mod plugin_specs;
 mod plugins;
 mod probe;
 mod pty;
