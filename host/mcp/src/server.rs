@@ -214,8 +214,12 @@ impl GoatServer {
             Some(other) => Err(format!("turn must be a positive whole number, not {other}")),
         };
         let undone = turn.and_then(|turn| {
+            // Never beside a call: rmcp runs requests at once, and a call's
+            // write landing mid-undo would be overwritten.
             tokio::task::block_in_place(|| {
-                goat_session::undo::undo_driven(&session.store, &session.session_id, turn)
+                session.calls.while_no_call(|| {
+                    goat_session::undo::undo_driven(&session.store, &session.session_id, turn)
+                })
             })
             .map_err(|e| format!("nothing was undone: {e:#}"))
         });

@@ -259,6 +259,16 @@ impl Sandbox {
         })
     }
 
+    /// Readies `tool` for its calls now: compiled (or taken from the
+    /// binary or the cache) and checked, its imports against the allowlist
+    /// again and its spec against the one it was offered with. A router
+    /// calls it before it relies on that spec (the schema check, the
+    /// gate's paths, the question to the person), so a spec recorded
+    /// wrongly never decides anything; [`Sandbox::call`] does it too.
+    pub fn prepare(&self, tool: &Tool) -> Result<(), SandboxError> {
+        self.prepared(tool).map(|_| ())
+    }
+
     /// `tool`'s linked component, compiled (or taken from the cache) and
     /// checked on its first call: its imports against the allowlist again,
     /// its spec against the one it was offered with.

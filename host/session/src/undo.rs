@@ -66,8 +66,6 @@ pub struct UndoReport {
     /// The turn, numbered from 1 as `sessions show` numbers them; 0 when no
     /// turn was chosen.
     pub turn: usize,
-    /// Whether the turn ran commands, whose changes are not checkpointed.
-
     /// How many of the turn's moves and deletes were not checkpointed (a
     /// directory or link moved, a link deleted).
     pub unkept: usize,
@@ -128,7 +126,9 @@ impl fmt::Display for UndoReport {
                 )?;
                 files(f, done)?;
             }
-            UndoOutcome::Nothing(why) => writeln!(f, "nothing to undo: {why}")?,
+            UndoOutcome::Nothing(why) => {
+                writeln!(f, "nothing to undo: {}", text::escape_controls(why))?;
+            }
             UndoOutcome::Refused(why) => writeln!(
                 f,
                 "did not undo turn {turn} of session {session}: {}",
@@ -189,7 +189,7 @@ pub fn undo_turn(
             Some(record) => (n, record),
             None => bail!(
                 "session {} has {}; there is no turn {n}",
-                session.id,
+                text::escape_controls(&session.id),
                 text::count(turns.len(), "turn")
             ),
         },

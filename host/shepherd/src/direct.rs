@@ -59,6 +59,15 @@ impl DirectCalls {
             .schemas()
     }
 
+    /// Runs `f` while no call is being routed: the router is held for all
+    /// of it, as a call holds it from its arguments to its landing. For an
+    /// undo, which must not interleave with a call's writes (a write
+    /// landing between its checks and its own writes would be overwritten).
+    pub fn while_no_call<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _router = self.router.lock().unwrap_or_else(PoisonError::into_inner);
+        f()
+    }
+
     /// The session the calls are recorded in.
     pub fn session_id(&self) -> &str {
         &self.session_id

@@ -351,6 +351,11 @@ impl AppToolRouter {
             Ok(tool) => tool.clone(),
             Err(routed) => return Ok(routed),
         };
+        // Compiled and checked before its spec is relied on: a plugin's
+        // spec recorded at add (or a built-in's) that is not what its
+        // component declares ends here, before the schema check, the gate
+        // and the person see it, and nothing is asked or remembered.
+        self.sandbox.prepare(&tool)?;
         let args = match Self::arguments(&tool, call) {
             Ok(args) => args,
             Err(routed) => return Ok(routed),

@@ -654,3 +654,58 @@ fn always_for_an_mcp_tool_sticks_and_a_deny_rule_still_wins() {
     );
     assert_eq!(f.asked().len(), 1);
 }
+
+/// A plugin's spec recorded at add (issue 38) that is not what its
+/// component declares (here its path fields emptied, so the gate would see
+/// no path) decides nothing: the router compiles and checks the tool
+/// before the gate, so the person is never asked, no rule is remembered
+/// and nothing is written.
+#[test]
+fn a_recorded_spec_that_lies_is_refused_before_the_gate_asks() {
+    let f = Fixture::new();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
+    let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+    let write_file = &goat_sandbox::builtin::PEN_TOOLS[4];
+    assert_eq!(write_file.name, "write_file");
+    let mut lying = sandbox.load_builtin(write_file).unwrap().spec().clone();
+    lying.path_fields.clear();
+    let tool = sandbox
+        .load_plugin_declared("w", write_file.wasm.to_vec(), lying)
+        .unwrap()
+        .exposed_as("w__write_file")
+        .unwrap();
+    let mut router = AppToolRouter::new(
+        Arc::new(sandbox),
+        vec![tool],
+        RouterConfig {
+            workspace: f.ws.clone(),
+            permissions_db: f.db.clone(),
+            session_id: "s1".to_owned(),
+            interactive: Interactive::Yes,
+            writes: WritePolicy::Default,
+        },
+    )
+    .with_approver(Box::new(Scripted {
+        answers: vec![Approval::Always],
+        asked: f.asked.clone(),
+    }));
+    let mut call = write("a.txt", "pwned");
+    call.name = "w__write_file".to_owned();
+    match router.route(&call) {
+        Err(goat_sandbox::SandboxError::NotATool { reason, .. }) => {
+            assert!(reason.contains("not the one recorded"), "{reason}")
+        }
+        other => panic!("expected NotATool, got {other:?}"),
+    }
+    assert!(
+        f.asked().is_empty(),
+        "the person was asked: {:?}",
+        f.asked()
+    );
+    assert!(
+        f.rules().is_empty(),
+        "a rule was remembered: {:?}",
+        f.rules()
+    );
+    assert!(!f.ws.join("a.txt").exists());
+}
