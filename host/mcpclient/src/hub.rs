@@ -546,6 +546,18 @@ impl ExternalTools for Hub {
                 () = goat_shepherd::interrupt_fired(&interrupt) => Answer::Interrupted,
             }
         });
+        // A server whose connection failed (it died, or closed its output)
+        // is let end before it is stopped: a stopped process cannot finish
+        // exiting, and how it ended is what the person is told (stopped
+        // first, the exit was seen only when the kernel was quicker than
+        // the stop). Its changes are read after, so nothing it does
+        // meanwhile escapes the record.
+        let ended = match &answer {
+            Some(Answer::Failed(_)) => connections
+                .get_mut(&server.name)
+                .and_then(|c| c.ended(SERVER_END_WAIT)),
+            _ => None,
+        };
         // Stopped before its changes are read: nothing it does after its
         // answer escapes the record.
         if let Some(connection) = connections.get(&server.name)
@@ -687,8 +699,8 @@ impl ExternalTools for Hub {
             }
             Some(Answer::Failed(why)) => {
                 let mut text = format!("{tool} failed: {}", render::escape(&why));
-                if let Some(mut connection) = connections.remove(name) {
-                    match connection.ended(SERVER_END_WAIT) {
+                if let Some(connection) = connections.remove(name) {
+                    match ended {
                         Some(how) => {
                             text = format!(
                                 "{tool} failed: the MCP server '{name}' ended during the call \
