@@ -50,6 +50,34 @@ struct Code {
     pre: OnceLock<(PureToolPre<Host>, CodeOrigin)>,
 }
 
+/// A tool offered from a spec recorded for its bytes, not compiled yet:
+/// its imports checked from its bytes and the spec validated now; compiled
+/// (and its spec checked against this one) on its first call.
+fn lazy(
+    label: &str,
+    wasm: Cow<'static, [u8]>,
+    sha256: String,
+    spec: ToolSpec,
+    kind: ToolKind,
+) -> Result<Tool, SandboxError> {
+    let imports = checked_imports(label, &wasm, kind)?;
+    spec.validate().map_err(|reason| SandboxError::NotATool {
+        name: label.to_owned(),
+        reason,
+    })?;
+    Ok(Tool {
+        declared_name: spec.name.clone(),
+        spec,
+        kind,
+        sha256,
+        imports,
+        code: Arc::new(Code {
+            wasm,
+            pre: OnceLock::new(),
+        }),
+    })
+}
+
 /// A plugin's bytes checked before anything else reads them: at most
 /// [`MAX_PLUGIN_BYTES`], and a component (not a core module, not native
 /// code).
@@ -165,22 +193,13 @@ impl Sandbox {
         let Some(spec) = recorded_spec(&sha256) else {
             return self.load(builtin.name, builtin.wasm);
         };
-        let imports = checked_imports(builtin.name, builtin.wasm, ToolKind::Builtin)?;
-        spec.validate().map_err(|reason| SandboxError::NotATool {
-            name: builtin.name.to_owned(),
-            reason,
-        })?;
-        Ok(Tool {
-            declared_name: spec.name.clone(),
-            spec,
-            kind: ToolKind::Builtin,
+        lazy(
+            builtin.name,
+            Cow::Borrowed(builtin.wasm),
             sha256,
-            imports,
-            code: Arc::new(Code {
-                wasm: Cow::Borrowed(builtin.wasm),
-                pre: OnceLock::new(),
-            }),
-        })
+            spec,
+            ToolKind::Builtin,
+        )
     }
 
     /// Loads a plugin: like [`Sandbox::load`], but the component may import
@@ -221,24 +240,8 @@ impl Sandbox {
         declared: ToolSpec,
     ) -> Result<Tool, SandboxError> {
         check_plugin_bytes(label, &wasm)?;
-        let imports = checked_imports(label, &wasm, ToolKind::Plugin)?;
-        declared
-            .validate()
-            .map_err(|reason| SandboxError::NotATool {
-                name: label.to_owned(),
-                reason,
-            })?;
-        Ok(Tool {
-            declared_name: declared.name.clone(),
-            spec: declared,
-            kind: ToolKind::Plugin,
-            sha256: cache::sha256_hex(&wasm),
-            imports,
-            code: Arc::new(Code {
-                wasm: Cow::Owned(wasm),
-                pre: OnceLock::new(),
-            }),
-        })
+        let sha256 = cache::sha256_hex(&wasm);
+        lazy(label, Cow::Owned(wasm), sha256, declared, ToolKind::Plugin)
     }
 
     /// Checks the imports, compiles, links and reads the spec, all now.

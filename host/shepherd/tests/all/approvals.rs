@@ -79,9 +79,20 @@ impl Fixture {
 
     /// The same, working in `workspace`.
     fn router_in(&self, workspace: &Path, session: &str, answers: Vec<Approval>) -> AppToolRouter {
-        let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
-        let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+        let sandbox = sandbox();
         let tools = sandbox.load_pen_tools().unwrap();
+        self.router_with(workspace, session, sandbox, tools, answers)
+    }
+
+    /// A router offering `tools`, run in `sandbox`, in `workspace`.
+    fn router_with(
+        &self,
+        workspace: &Path,
+        session: &str,
+        sandbox: goat_sandbox::Sandbox,
+        tools: Vec<goat_sandbox::Tool>,
+        answers: Vec<Approval>,
+    ) -> AppToolRouter {
         AppToolRouter::new(
             Arc::new(sandbox),
             tools,
@@ -106,6 +117,12 @@ impl Fixture {
     fn rules(&self) -> Vec<Rule> {
         PermissionDb::open(&self.db).unwrap().list().unwrap()
     }
+}
+
+/// A sandbox over the tests' shared compiled-code cache.
+fn sandbox() -> goat_sandbox::Sandbox {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
+    SandboxBuilder::new().cache_dir(cache).build().unwrap()
 }
 
 fn write(path: &str, content: &str) -> ToolCall {
@@ -479,8 +496,7 @@ fn accept_edits_allows_the_file_tools_but_still_asks_about_a_plugins_write() {
     // A plugin's writes are not checkpointed, so undo could not put them
     // back: accept-edits lets the gate ask about them as before.
     let f = Fixture::new();
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
-    let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+    let sandbox = sandbox();
     let wasm = std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/dist/testing/hostile_rw.wasm"),
     )
@@ -493,24 +509,11 @@ fn accept_edits_allows_the_file_tools_but_still_asks_about_a_plugins_write() {
             .exposed_as("rw__hostile_rw")
             .unwrap(),
     );
-    let mut router = AppToolRouter::new(
-        Arc::new(sandbox),
-        tools,
-        RouterConfig {
-            workspace: f.ws.clone(),
-            permissions_db: f.db.clone(),
-            session_id: "s1".to_owned(),
-            interactive: Interactive::Yes,
-            writes: WritePolicy::Default,
-        },
-    )
-    .with_approver(Box::new(Scripted {
-        answers: vec![],
-        asked: f.asked.clone(),
-    }))
-    .with_mode(goat_shepherd::ModeSwitch::new(
-        goat_shepherd::ApprovalMode::AcceptEdits,
-    ));
+    let mut router = f
+        .router_with(&f.ws, "s1", sandbox, tools, vec![])
+        .with_mode(goat_shepherd::ModeSwitch::new(
+            goat_shepherd::ApprovalMode::AcceptEdits,
+        ));
 
     let edit = router.route(&write("notes.txt", "by the model")).unwrap();
     assert_eq!(edit.status, CallStatus::Ok);
@@ -663,8 +666,7 @@ fn always_for_an_mcp_tool_sticks_and_a_deny_rule_still_wins() {
 #[test]
 fn a_recorded_spec_that_lies_is_refused_before_the_gate_asks() {
     let f = Fixture::new();
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goat-cache");
-    let sandbox = SandboxBuilder::new().cache_dir(cache).build().unwrap();
+    let sandbox = sandbox();
     let write_file = &goat_sandbox::builtin::PEN_TOOLS[4];
     assert_eq!(write_file.name, "write_file");
     let mut lying = sandbox.load_builtin(write_file).unwrap().spec().clone();
@@ -674,21 +676,7 @@ fn a_recorded_spec_that_lies_is_refused_before_the_gate_asks() {
         .unwrap()
         .exposed_as("w__write_file")
         .unwrap();
-    let mut router = AppToolRouter::new(
-        Arc::new(sandbox),
-        vec![tool],
-        RouterConfig {
-            workspace: f.ws.clone(),
-            permissions_db: f.db.clone(),
-            session_id: "s1".to_owned(),
-            interactive: Interactive::Yes,
-            writes: WritePolicy::Default,
-        },
-    )
-    .with_approver(Box::new(Scripted {
-        answers: vec![Approval::Always],
-        asked: f.asked.clone(),
-    }));
+    let mut router = f.router_with(&f.ws, "s1", sandbox, vec![tool], vec![Approval::Always]);
     let mut call = write("a.txt", "pwned");
     call.name = "w__write_file".to_owned();
     match router.route(&call) {
