@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use goat_engine::{CancellationToken, EngineClient, EngineConfig, parse_arguments};
 use goat_sandbox::{Access, Pen, SandboxBuilder};
 use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd};
+use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd, WindowChoice};
 use goat_store::{NewCall, RoundOk, Store};
 use goat_testkit::{Reply, ScriptedServer, ev_content, ev_done, ev_finish, ev_tool_call};
 
@@ -154,7 +154,10 @@ fn main() {
                 session,
                 "bench".into(),
                 ROUNDS,
-            );
+            )
+            // Large enough that no round is compacted: a summary request
+            // would take one of the scripted replies and end the turn early.
+            .with_context_window(WindowChoice::Setting(1 << 20));
             let start = Instant::now();
             let summary = shepherd
                 .run_turn("bench", &CancellationToken::new(), &mut |_| {})

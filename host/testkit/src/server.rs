@@ -347,16 +347,26 @@ struct Shared {
 /// Answers request after request on one connection, each with the next
 /// reply of the script, in chunked encoding, until the client closes it or
 /// the script runs out. Only a reply's status, headers and bytes are sent:
-/// the bench engine does not hang up, hold or delay, and has no routes.
+/// the bench engine does not hang up, hold or delay. Probe paths are
+/// answered by routes, as [`serve`] answers them.
 async fn serve_kept_alive<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared) {
     loop {
         let Some(recorded) = read_request(&mut socket, shared.parse).await else {
             return;
         };
-        let Some(reply) = shared.script.lock().unwrap().next(&recorded) else {
-            return;
+        let reply = match routed(&shared, &recorded) {
+            Some(reply) => {
+                shared.probes.lock().unwrap().push(recorded);
+                reply
+            }
+            None => {
+                let Some(reply) = shared.script.lock().unwrap().next(&recorded) else {
+                    return;
+                };
+                shared.requests.lock().unwrap().push(recorded);
+                reply
+            }
         };
-        shared.requests.lock().unwrap().push(recorded);
         let mut out = head(&reply, "transfer-encoding: chunked").into_bytes();
         for step in reply.steps {
             if let Step::Bytes(b) = step
@@ -372,6 +382,14 @@ async fn serve_kept_alive<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shar
             return;
         }
     }
+}
+
+/// The route's answer when `recorded` asks a probe path (or another
+/// path a test routed), instead of the script's next reply.
+fn routed(shared: &Shared, recorded: &Recorded) -> Option<Reply> {
+    (recorded.method == "GET" || recorded.path == POSTED_PROBE)
+        .then(|| shared.routes.lock().unwrap().get(&recorded.path).cloned())
+        .flatten()
 }
 
 /// A reply's status line and headers, with `framing` (how its body ends)
@@ -397,10 +415,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared)
     let Some(recorded) = read_request(&mut socket, shared.parse).await else {
         return;
     };
-    let routed = (recorded.method == "GET" || recorded.path == POSTED_PROBE)
-        .then(|| shared.routes.lock().unwrap().get(&recorded.path).cloned())
-        .flatten();
-    let reply = match routed {
+    let reply = match routed(&shared, &recorded) {
         Some(reply) => {
             shared.probes.lock().unwrap().push(recorded);
             reply
