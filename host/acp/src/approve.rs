@@ -23,7 +23,7 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionResponse, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use goat_engine::CancellationToken;
-use goat_shepherd::{Approval, ApprovalRequest, Approver};
+use goat_router::{Approval, ApprovalRequest, Approver};
 
 use crate::updates::Calls;
 

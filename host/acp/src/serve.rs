@@ -17,8 +17,8 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Error, ErrorCode};
 use goat_engine::CancellationToken;
+use goat_router::ApprovalMode;
 use goat_session::OpenOptions;
-use goat_shepherd::ApprovalMode;
 
 use crate::session::Session;
 

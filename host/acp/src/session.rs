@@ -11,8 +11,8 @@ use agent_client_protocol::v1::schema::{
     SessionModeState, SessionNotification, SessionUpdate, UnstructuredCommandInput,
 };
 use anyhow::{Context, bail};
+use goat_router::ApprovalMode;
 use goat_session::{Budget, Driver, Events, OpenOptions};
-use goat_shepherd::ApprovalMode;
 
 use crate::approve::{EditorApprover, TurnCancel};
 use crate::serve::Notes;

@@ -164,7 +164,7 @@ pub struct TurnOptions {
     /// `goat chat` switches it with `/mode` (default: $GOAT_MODE, else
     /// `mode` in the config file, else ask).
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
-    pub mode: Option<goat_shepherd::ApprovalMode>,
+    pub mode: Option<goat_router::ApprovalMode>,
     /// Most rounds (requests to the engine) a turn may take (default:
     /// $GOAT_MAX_ROUNDS, else the config file, else 24).
     #[arg(long, value_name = "N", value_parser = parse_max_rounds)]
@@ -179,8 +179,8 @@ pub struct TurnOptions {
     pub session: Option<String>,
 }
 
-pub(crate) fn parse_mode(text: &str) -> Result<goat_shepherd::ApprovalMode, String> {
-    goat_shepherd::ApprovalMode::from_name(text)
+pub(crate) fn parse_mode(text: &str) -> Result<goat_router::ApprovalMode, String> {
+    goat_router::ApprovalMode::from_name(text)
         .ok_or_else(|| format!("'{text}' is not a mode; use ask, accept-edits or read-only"))
 }
 

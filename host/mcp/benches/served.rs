@@ -19,10 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use goat_engine::{CancellationToken, EngineClient, EngineConfig};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
 use goat_sandbox::{Access, Pen, SandboxBuilder};
 use goat_session::direct::{DirectOptions, prepare};
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd};
+use goat_shepherd::Shepherd;
 use goat_store::Store;
 use goat_testkit::{Reply, ScriptedServer, ev_content, ev_done, ev_finish, ev_tool_call};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

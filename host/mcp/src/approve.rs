@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use goat_router::{Approval, ApprovalRequest, Approver};
 use goat_session::preview::{Extent, preview};
-use goat_shepherd::{Approval, ApprovalRequest, Approver};
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::{Peer, RoleServer};
 use tokio::runtime::Handle;
@@ -32,7 +32,7 @@ pub(crate) struct ElicitApprover {
     runtime: Handle,
     /// The call's interrupt: the client cancelled the call (or went away),
     /// so its question is not waited for (ADR-0087).
-    interrupt: Option<goat_shepherd::Interrupt>,
+    interrupt: Option<goat_command::Interrupt>,
 }
 
 impl ElicitApprover {
@@ -73,7 +73,7 @@ impl Approver for ElicitApprover {
                 asked = peer.create_elicitation_with_timeout(params, Some(APPROVAL_WAIT)) => {
                     Some(asked)
                 }
-                () = goat_shepherd::interrupt_fired(&interrupt) => None,
+                () = goat_router::interrupt_fired(&interrupt) => None,
             }
         });
         match asked {
@@ -86,7 +86,7 @@ impl Approver for ElicitApprover {
         "the MCP client's person, asked through elicitation,"
     }
 
-    fn interrupted_by(&mut self, interrupt: &goat_shepherd::Interrupt) {
+    fn interrupted_by(&mut self, interrupt: &goat_command::Interrupt) {
         self.interrupt = Some(interrupt.clone());
     }
 }

@@ -6,7 +6,7 @@
 //! client's `initialize` names the session's model and says whether it can
 //! ask its person (elicitation), and then the session is opened with the
 //! one router assembly. Every `tools/call` is a direct call
-//! ([`goat_shepherd::DirectCalls`]): arguments, the gate (its rules, the
+//! ([`goat_router::DirectCalls`]): arguments, the gate (its rules, the
 //! mode, deny wins), the fence, then the sandbox or the command
 //! containment, recorded as a turn with its decision, result and
 //! checkpoint, so `goat sessions show`, `goat sessions diff` and `goat

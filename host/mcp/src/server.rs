@@ -7,9 +7,9 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 
 use goat_engine::{CancellationToken, ToolCall};
+use goat_router::Approver;
 use goat_session::direct::{DirectSession, Prepared};
 use goat_session::text::escape_controls;
-use goat_shepherd::Approver;
 use goat_store::{CallOutcome, CallStatus};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,

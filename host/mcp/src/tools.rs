@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use goat_engine::ToolSchema;
-use goat_shepherd::OfferedTool;
+use goat_router::OfferedTool;
 use rmcp::model::{Tool, ToolAnnotations};
 
 /// What a tool does, as MCP's hints say it:
@@ -95,7 +95,7 @@ mod tests {
     fn offered(writes: bool, network: bool) -> OfferedTool {
         OfferedTool {
             name: "t".to_owned(),
-            kind: goat_shepherd::ToolKind::Builtin,
+            kind: goat_router::ToolKind::Builtin,
             writes,
             path_fields: Vec::new(),
             network,

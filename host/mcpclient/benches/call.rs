@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use goat_mcp_client::{Hub, PinnedTool, ServerEntry, Trusted};
-use goat_shepherd::ExternalTools;
+use goat_router::ExternalTools;
 use serde_json::{Value, json};
 
 const CALLS: usize = 50;
@@ -108,7 +108,7 @@ fn by_hand(calls: usize) -> (Duration, Duration) {
 /// The same through a session's hub: contained start, then `calls` calls.
 fn through_hub(ws: &Path, entry: &ServerEntry, calls: usize) -> (Duration, Duration) {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let containment = goat_shepherd::default_containment(ws, home.as_deref());
+    let containment = goat_router::default_containment(ws, home.as_deref());
     let hub = Hub::new(vec![entry.clone()], containment).unwrap();
     let interrupt = goat_command::Interrupt::new();
     let args = json!({"text": "hello"});

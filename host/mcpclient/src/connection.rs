@@ -42,15 +42,15 @@ pub struct Connection {
 /// lives; what it decided is read call by call.
 #[derive(Debug)]
 pub struct ServerProxy {
-    proxy: goat_shepherd::network::Proxy,
-    serving: Mutex<Vec<goat_shepherd::network::Serving>>,
+    proxy: goat_egress::Proxy,
+    serving: Mutex<Vec<goat_egress::Serving>>,
 }
 
 impl ServerProxy {
     /// A proxy allowing `list` only.
-    pub fn new(list: goat_shepherd::network::Allowlist) -> Self {
+    pub fn new(list: goat_egress::Allowlist) -> Self {
         Self {
-            proxy: goat_shepherd::network::Proxy::new(list),
+            proxy: goat_egress::Proxy::new(list),
             serving: Mutex::new(Vec::new()),
         }
     }
@@ -61,8 +61,8 @@ impl ServerProxy {
     }
 
     /// Every decision so far.
-    pub fn all(&self) -> goat_shepherd::network::Served {
-        let mut all = goat_shepherd::network::Served::default();
+    pub fn all(&self) -> goat_egress::Served {
+        let mut all = goat_egress::Served::default();
         for serving in self
             .serving
             .lock()

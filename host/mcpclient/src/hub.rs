@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use goat_command::{Containment, ContainmentMode, Network, ServerSpec, WorkspaceRules};
 use goat_engine::ToolSchema;
-use goat_shepherd::{ExternalOutcome, ExternalTool, ExternalTools};
+use goat_router::{ExternalOutcome, ExternalTool, ExternalTools};
 use goat_store::{CallErrorKind, CallStatus};
 use rmcp::model::{CallToolRequestParams, Tool};
 use serde_json::Value;
@@ -272,7 +272,7 @@ fn proxy_for(server: &ServerEntry) -> Result<Option<Arc<ServerProxy>>, String> {
     if server.hosts.is_empty() {
         return Ok(None);
     }
-    let list = goat_shepherd::network::Allowlist::parse(&server.hosts)
+    let list = goat_egress::Allowlist::parse(&server.hosts)
         .map_err(|e| format!("its list of hosts: {e}"))?;
     Ok(Some(Arc::new(ServerProxy::new(list))))
 }
@@ -543,7 +543,7 @@ impl ExternalTools for Hub {
                     Err(_) => Answer::TimedOut,
                 },
                 () = oversize.notified() => Answer::Oversize,
-                () = goat_shepherd::interrupt_fired(&interrupt) => Answer::Interrupted,
+                () = goat_router::interrupt_fired(&interrupt) => Answer::Interrupted,
             }
         });
         // A server whose connection failed (it died, or closed its output)
@@ -614,8 +614,8 @@ impl ExternalTools for Hub {
                     .decisions
                     .drain(..decided_before.min(served.decisions.len()));
                 (
-                    goat_shepherd::egress::records(&served),
-                    goat_shepherd::egress::refusals_note(&served, SERVER_HOSTS),
+                    goat_router::egress::records(&served),
+                    goat_router::egress::refusals_note(&served, SERVER_HOSTS),
                 )
             }
             None => (Vec::new(), String::new()),

@@ -6,7 +6,7 @@
 //! engine's prompt cache holds (ADR-0083).
 
 use goat_engine::ToolSchema;
-use goat_shepherd::ExternalTool;
+use goat_router::ExternalTool;
 use serde_json::{Value, json};
 
 /// The search tool's name.

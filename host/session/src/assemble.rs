@@ -15,11 +15,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::{Context, bail};
 use goat_catalog::{Loaded, PluginSource};
 use goat_engine::{EngineClient, EngineConfig};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, ApprovalMode, Approver, ModeSwitch, RouterConfig};
 use goat_sandbox::{Limits, Sandbox, SandboxBuilder, Tool};
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{
-    AppToolRouter, ApprovalMode, Approver, DEFAULT_MAX_ROUNDS, ModeSwitch, RouterConfig, Shepherd,
-};
+use goat_shepherd::{DEFAULT_MAX_ROUNDS, Shepherd};
 use goat_store::{SessionInfo, SessionLock, Store};
 
 use crate::config::{EngineFlags, Setting, Settings, Source, Writes};
@@ -145,7 +144,7 @@ pub struct Parts<'a> {
     /// Most rounds a turn may take.
     pub max_rounds: usize,
     /// The command tool, when offered.
-    pub commands: Option<goat_shepherd::CommandTool>,
+    pub commands: Option<goat_router::CommandTool>,
     /// ADR-0067: unwrapped Qwen3-Coder calls count as unexecuted markup.
     pub unwrapped_calls: bool,
     /// The approval mode to start in.
@@ -153,7 +152,7 @@ pub struct Parts<'a> {
     /// ADR-0074: how the context window is chosen.
     pub context: goat_shepherd::WindowChoice,
     /// ADR-0086: the trusted MCP servers' tools, if any.
-    pub external: Option<Arc<dyn goat_shepherd::ExternalTools>>,
+    pub external: Option<Arc<dyn goat_router::ExternalTools>>,
 }
 
 /// Builds the sandbox and tools, creates or resumes the session in the
@@ -298,7 +297,7 @@ pub(crate) struct RouterParts {
     /// `--allow-writes` or not.
     pub(crate) writes: WritePolicy,
     /// The command tool, when offered.
-    pub(crate) commands: Option<goat_shepherd::CommandTool>,
+    pub(crate) commands: Option<goat_router::CommandTool>,
     /// The approval mode, read at every call.
     pub(crate) mode: ModeSwitch,
 }
@@ -500,18 +499,18 @@ pub fn command_tool(
     host_files: &[&Path],
     allow_commands: bool,
     notes: Notes<'_>,
-) -> anyhow::Result<Option<goat_shepherd::CommandTool>> {
+) -> anyhow::Result<Option<goat_router::CommandTool>> {
     let containment = settings.command_containment(workspace, host_files)?;
-    if let Err(why) = goat_shepherd::command_containment(&containment) {
+    if let Err(why) = goat_router::command_containment(&containment) {
         notes(&format!("run_command is not offered: {why}"));
         return Ok(None);
     }
-    Ok(Some(goat_shepherd::CommandTool {
+    Ok(Some(goat_router::CommandTool {
         containment,
         policy: if allow_commands {
-            goat_shepherd::gate::CommandPolicy::AllowAll
+            goat_gate::CommandPolicy::AllowAll
         } else {
-            goat_shepherd::gate::CommandPolicy::Default
+            goat_gate::CommandPolicy::Default
         },
         egress: settings.command_egress()?,
     }))

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::bail;
+use goat_gate::WritePolicy;
+use goat_router::{ApprovalMode, Approver, DirectCalls, ModeSwitch, RUN_COMMAND};
 use goat_sandbox::{Sandbox, Tool};
-use goat_shepherd::gate::WritePolicy;
-use goat_shepherd::{ApprovalMode, Approver, DirectCalls, ModeSwitch, RUN_COMMAND};
 use goat_store::{SessionLock, Store};
 
 use crate::assemble::{Checked, OpenOptions, RouterParts, checked, command_tool, router};
@@ -60,7 +60,7 @@ pub struct Prepared {
     checked: Checked,
     sandbox: Sandbox,
     tools: Vec<Tool>,
-    commands: Option<goat_shepherd::CommandTool>,
+    commands: Option<goat_router::CommandTool>,
     allow_commands: bool,
     offer_undo: bool,
 }
@@ -135,8 +135,8 @@ pub fn prepare(opts: &DirectOptions, notes: Notes<'_>) -> anyhow::Result<Prepare
 fn only(
     names: &[String],
     tools: Vec<Tool>,
-    commands: Option<goat_shepherd::CommandTool>,
-) -> anyhow::Result<(Vec<Tool>, Option<goat_shepherd::CommandTool>)> {
+    commands: Option<goat_router::CommandTool>,
+) -> anyhow::Result<(Vec<Tool>, Option<goat_router::CommandTool>)> {
     let offered: Vec<&str> = tools
         .iter()
         .map(|t| t.spec().name.as_str())

@@ -13,10 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use goat_engine::CancellationToken;
-use goat_shepherd::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, Routed, ToolKind, TurnError, TurnEvent,
-    TurnSummary,
-};
+use goat_router::{Approval, ApprovalMode, ApprovalRequest, Approver, Routed, ToolKind};
+use goat_shepherd::{TurnError, TurnEvent, TurnSummary};
 use goat_store::{CompactReason, RefusedBy};
 use serde_json::Value;
 
@@ -134,7 +132,7 @@ impl Approver for Said {
         self.inner.who()
     }
 
-    fn interrupted_by(&mut self, interrupt: &goat_shepherd::Interrupt) {
+    fn interrupted_by(&mut self, interrupt: &goat_command::Interrupt) {
         self.inner.interrupted_by(interrupt);
     }
 
@@ -474,7 +472,7 @@ fn millis(d: Duration) -> u64 {
 /// One turn's events as the protocol says them, and what its end reports.
 struct Track<'a> {
     events: &'a Events,
-    tools: Vec<goat_shepherd::OfferedTool>,
+    tools: Vec<goat_router::OfferedTool>,
     round: u32,
     call: u32,
     content: String,
@@ -486,7 +484,7 @@ struct Track<'a> {
 }
 
 impl<'a> Track<'a> {
-    fn new(events: &'a Events, tools: Vec<goat_shepherd::OfferedTool>) -> Self {
+    fn new(events: &'a Events, tools: Vec<goat_router::OfferedTool>) -> Self {
         Self {
             events,
             tools,

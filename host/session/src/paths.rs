@@ -13,8 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use goat_gate::PermissionDb;
 use goat_sandbox::{Access, Pen, Sandbox};
-use goat_shepherd::gate::PermissionDb;
 use goat_state::paths::{self as state, HostPath};
 
 /// The store's file: see [`goat_state::paths::store_path`].

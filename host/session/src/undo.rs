@@ -2,7 +2,7 @@
 //! session changed, for every front end: `goat undo`, the chat's `/undo`,
 //! `goat acp`'s `/undo` command and `goat mcp serve --offer-undo`.
 //!
-//! The checks and writes are `goat_shepherd::checkpoint`'s; this module
+//! The checks and writes are `goat_router::checkpoint`'s; this module
 //! picks the turn, records what was put back in the store and words the
 //! outcome. Everything from the store (paths, file lines) is escaped.
 
@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use anyhow::bail;
-use goat_shepherd::checkpoint::{Restored, UndoError, plan_undo};
+use goat_router::checkpoint::{Restored, UndoError, plan_undo};
 use goat_store::{CallStatus, ChangeRecord, SessionInfo, Store};
 
 use crate::text;

@@ -21,9 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use goat_engine::{CancellationToken, EngineClient, EngineConfig, parse_arguments};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
 use goat_sandbox::{Access, Pen, SandboxBuilder};
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd, WindowChoice};
+use goat_shepherd::{Shepherd, WindowChoice};
 use goat_store::{NewCall, RoundOk, Store};
 use goat_testkit::{Reply, ScriptedServer, ev_content, ev_done, ev_finish, ev_tool_call};
 

@@ -14,7 +14,7 @@ mod pager;
 
 use std::io::Write;
 
-use goat_shepherd::{Approval, ApprovalRequest, Approver};
+use goat_router::{Approval, ApprovalRequest, Approver};
 
 use goat_session::preview::{Extent, preview};
 pub use pager::Pager;
@@ -135,7 +135,7 @@ fn extras(request: &ApprovalRequest<'_>) -> String {
     // A command's question already shows the whole command line: there is
     // no change to view.
     // Its change set, put to the person after it ran, has one.
-    if request.tool != goat_shepherd::RUN_COMMAND || !request.details.is_empty() {
+    if request.tool != goat_router::RUN_COMMAND || !request.details.is_empty() {
         offers.push("[v]iew the whole change".to_owned());
     }
     if request.can_remember && !request.directories.is_empty() {
@@ -287,7 +287,7 @@ mod tests {
     #[test]
     fn a_command_is_offered_no_change_to_view() {
         let shown = asked(
-            goat_shepherd::RUN_COMMAND,
+            goat_router::RUN_COMMAND,
             json!({"command": "cargo test --workspace --locked --all-features"}),
             None,
         );
@@ -306,7 +306,7 @@ mod tests {
     #[test]
     fn the_question_is_wrapped_at_words_to_the_width() {
         let shown = asked(
-            goat_shepherd::RUN_COMMAND,
+            goat_router::RUN_COMMAND,
             json!({"command": "cargo test --workspace --locked --all-features"}),
             Some(40),
         );

@@ -38,7 +38,7 @@ pub struct AcpArgs {
     /// `read-only`; the editor switches it with session/set_mode (default:
     /// $GOAT_MODE, else `mode` in the config file, else ask).
     #[arg(long, value_name = "MODE", value_parser = crate::args::parse_mode)]
-    mode: Option<goat_shepherd::ApprovalMode>,
+    mode: Option<goat_router::ApprovalMode>,
     /// Most rounds (requests to the engine) a turn may take.
     #[arg(long, value_name = "N", value_parser = crate::args::parse_max_rounds)]
     max_rounds: Option<usize>,

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use goat_engine::{EngineClient, EngineConfig};
-use goat_shepherd::gate::WritePolicy;
+use goat_gate::WritePolicy;
 use goat_store::Store;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -234,7 +234,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
         // The replayed engine answers only chat requests: nothing to ask.
         context: goat_shepherd::WindowChoice::Setting(goat_shepherd::DEFAULT_CONTEXT_TOKENS),
         unwrapped_calls: false,
-        mode: goat_shepherd::ApprovalMode::Ask,
+        mode: goat_router::ApprovalMode::Ask,
     })?;
     let session_id = opened.session_id.clone();
 

@@ -71,7 +71,7 @@ pub struct ServeArgs {
     allow_commands: bool,
     /// The approval mode: ask, accept-edits or read-only (as `goat run`).
     #[arg(long, value_name = "MODE", value_parser = parse_mode)]
-    mode: Option<goat_shepherd::ApprovalMode>,
+    mode: Option<goat_router::ApprovalMode>,
     /// Serve only these tools, comma-separated (e.g.
     /// read_file,list_directory); each must be on offer.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -82,8 +82,8 @@ pub struct ServeArgs {
     offer_undo: bool,
 }
 
-fn parse_mode(text: &str) -> Result<goat_shepherd::ApprovalMode, String> {
-    goat_shepherd::ApprovalMode::from_name(text)
+fn parse_mode(text: &str) -> Result<goat_router::ApprovalMode, String> {
+    goat_router::ApprovalMode::from_name(text)
         .ok_or_else(|| format!("'{text}' is not a mode; use ask, accept-edits or read-only"))
 }
 

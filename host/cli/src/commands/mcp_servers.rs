@@ -12,8 +12,8 @@ use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use goat_gate as gate;
 use goat_mcp_client::{PinnedTool, Registry, ServerEntry, Trusted, changed_tools, definition};
-use goat_shepherd::gate;
 use serde_json::json;
 
 use crate::args::{DbArg, PermissionsArg};
@@ -187,7 +187,7 @@ pub fn add(args: AddArgs) -> anyhow::Result<Outcome> {
         bail!("give the server's command after --, or its --url");
     }
     if !args.allow_host.is_empty() {
-        goat_shepherd::network::Allowlist::parse(&args.allow_host)
+        goat_egress::Allowlist::parse(&args.allow_host)
             .map_err(|e| anyhow::anyhow!("--allow-host: {e}"))?;
     }
     if !(1..=goat_mcp_client::registry::MAX_TIMEOUT_SECS).contains(&args.timeout) {
@@ -359,7 +359,7 @@ pub fn schema_tokens(server: &ServerEntry) -> u64 {
             .filter_map(|tool| {
                 let name = goat_mcp_client::exposed_name(&server.name, &tool.name).ok()?;
                 Some(goat_mcp_client::offer::tool_tokens(
-                    &goat_shepherd::ExternalTool {
+                    &goat_router::ExternalTool {
                         name,
                         server: server.name.clone(),
                         description: goat_mcp_client::render::escape(&tool.description),
@@ -402,26 +402,25 @@ fn live_tools(
     };
     let (store, permissions) = (store.into_resolved(), permissions.into_resolved());
     let containment = settings.command_containment(&workspace, &[&store, &permissions])?;
-    goat_shepherd::server_support(&containment)?;
-    let (_, boundary) = goat_shepherd::gate::GateHandle::new(&permissions).decide_with_boundary(
-        &goat_shepherd::gate::GateRequest {
+    goat_command::server_support(&containment)?;
+    let (_, boundary) =
+        goat_gate::GateHandle::new(&permissions).decide_with_boundary(&goat_gate::GateRequest {
             session_id: "",
             workspace: workspace.to_str(),
             tool: "mcp",
-            access: goat_shepherd::gate::Access::Read,
+            access: goat_gate::Access::Read,
             paths: &[],
-            interactive: goat_shepherd::gate::Interactive::No,
-            writes: goat_shepherd::gate::WritePolicy::Default,
+            interactive: goat_gate::Interactive::No,
+            writes: goat_gate::WritePolicy::Default,
             now: gate::now(),
-        },
-    );
+        });
     let Some(boundary) = boundary else {
         bail!(
             "the permission rules could not be applied to {}",
             workspace.display()
         );
     };
-    let rules = goat_shepherd::BoundaryRules(boundary);
+    let rules = goat_router::BoundaryRules(boundary);
     let mut looked_at = server.clone();
     looked_at.writes = false;
     looked_at.trusted = None;

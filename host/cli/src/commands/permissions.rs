@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use goat_shepherd::gate::{self, Access, Effect, NewRule, PermissionDb, Rule, Scope};
+use goat_gate::{self as gate, Access, Effect, NewRule, PermissionDb, Rule, Scope};
 use goat_store::Store;
 use serde_json::{Value, json};
 

@@ -14,8 +14,8 @@ use clap::Subcommand;
 use goat_catalog::{
     Candidate, FileState, PluginName, Registry, file_state, forget_stored, stored_file,
 };
+use goat_gate as gate;
 use goat_sandbox::{Access, Tool};
-use goat_shepherd::gate;
 
 use crate::args::DbArg;
 use crate::{Outcome, note, paths, session, text};

@@ -166,7 +166,7 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<Outcome> {
                 let known = schemas.iter().find(|s| s.name == call.name);
                 match (&call.arguments, known) {
                     (Ok(args), Some(schema)) => {
-                        match goat_shepherd::schema::validate(&schema.parameters, args) {
+                        match goat_router::schema::validate(&schema.parameters, args) {
                             Ok(()) => Finding::Structured(format!("{}({})", call.name, args)),
                             Err(why) => Finding::InvalidCall(format!("{}: {why}", call.name)),
                         }

@@ -380,7 +380,7 @@ fn write_unlanded(
     )?;
     for record in unlanded {
         let state =
-            goat_shepherd::checkpoint::landing_state(Path::new(&session.workspace), &record.change);
+            goat_router::checkpoint::landing_state(Path::new(&session.workspace), &record.change);
         writeln!(
             out,
             "  {}: {}",
@@ -495,7 +495,7 @@ fn call_line(call: &CallRecord) -> String {
     }
     // A command's result opens with how it ended and how long it took.
     let command_ran =
-        call.call.tool == goat_shepherd::RUN_COMMAND && call.status == goat_store::CallStatus::Ok;
+        call.call.tool == goat_router::RUN_COMMAND && call.status == goat_store::CallStatus::Ok;
     let failed = command_ran
         || match call.status {
             goat_store::CallStatus::Error | goat_store::CallStatus::Interrupted => true,

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use goat_engine::ToolCall;
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
 use goat_store::CallStatus;
 
 use crate::args::{DbArg, PermissionsArg};
@@ -99,8 +99,8 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let workspace = paths::workspace(None).unwrap_or_else(|_| Path::new(".").to_path_buf());
     let containment = settings
         .command_containment(&workspace, &[])
-        .unwrap_or_else(|_| goat_shepherd::default_containment(&workspace, None));
-    let contained = goat_shepherd::command_containment(&containment);
+        .unwrap_or_else(|_| goat_router::default_containment(&workspace, None));
+    let contained = goat_router::command_containment(&containment);
     let tools = session::tools_in(
         &sandbox,
         session::Plugins::Approved {
@@ -112,7 +112,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let mut out = io::stdout().lock();
     if json {
         // Each tool's kind, as session.started names it (one mapping).
-        let kind = |kind: goat_shepherd::ToolKind| {
+        let kind = |kind: goat_router::ToolKind| {
             serde_json::to_value(goat_session::drive::tool_source(&kind))
         };
         let specs: Vec<serde_json::Value> = tools
@@ -121,8 +121,8 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                 let mut v = serde_json::to_value(t.spec())?;
                 v["sha256"] = serde_json::Value::String(t.sha256().to_owned());
                 v["kind"] = kind(match t.kind() {
-                    goat_sandbox::ToolKind::Builtin => goat_shepherd::ToolKind::Builtin,
-                    _ => goat_shepherd::ToolKind::Plugin,
+                    goat_sandbox::ToolKind::Builtin => goat_router::ToolKind::Builtin,
+                    _ => goat_router::ToolKind::Plugin,
                 })?;
                 if t.kind() == goat_sandbox::ToolKind::Plugin {
                     v["plugin"] = serde_json::Value::Bool(true);
@@ -133,28 +133,28 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             .collect::<serde_json::Result<_>>()?;
         let mut specs: Vec<serde_json::Value> = specs;
         let mcp = super::mcp_servers::trusted_tools(db);
-        let mcp_kind = kind(goat_shepherd::ToolKind::Mcp { server: None })?;
-        let schema = goat_shepherd::command_schema(&containment);
+        let mcp_kind = kind(goat_router::ToolKind::Mcp { server: None })?;
+        let schema = goat_router::command_schema(&containment);
         specs.push(match &contained {
             Ok(used) => serde_json::json!({
                 "name": schema.name,
                 "description": schema.description,
                 "parameters": schema.parameters,
                 "access": "command",
-                "kind": kind(goat_shepherd::ToolKind::Command)?,
+                "kind": kind(goat_router::ToolKind::Command)?,
                 "path_fields": [],
                 "native": true,
                 "containment": match used {
-                    goat_shepherd::ContainmentUsed::Namespace => "namespace",
-                    goat_shepherd::ContainmentUsed::Landlock => "landlock",
+                    goat_command::Used::Namespace => "namespace",
+                    goat_command::Used::Landlock => "landlock",
                 },
                 "limits": used.limits(),
-                "no_view": goat_shepherd::view_unavailable(&containment),
+                "no_view": goat_router::view_unavailable(&containment),
             }),
             Err(why) => serde_json::json!({
                 "name": schema.name,
                 "access": "command",
-                "kind": kind(goat_shepherd::ToolKind::Command)?,
+                "kind": kind(goat_router::ToolKind::Command)?,
                 "native": true,
                 "not_offered": why,
             }),
@@ -179,7 +179,7 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
         let width = tools
             .iter()
             .map(|t| t.spec().name.len())
-            .chain([goat_shepherd::RUN_COMMAND.len()])
+            .chain([goat_router::RUN_COMMAND.len()])
             .max()
             .unwrap_or(0);
         for t in &tools {
@@ -200,22 +200,22 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
             )?;
         }
         // The native command tool, offered only where it can be contained.
-        let command = goat_shepherd::RUN_COMMAND;
+        let command = goat_router::RUN_COMMAND;
         match &contained {
-            Ok(goat_shepherd::ContainmentUsed::Namespace) => writeln!(
+            Ok(goat_command::Used::Namespace) => writeln!(
                 out,
                 "{command:width$}  {:10}  Run a shell command line in the workspace, contained \
                  (a namespace view: its changes land only after GOAT inspected them; Landlock, \
                  seccomp, no capabilities, limits)",
                 "command"
             )?,
-            Ok(used @ goat_shepherd::ContainmentUsed::Landlock) => writeln!(
+            Ok(used @ goat_command::Used::Landlock) => writeln!(
                 out,
                 "{command:width$}  {:10}  Run a shell command line in the workspace, contained \
                  (Landlock, seccomp, limits); {}{}",
                 "command",
                 used.limits(),
-                goat_shepherd::view_unavailable(&containment)
+                goat_router::view_unavailable(&containment)
                     .map(|why| format!(" ({})", text::escape_controls(&why)))
                     .unwrap_or_default()
             )?,
@@ -298,14 +298,14 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
         &settings.limits(),
         &crate::stderr_note,
     )?;
-    let is_command = call.name == goat_shepherd::RUN_COMMAND;
-    if is_command && let Err(why) = goat_shepherd::command_support() {
+    let is_command = call.name == goat_router::RUN_COMMAND;
+    if is_command && let Err(why) = goat_router::command_support() {
         bail!("run_command is not offered here: {why}");
     }
     if !is_command && !tools.iter().any(|t| t.spec().name == call.name) {
         let mut names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
-        if goat_shepherd::command_support().is_ok() {
-            names.push(goat_shepherd::RUN_COMMAND);
+        if goat_router::command_support().is_ok() {
+            names.push(goat_router::RUN_COMMAND);
         }
         bail!(
             "no tool named '{}'; available: {}",

@@ -320,7 +320,7 @@ async fn read_only_writes_nothing_and_tells_the_model_why() {
     assert!(!pty.transcript().contains("allow?"));
     assert_eq!(
         tool_result(&server.requests()[1].body),
-        goat_shepherd::READ_ONLY_REASON
+        goat_router::READ_ONLY_REASON
     );
 }
 
@@ -489,7 +489,7 @@ async fn goat_run_takes_the_mode_flag_without_a_terminal() {
     assert!(!run.exists("notes/hello.txt"));
     assert_eq!(
         tool_result(&run.requests()[1].body),
-        goat_shepherd::READ_ONLY_REASON
+        goat_router::READ_ONLY_REASON
     );
 }
 

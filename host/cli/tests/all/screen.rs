@@ -15,7 +15,7 @@ use crate::{Env, content_reply, json_out, text};
 /// Forty words, one paragraph, one line as the model writes it.
 const PARAGRAPH: &str = "GOAT wraps the answer at the width of the terminal so that a \
      person reads whole words on every row and never a word cut in two, while long \
-     identifiers like goat_shepherd::AppToolRouter::route and addresses such as \
+     identifiers like goat_router::AppToolRouter::route and addresses such as \
      https://example.com/a/rather/long/path/for/testing stay whole and may overflow.";
 
 /// `goat chat` with the scripted engine, at a pty of `cols` columns.

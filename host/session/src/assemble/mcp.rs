@@ -17,7 +17,7 @@ pub fn mcp_servers(
     host_files: &[&Path],
     db: Option<&Path>,
     notes: Notes<'_>,
-) -> anyhow::Result<Option<Arc<dyn goat_shepherd::ExternalTools>>> {
+) -> anyhow::Result<Option<Arc<dyn goat_router::ExternalTools>>> {
     let file = paths::mcp_file(db)?;
     let registry = goat_mcp_client::Registry::load(&file)?;
     for server in registry.servers.iter().filter(|s| s.trusted.is_none()) {
@@ -98,6 +98,6 @@ pub fn host_files(db: Option<&Path>) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// Whether a server can be contained here.
-fn goat_command_support(containment: &goat_shepherd::Containment) -> Result<(), String> {
-    goat_shepherd::server_support(containment).map_err(|e| e.to_string())
+fn goat_command_support(containment: &goat_command::Containment) -> Result<(), String> {
+    goat_command::server_support(containment).map_err(|e| e.to_string())
 }

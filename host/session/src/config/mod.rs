@@ -73,9 +73,9 @@ impl Settings {
         &self,
         workspace: &Path,
         host_files: &[&Path],
-    ) -> anyhow::Result<goat_shepherd::Containment> {
+    ) -> anyhow::Result<goat_command::Containment> {
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let mut containment = goat_shepherd::default_containment(workspace, home.as_deref());
+        let mut containment = goat_router::default_containment(workspace, home.as_deref());
         for raw in self.commands_read_paths.value.iter().flatten() {
             let path = match (raw.strip_prefix("~/"), &home) {
                 (Some(rest), Some(home)) => home.join(rest),
@@ -100,15 +100,15 @@ impl Settings {
             );
         }
         containment.network = match self.commands_network.value {
-            Some(CommandsNetwork::Open) => goat_shepherd::Network::Open,
-            Some(CommandsNetwork::Only(_)) => goat_shepherd::Network::Proxied,
-            Some(CommandsNetwork::Closed) | None => goat_shepherd::Network::Closed,
+            Some(CommandsNetwork::Open) => goat_command::Network::Open,
+            Some(CommandsNetwork::Only(_)) => goat_command::Network::Proxied,
+            Some(CommandsNetwork::Closed) | None => goat_command::Network::Closed,
         };
         containment.env = self.commands_env.value.clone().unwrap_or_default();
         containment.mode = match self.commands_containment.value.as_deref() {
-            None | Some("auto") => goat_shepherd::ContainmentMode::Auto,
-            Some("namespace") => goat_shepherd::ContainmentMode::Namespace,
-            Some("landlock") => goat_shepherd::ContainmentMode::Landlock,
+            None | Some("auto") => goat_command::ContainmentMode::Auto,
+            Some("namespace") => goat_command::ContainmentMode::Namespace,
+            Some("landlock") => goat_command::ContainmentMode::Landlock,
             Some(other) => bail!(
                 "commands.containment: '{}' is not one of auto, namespace, landlock",
                 crate::text::escape_controls(other)
@@ -134,13 +134,13 @@ impl Settings {
     /// The egress proxy for commands when `commands.network` lists
     /// destinations; `None` otherwise. It starts serving only when a
     /// command runs.
-    pub fn command_egress(&self) -> anyhow::Result<Option<goat_shepherd::network::Proxy>> {
+    pub fn command_egress(&self) -> anyhow::Result<Option<goat_egress::Proxy>> {
         let Some(CommandsNetwork::Only(items)) = &self.commands_network.value else {
             return Ok(None);
         };
-        let list = goat_shepherd::network::Allowlist::parse(items)
+        let list = goat_egress::Allowlist::parse(items)
             .map_err(|e| anyhow::anyhow!("commands.network: {e}"))?;
-        Ok(Some(goat_shepherd::network::Proxy::new(list)))
+        Ok(Some(goat_egress::Proxy::new(list)))
     }
 }
 

@@ -540,8 +540,7 @@ impl SettingDef {
                         self.key
                     ));
                 }
-                goat_shepherd::network::Allowlist::parse(&items)
-                    .map_err(|e| format!("{}: {e}", self.key))?;
+                goat_egress::Allowlist::parse(&items).map_err(|e| format!("{}: {e}", self.key))?;
                 // Nothing listed is nothing reachable: the network closed.
                 let value = if items.is_empty() {
                     CommandsNetwork::Closed

@@ -7,7 +7,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
 
-use goat_shepherd::ApprovalRequest;
+use goat_router::ApprovalRequest;
 use goat_state::fs::{OpenRegularError, open_regular};
 use serde_json::Value;
 

@@ -13,9 +13,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use goat_engine::{CancellationToken, EngineClient, EngineConfig};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
 use goat_sandbox::Tool;
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd};
+use goat_shepherd::Shepherd;
 use goat_store::Store;
 use goat_testkit::{PrefillMeter, Recorded, Reply, ScriptedServer, Sent};
 use serde_json::{Value, json};

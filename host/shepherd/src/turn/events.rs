@@ -6,7 +6,7 @@ use std::time::Duration;
 use goat_engine::EngineError;
 use goat_store::{CompactReason, StoreError};
 
-use crate::router::Routed;
+use goat_router::{RecordError, Routed};
 
 /// What happens during a turn, for showing it live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,6 +192,16 @@ pub enum TurnError {
     /// A worker thread failed.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<RecordError> for TurnError {
+    fn from(e: RecordError) -> Self {
+        match e {
+            RecordError::Store(e) => Self::Store(e),
+            RecordError::Sandbox(e) => Self::Sandbox(e),
+            RecordError::Internal(why) => Self::Internal(why),
+        }
+    }
 }
 
 /// Tokens and speed of one turn, from the engine's usage and timings.

@@ -34,7 +34,7 @@ use crate::context::{Answered, ContextState, WindowChoice};
 pub use recovery::RECOVERY_INSTRUCTION;
 use recovery::{Markup, ParseFailure, RecoveryBudget};
 
-use crate::router::AppToolRouter;
+use goat_router::{AppToolRouter, route_recorded, store_step};
 
 /// Rounds one turn may take when the caller sets no cap: enough for a
 /// real edit-test-fix sequence, few enough that a model stuck in a loop is
@@ -167,7 +167,7 @@ impl Shepherd {
         &self,
         f: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, TurnError> {
-        store_step(&self.store, f).await
+        Ok(store_step(&self.store, f).await?)
     }
 
     /// Runs one turn for `prompt`. The turn's status is stored whatever
@@ -418,7 +418,7 @@ impl Shepherd {
     }
 
     /// The tools on offer, as a front end describes them.
-    pub fn offered_tools(&self) -> Vec<crate::router::OfferedTool> {
+    pub fn offered_tools(&self) -> Vec<goat_router::OfferedTool> {
         self.router
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -644,63 +644,6 @@ impl Shepherd {
         });
         Ok(())
     }
-}
-
-/// Runs a blocking store step off the async threads: the Shepherd's and
-/// [`DirectCalls`](crate::DirectCalls)' one way to write the record.
-pub(crate) async fn store_step<T: Send + 'static>(
-    store: &Arc<Mutex<Store>>,
-    f: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, TurnError> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || {
-        f(&mut store.lock().unwrap_or_else(PoisonError::into_inner))
-    })
-    .await
-    .map_err(|e| TurnError::Internal(e.to_string()))?
-    .map_err(TurnError::Store)
-}
-
-/// Takes the call stored as `row` down [`AppToolRouter::route`], the one
-/// road (schema, gate, sandbox): marks it started before, points the
-/// router's journal at it (a command's change set is written against it
-/// before it lands) and stores its outcome, checkpoint included, after.
-/// The Shepherd's calls and [`DirectCalls`](crate::DirectCalls) both come
-/// through here, so a call is recorded the same way whoever made it.
-pub(crate) async fn route_recorded(
-    store: &Arc<Mutex<Store>>,
-    router: &Arc<Mutex<AppToolRouter>>,
-    row: i64,
-    call: &ToolCall,
-    cancel: Option<&CancellationToken>,
-) -> Result<CallOutcome, TurnError> {
-    store_step(store, move |s| s.start_call(row)).await?;
-    let router = router.clone();
-    let owned = call.clone();
-    // The person's Ctrl-C reaches a running command or MCP call through
-    // this (ADR-0087); the call then ends, recorded as cancelled.
-    let interrupt = goat_command::Interrupt::new();
-    let for_call = interrupt.clone();
-    let routing = tokio::task::spawn_blocking(move || {
-        let mut router = router.lock().unwrap_or_else(PoisonError::into_inner);
-        router.begin_call(row, for_call);
-        router.route(&owned)
-    });
-    let mut routing = std::pin::pin!(routing);
-    let joined = match cancel {
-        None => routing.await,
-        Some(cancel) => tokio::select! {
-            joined = &mut routing => joined,
-            () = cancel.cancelled() => {
-                interrupt.fire();
-                routing.await
-            }
-        },
-    };
-    let routed = joined.map_err(|e| TurnError::Internal(e.to_string()))??;
-    let outcome = routed.clone();
-    store_step(store, move |s| s.finish_call(row, &outcome)).await?;
-    Ok(routed)
 }
 
 /// [`ToolsNotShown::PromptSize`] when a prompt of `prompt_tokens` (as the

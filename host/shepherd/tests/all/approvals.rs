@@ -8,11 +8,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use goat_engine::ToolCall;
+use goat_gate::{Access, Effect, Interactive, NewRule, PermissionDb, Rule, Scope, WritePolicy};
+use goat_router::{AppToolRouter, Approval, ApprovalRequest, Approver, RouterConfig};
 use goat_sandbox::SandboxBuilder;
-use goat_shepherd::gate::{
-    Access, Effect, Interactive, NewRule, PermissionDb, Rule, Scope, WritePolicy,
-};
-use goat_shepherd::{AppToolRouter, Approval, ApprovalRequest, Approver, RouterConfig};
 use goat_store::CallStatus;
 use serde_json::{Value, json};
 
@@ -374,7 +372,7 @@ fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
             effect: Effect::Deny,
             scope: Scope::Persistent,
             workspace: None,
-            created_at: goat_shepherd::gate::now(),
+            created_at: goat_gate::now(),
             expires_at: None,
             command: None,
         })
@@ -388,7 +386,7 @@ fn always_for_a_directory_path_does_not_cover_what_is_inside_it() {
             effect: Effect::Allow,
             scope: Scope::Persistent,
             workspace: None,
-            created_at: goat_shepherd::gate::now(),
+            created_at: goat_gate::now(),
             expires_at: None,
             command: None,
         })
@@ -419,23 +417,23 @@ fn run_command(command: &str) -> ToolCall {
 
 #[test]
 fn a_command_question_shows_the_command_directory_and_network_and_always_saves_that_command() {
-    if goat_shepherd::command_support().is_err() {
+    if goat_router::command_support().is_err() {
         // The tool is not offered on this kernel; nothing to ask.
         return;
     }
     let f = Fixture::new();
     std::fs::create_dir(f.ws.join("sub")).unwrap();
-    let tool = |network| goat_shepherd::CommandTool {
-        containment: goat_shepherd::Containment {
+    let tool = |network| goat_router::CommandTool {
+        containment: goat_command::Containment {
             network,
-            ..goat_shepherd::default_containment(&f.ws, None)
+            ..goat_router::default_containment(&f.ws, None)
         },
-        policy: goat_shepherd::gate::CommandPolicy::Default,
+        policy: goat_gate::CommandPolicy::Default,
         egress: None,
     };
     let mut router = f
         .router("s1", vec![Approval::Always])
-        .with_commands(tool(goat_shepherd::Network::Closed));
+        .with_commands(tool(goat_command::Network::Closed));
     let routed = router.route(&run_command("touch made")).unwrap();
     assert_eq!(routed.status, CallStatus::Ok, "{}", routed.result);
     assert!(f.ws.join("sub/made").exists());
@@ -462,7 +460,7 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
     // With the network opened, the question says so.
     let mut open = f
         .router("s2", vec![Approval::Deny])
-        .with_commands(tool(goat_shepherd::Network::Open));
+        .with_commands(tool(goat_command::Network::Open));
     let routed = open.route(&run_command("curl example.com")).unwrap();
     assert_eq!(routed.status, CallStatus::Denied);
     assert!(
@@ -471,14 +469,13 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
         f.asked()[2]
     );
     // With a list, the question says where the network may go.
-    let list =
-        goat_shepherd::network::Allowlist::parse(&["registries.rust", "localhost:8080"]).unwrap();
-    let mut listed =
-        f.router("s3", vec![Approval::Deny])
-            .with_commands(goat_shepherd::CommandTool {
-                egress: Some(goat_shepherd::network::Proxy::new(list)),
-                ..tool(goat_shepherd::Network::Proxied)
-            });
+    let list = goat_egress::Allowlist::parse(&["registries.rust", "localhost:8080"]).unwrap();
+    let mut listed = f
+        .router("s3", vec![Approval::Deny])
+        .with_commands(goat_router::CommandTool {
+            egress: Some(goat_egress::Proxy::new(list)),
+            ..tool(goat_command::Network::Proxied)
+        });
     let routed = listed.route(&run_command("cargo fetch")).unwrap();
     assert_eq!(routed.status, CallStatus::Denied);
     let prompt = &f.asked()[3].prompt;
@@ -511,8 +508,8 @@ fn accept_edits_allows_the_file_tools_but_still_asks_about_a_plugins_write() {
     );
     let mut router = f
         .router_with(&f.ws, "s1", sandbox, tools, vec![])
-        .with_mode(goat_shepherd::ModeSwitch::new(
-            goat_shepherd::ApprovalMode::AcceptEdits,
+        .with_mode(goat_router::ModeSwitch::new(
+            goat_router::ApprovalMode::AcceptEdits,
         ));
 
     let edit = router.route(&write("notes.txt", "by the model")).unwrap();
@@ -545,9 +542,9 @@ struct OneOutsideTool {
     calls: Arc<Mutex<usize>>,
 }
 
-impl goat_shepherd::ExternalTools for OneOutsideTool {
-    fn tools(&self) -> Vec<goat_shepherd::ExternalTool> {
-        vec![goat_shepherd::ExternalTool {
+impl goat_router::ExternalTools for OneOutsideTool {
+    fn tools(&self) -> Vec<goat_router::ExternalTool> {
+        vec![goat_router::ExternalTool {
             name: "docs__search".to_owned(),
             server: "docs".to_owned(),
             description: "Search the docs.".to_owned(),
@@ -578,9 +575,9 @@ impl goat_shepherd::ExternalTools for OneOutsideTool {
         args: &Value,
         _: &dyn goat_command::WorkspaceRules,
         _: &goat_command::Interrupt,
-    ) -> goat_shepherd::ExternalOutcome {
+    ) -> goat_router::ExternalOutcome {
         *self.calls.lock().unwrap() += 1;
-        goat_shepherd::ExternalOutcome {
+        goat_router::ExternalOutcome {
             status: CallStatus::Ok,
             error_kind: None,
             text: format!("found {}", args["q"]),

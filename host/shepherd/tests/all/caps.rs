@@ -3,7 +3,7 @@
 //! engine was sent back.
 
 use goat_engine::EngineError;
-use goat_shepherd::gate::WritePolicy;
+use goat_gate::WritePolicy;
 use goat_shepherd::{MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, TurnError, too_many_calls_result};
 use goat_store::{CallErrorKind, CallStatus, RoundFailure, RoundStatus, TurnStatus};
 use goat_testkit::*;

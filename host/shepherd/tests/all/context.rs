@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use goat_engine::{CancellationToken, EngineClient, EngineConfig};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
 use goat_shepherd::context::{COMPACT_INSTRUCTION, SUMMARY_HEADING, SUMMARY_INSTRUCTION};
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd, TurnError, TurnEvent};
+use goat_shepherd::{Shepherd, TurnError, TurnEvent};
 use goat_store::{CompactReason, RoundStatus, Store, TurnStatus};
 use goat_testkit::*;
 use serde_json::{Value, json};

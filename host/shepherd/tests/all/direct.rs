@@ -5,9 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use goat_shepherd::checkpoint::plan_undo;
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, DirectCalls, RouterConfig};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::checkpoint::plan_undo;
+use goat_router::{AppToolRouter, DirectCalls, RouterConfig};
 use goat_store::{CallDecision, CallStatus, RoundStatus, Store, TurnStatus};
 
 use crate::shepherd::shared_sandbox;

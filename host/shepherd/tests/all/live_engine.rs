@@ -22,9 +22,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use goat_engine::{CancellationToken, EngineClient, EngineConfig, Sampling};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
 use goat_sandbox::SandboxBuilder;
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{AppToolRouter, RouterConfig, Shepherd, TurnError, TurnEvent, TurnSummary};
+use goat_shepherd::{Shepherd, TurnError, TurnEvent, TurnSummary};
 use goat_store::{CallDecision, Store, TurnRecord, TurnStatus};
 
 struct Live {

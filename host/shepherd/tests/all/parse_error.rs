@@ -5,7 +5,7 @@
 //! asserts on the exact request the engine received next and the rows in
 //! the store.
 
-use goat_shepherd::gate::WritePolicy;
+use goat_gate::WritePolicy;
 use goat_shepherd::{RECOVERY_INSTRUCTION, TurnError, TurnEvent};
 use goat_store::{CallStatus, RoundFailure, RoundStatus, TurnStatus};
 use goat_testkit::*;

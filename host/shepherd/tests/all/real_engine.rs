@@ -14,11 +14,9 @@ use std::time::Instant;
 use goat_engine::{
     CancellationToken, ChatRequest, EngineClient, EngineConfig, EngineError, Message, Sampling,
 };
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{
-    AppToolRouter, RouterConfig, Shepherd, ToolsNotShown, TurnError, TurnEvent,
-    prompt_without_tools,
-};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
+use goat_shepherd::{Shepherd, ToolsNotShown, TurnError, TurnEvent, prompt_without_tools};
 use goat_store::{RoundFailure, RoundStatus, Store};
 use goat_testkit::{RealEngine, RealModel, RealTemplate};
 

@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use goat_engine::{CancellationToken, EngineClient, EngineConfig};
+use goat_gate::{Interactive, WritePolicy};
+use goat_router::{AppToolRouter, RouterConfig};
 use goat_sandbox::{Sandbox, SandboxBuilder, Tool};
-use goat_shepherd::gate::{Interactive, WritePolicy};
-use goat_shepherd::{
-    AppToolRouter, RECOVERY_INSTRUCTION, RouterConfig, Shepherd, TurnError, TurnEvent, TurnSummary,
-};
+use goat_shepherd::{RECOVERY_INSTRUCTION, Shepherd, TurnError, TurnEvent, TurnSummary};
 use goat_store::{
     CallStatus, MarkupChannel, RoundFailure, RoundStatus, Store, TurnRecord, TurnStatus,
 };

@@ -68,18 +68,18 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         }),
     )?;
     let (printer, events) = crate::printer::shared(true);
-    let approver: Option<Box<dyn goat_shepherd::Approver>> =
-        if terminal && io::stderr().is_terminal() {
-            Some(events.approver(Box::new(TerminalApprover {
-                answers: ConsoleAnswers(console.clone()),
-                output: io::stderr(),
-                style: Style::stderr(),
-                pager: Pager::from_env(),
-                width: crate::screen::stderr_columns(),
-            })))
-        } else {
-            None
-        };
+    let approver: Option<Box<dyn goat_router::Approver>> = if terminal && io::stderr().is_terminal()
+    {
+        Some(events.approver(Box::new(TerminalApprover {
+            answers: ConsoleAnswers(console.clone()),
+            output: io::stderr(),
+            style: Style::stderr(),
+            pager: Pager::from_env(),
+            width: crate::screen::stderr_columns(),
+        })))
+    } else {
+        None
+    };
     let opened = session::for_turn(&args.turn.open_options(), approver, &crate::stderr_note)?;
     let driver = goat_session::Driver::new(opened, events, goat_session::Budget::default());
     let opened = &driver.opened;
@@ -104,7 +104,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
 
     loop {
         let shown = match opened.mode.get() {
-            goat_shepherd::ApprovalMode::Ask => "> ".to_owned(),
+            goat_router::ApprovalMode::Ask => "> ".to_owned(),
             other => format!("{}> ", other.name()),
         };
         let input = if terminal {

@@ -17,8 +17,8 @@
 
 use std::io::Write;
 
-use goat_shepherd::ApprovalMode;
-use goat_shepherd::gate::{self, PermissionDb, Scope};
+use goat_gate::{self as gate, PermissionDb, Scope};
+use goat_router::ApprovalMode;
 
 use crate::session::Opened;
 use crate::text::{GOAT_LINE, escape_controls};

@@ -176,7 +176,7 @@ pub(crate) fn net_changes(changes: &[ChangeRecord]) -> Vec<Net<'_>> {
 
 /// What commands left at the paths of `nets` that end as a file hashed
 /// only, read back from `workspace` where it still has the recorded hash
-/// ([`goat_shepherd::checkpoint::bytes_if_unchanged`]: through no link,
+/// ([`goat_router::checkpoint::bytes_if_unchanged`]: through no link,
 /// at most the checkpoint cap): by index in `nets`, for [`fill_in`].
 pub(crate) fn read_back(workspace: &Path, nets: &[Net<'_>]) -> Vec<(usize, Vec<u8>)> {
     nets.iter()
@@ -185,7 +185,7 @@ pub(crate) fn read_back(workspace: &Path, nets: &[Net<'_>]) -> Vec<(usize, Vec<u
             Entry::File {
                 content: Content::Unkept(sha256),
                 ..
-            } => goat_shepherd::checkpoint::bytes_if_unchanged(workspace, net.path, sha256)
+            } => goat_router::checkpoint::bytes_if_unchanged(workspace, net.path, sha256)
                 .map(|bytes| (i, bytes)),
             _ => None,
         })

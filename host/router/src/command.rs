@@ -21,12 +21,12 @@ use goat_store::{
 use serde_json::{Value, json};
 
 use crate::egress::{self, CallProxy};
-use crate::gate::{
-    self, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb,
-};
 use crate::mode::{ApprovalMode, READ_ONLY_REASON};
 use crate::router::{Allowed, AppToolRouter, Approval, ApprovalRequest, denied, failed};
 use crate::schema;
+use goat_gate::{
+    self as gate, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb,
+};
 
 mod landing;
 

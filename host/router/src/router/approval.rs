@@ -8,7 +8,7 @@ use serde_json::Value;
 use goat_store::{CallDecision, RefusedBy};
 
 use super::{Routed, denied};
-use crate::gate::{self, Scope};
+use goat_gate::{self as gate, Scope};
 
 /// One call the gate wants a person to decide, with what they need to
 /// decide it.

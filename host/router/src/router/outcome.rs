@@ -6,7 +6,7 @@ use std::time::Duration;
 use goat_sandbox::{ToolError, ToolFailure};
 use goat_store::{CallDecision, CallErrorKind, CallOutcome, CallStatus, Refusal, RefusedBy};
 
-use crate::gate;
+use goat_gate as gate;
 
 /// How one call went, ready for the store and the model: the store's own
 /// record of a call's outcome, so nothing is copied field by field.

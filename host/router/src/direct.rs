@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use goat_engine::{CancellationToken, ToolCall, ToolSchema};
 use goat_store::{CallOutcome, NewCall, RoundOk, Store, TurnStatus};
 
+use crate::record::{RecordError, route_recorded, store_step};
 use crate::router::{AppToolRouter, OfferedTool};
-use crate::turn::{TurnError, route_recorded, store_step};
 
 /// Runs and records calls for one session with no engine in it.
 pub struct DirectCalls {
@@ -79,7 +79,7 @@ impl DirectCalls {
     /// workspace): the turn is stored as failed with it, and the call row
     /// is left pending, as a model's would be, for the next open of the
     /// session to mark interrupted.
-    pub async fn call(&self, said: &str, call: &ToolCall) -> Result<CallOutcome, TurnError> {
+    pub async fn call(&self, said: &str, call: &ToolCall) -> Result<CallOutcome, RecordError> {
         self.call_until(said, call, None).await
     }
 
@@ -92,7 +92,7 @@ impl DirectCalls {
         said: &str,
         call: &ToolCall,
         cancel: Option<&CancellationToken>,
-    ) -> Result<CallOutcome, TurnError> {
+    ) -> Result<CallOutcome, RecordError> {
         let (session, prompt) = (self.session_id.clone(), said.to_owned());
         let turn_id = store_step(&self.store, move |s| s.start_turn(&session, &prompt)).await?;
         let routed = self.round(turn_id, call, cancel).await;
@@ -119,7 +119,7 @@ impl DirectCalls {
         turn_id: i64,
         call: &ToolCall,
         cancel: Option<&CancellationToken>,
-    ) -> Result<CallOutcome, TurnError> {
+    ) -> Result<CallOutcome, RecordError> {
         let round_id = store_step(&self.store, move |s| s.start_round(turn_id)).await?;
         let ok = RoundOk {
             content: String::new(),
@@ -138,7 +138,7 @@ impl DirectCalls {
         let row = rows
             .first()
             .copied()
-            .ok_or_else(|| TurnError::Internal("the round stored no call row".to_owned()))?;
+            .ok_or_else(|| RecordError::Internal("the round stored no call row".to_owned()))?;
         route_recorded(&self.store, &self.router, row, call, cancel).await
     }
 }

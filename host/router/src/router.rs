@@ -18,12 +18,12 @@ use serde_json::Value;
 use crate::checkpoint;
 use crate::command::{CommandTool, RUN_COMMAND, command_schema};
 use crate::external::ExternalTools;
-use crate::gate::{
-    self, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive, NewRule,
-    PermissionDb, Scope, WritePolicy,
-};
 use crate::mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
 use crate::schema;
+use goat_gate::{
+    self as gate, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive,
+    NewRule, PermissionDb, Scope, WritePolicy,
+};
 
 mod approval;
 mod outcome;

@@ -16,12 +16,12 @@ use goat_store::{CallDecision, CallErrorKind, CallStatus, RefusedBy};
 use serde_json::Value;
 
 use crate::command::{BoundaryRules, file_change};
-use crate::gate::{self, Decision, GateRequest, WritePolicy};
 use crate::mode::{ApprovalMode, READ_ONLY_REASON};
 use crate::router::{
     Allowed, AppToolRouter, ApprovalRequest, Routed, denied, denied_because, failed, unasked,
 };
 use crate::schema;
+use goat_gate::{self as gate, Decision, GateRequest, WritePolicy};
 
 /// One tool an outside server offers, under the name the model calls.
 #[derive(Clone, Debug)]
