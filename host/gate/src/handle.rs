@@ -32,7 +32,7 @@ use std::time::Duration;
 use crate::boundary::Boundary;
 use crate::db::{DEFAULT_BUSY_TIMEOUT, PermissionDb};
 use crate::decide::{GateRequest, evaluate_with_boundary, unavailable};
-use crate::{Evaluation, GateError, Rule};
+use crate::{Evaluation, GateError, NewRule, Rule};
 
 /// Which file a path named, and its state, when the rules were read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +126,26 @@ impl GateHandle {
                 )
             }
         }
+    }
+
+    /// Saves `rules` (a person's "session" or "always" answer) in order,
+    /// through the kept connection when it still names the file, else one
+    /// opened for them; stops at the first that cannot be saved. The next
+    /// decision reads the rules again (a connection's own commit does not
+    /// move its `data_version`).
+    pub fn add(&mut self, rules: Vec<NewRule>) -> Result<Vec<Rule>, GateError> {
+        let current = self.rules().is_ok();
+        let mut opened;
+        let db = match self.kept.as_mut() {
+            Some(kept) if current => &mut kept.db,
+            _ => {
+                opened = PermissionDb::open_with_timeout(&self.path, self.busy_timeout)?;
+                &mut opened
+            }
+        };
+        let added = rules.into_iter().map(|rule| db.add(rule)).collect();
+        self.kept = None;
+        added
     }
 
     /// The rules in force now.

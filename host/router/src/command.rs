@@ -20,13 +20,12 @@ use goat_store::{
 };
 use serde_json::{Value, json};
 
+use goat_gate::{self as gate, Boundary, CommandCall, CommandPolicy, Evaluation, Scope};
+use goat_sandbox::SandboxError;
+
 use crate::egress::{self, CallProxy};
-use crate::mode::{ApprovalMode, READ_ONLY_REASON};
-use crate::router::{Allowed, AppToolRouter, Approval, ApprovalRequest, denied, failed};
+use crate::router::{AppToolRouter, Approval, ApprovalRequest, Question, Route, denied, failed};
 use crate::schema;
-use goat_gate::{
-    self as gate, Boundary, CommandCall, CommandPolicy, Decision, Effect, NewRule, PermissionDb,
-};
 
 mod landing;
 
@@ -138,83 +137,153 @@ impl WorkspaceRules for BoundaryRules {
     }
 }
 
-impl AppToolRouter {
-    /// The command road: arguments, gate, person, contained run.
-    pub(crate) fn route_command(&mut self, tool: &CommandTool, call: &ToolCall) -> CallOutcome {
-        let args = match call.arguments.as_ref() {
-            Ok(args) => args,
-            Err(e) => {
-                return failed(
-                    CallErrorKind::InvalidArguments,
-                    format!("invalid arguments for {RUN_COMMAND}: {e}"),
-                );
-            }
-        };
-        if let Err(why) = schema::validate(&command_schema(&tool.containment).parameters, args) {
-            return failed(
+/// The road's part for `run_command`: the gate is asked about the command
+/// line (its prefix rules, `--allow-commands`), a remembered yes saves
+/// that exact command line, and the command runs contained, its change set
+/// inspected before it lands.
+pub(crate) struct CommandRoute<'t>(pub(crate) &'t CommandTool);
+
+/// A command call's arguments as the road reads them.
+pub(crate) struct CommandArgs<'c> {
+    raw: &'c Value,
+    command: &'c str,
+    timeout: Duration,
+    /// The directory it runs in, canonical, relative to the workspace.
+    cwd: Option<String>,
+}
+
+impl Route for CommandRoute<'_> {
+    type Args<'c> = CommandArgs<'c>;
+
+    fn arguments<'c>(
+        &self,
+        _: &AppToolRouter,
+        _: &ToolCall,
+        raw: &'c Value,
+    ) -> Result<CommandArgs<'c>, CallOutcome> {
+        let invalid = |why: String| {
+            failed(
                 CallErrorKind::InvalidArguments,
                 format!("invalid arguments for {RUN_COMMAND}: {why}"),
-            );
-        }
-        // Read-only mode: no command runs, whatever the rules say.
-        if self.mode() == ApprovalMode::ReadOnly {
-            return denied(
-                RefusedBy::Mode,
-                CallDecision::Deny,
-                READ_ONLY_REASON.to_owned(),
-            );
-        }
-        let command = args.get("command").and_then(Value::as_str).unwrap_or("");
-        let timeout = args
-            .get("timeout_secs")
-            .and_then(Value::as_u64)
-            .map_or(goat_command::limits::DEFAULT_TIMEOUT, Duration::from_secs)
-            .min(goat_command::limits::MAX_TIMEOUT);
-        let cwd = match args.get("cwd").and_then(Value::as_str) {
+            )
+        };
+        schema::validate(&command_schema(&self.0.containment).parameters, raw).map_err(invalid)?;
+        let cwd = match raw.get("cwd").and_then(Value::as_str) {
             None => None,
-            Some(raw) => match gate::canonical_path(raw) {
-                Ok(path) => Some(path),
-                Err(why) => {
-                    return failed(
-                        CallErrorKind::InvalidArguments,
-                        format!("invalid arguments for {RUN_COMMAND}: cwd {why}"),
-                    );
-                }
-            },
+            Some(dir) => {
+                Some(gate::canonical_path(dir).map_err(|why| invalid(format!("cwd {why}")))?)
+            }
         };
-        let workspace = self.config().workspace.clone();
-        let request = CommandCall {
-            session_id: &self.config().session_id.clone(),
-            workspace: workspace.to_str(),
-            command,
-            interactive: self.config().interactive,
-            policy: tool.policy,
+        Ok(CommandArgs {
+            raw,
+            command: raw.get("command").and_then(Value::as_str).unwrap_or(""),
+            timeout: raw
+                .get("timeout_secs")
+                .and_then(Value::as_u64)
+                .map_or(goat_command::limits::DEFAULT_TIMEOUT, Duration::from_secs)
+                .min(goat_command::limits::MAX_TIMEOUT),
+            cwd,
+        })
+    }
+
+    /// Read-only mode: no command runs, whatever the rules say.
+    fn writes(&self, _: &CommandArgs<'_>) -> bool {
+        true
+    }
+
+    fn decide(
+        &self,
+        router: &AppToolRouter,
+        args: &CommandArgs<'_>,
+    ) -> (Evaluation, Option<Boundary>) {
+        let config = router.config();
+        router.decide_command(&CommandCall {
+            session_id: &config.session_id,
+            workspace: config.workspace.to_str(),
+            command: args.command,
+            interactive: config.interactive,
+            policy: self.0.policy,
             now: gate::now(),
+        })
+    }
+
+    /// The command, the directory, the network (where a proxied one may
+    /// go). "Session" and "always" save the exact command line as a
+    /// command rule (never a bare `*`); no directory is offered.
+    fn question(
+        &self,
+        router: &AppToolRouter,
+        _: &Evaluation,
+        _: &[String],
+        args: &CommandArgs<'_>,
+    ) -> Question {
+        let tool = self.0;
+        let used = goat_command::resolve(&tool.containment).ok();
+        let network = egress::describe(tool.containment.network, tool.egress.as_ref(), used);
+        let limits = match used {
+            Some(used @ Used::Landlock) => format!("; {}", used.limits()),
+            Some(Used::Namespace) | None => String::new(),
         };
-        let (evaluation, boundary) = self.decide_command(&request);
-        let granted = match &evaluation.decision {
-            Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
-            Decision::Deny(why) => return crate::router::denied_because(why, evaluation.reason()),
-            Decision::Ask { .. } => match self.ask_command(command, cwd.as_deref(), tool, args) {
-                Ok(granted) => granted,
-                Err(outcome) => return outcome,
-            },
-        };
-        let Some(boundary) = boundary else {
-            return denied(
-                RefusedBy::Rule,
-                CallDecision::Deny,
-                "denied: the permission rules could not be applied to the workspace".to_owned(),
-            );
-        };
-        if let Some(dir) = &cwd
+        let can_remember = gate::command::check_prefix(args.command).is_ok()
+            && router.config().workspace.to_str().is_some();
+        Question {
+            tool: RUN_COMMAND.to_owned(),
+            prompt: format!(
+                "{RUN_COMMAND} wants to run '{}' in '{}' ({network}{limits}); allow it?",
+                args.command,
+                args.cwd.as_deref().unwrap_or(".")
+            ),
+            paths: Vec::new(),
+            arguments: args.raw.clone(),
+            remember: can_remember.then(|| vec!["**".to_owned()]),
+            directories: Vec::new(),
+            unasked_hint: String::new(),
+        }
+    }
+
+    fn remember(
+        &self,
+        router: &AppToolRouter,
+        scope: Scope,
+        patterns: &[String],
+        args: &CommandArgs<'_>,
+    ) -> Result<Vec<String>, gate::GateError> {
+        router.save_rules(
+            patterns
+                .iter()
+                .map(|pattern| {
+                    router.allow_rule(
+                        RUN_COMMAND,
+                        gate::Access::Write,
+                        scope.clone(),
+                        pattern,
+                        Some(args.command),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    fn run(
+        &self,
+        router: &mut AppToolRouter,
+        _: &ToolCall,
+        args: &CommandArgs<'_>,
+        (decision, reason): (CallDecision, String),
+        boundary: Boundary,
+    ) -> Result<CallOutcome, SandboxError> {
+        let tool = self.0;
+        let command = args.command;
+        let cwd = &args.cwd;
+        let timeout = args.timeout;
+        if let Some(dir) = cwd
             && !boundary.visible(dir)
         {
-            return denied(
+            return Ok(denied(
                 RefusedBy::Rule,
                 CallDecision::Deny,
                 format!("denied: the directory '{dir}' is hidden by a permission rule"),
-            );
+            ));
         }
         let rules = BoundaryRules(boundary);
         // The proxy serves this call only, and stops when it ends.
@@ -230,19 +299,18 @@ impl AppToolRouter {
                 cwd: cwd.as_deref().map(Path::new),
                 timeout,
                 proxy: proxy.as_ref().map(|p| p as &dyn goat_command::ProxyLink),
-                interrupt: Some(self.interrupt()),
+                interrupt: Some(router.interrupt()),
             },
         );
         let mut refusals = Vec::new();
         let egress_note = proxy.map(|proxy| {
             let served = proxy.finish();
             let records = egress::records(&served);
-            self.record_egress(&records);
+            router.record_egress(&records);
             refusals.extend(egress::refusals(&records));
             egress::refusals_note(&served, egress::COMMANDS_NETWORK)
         });
-        let (decision, reason) = granted;
-        match outcome {
+        Ok(match outcome {
             Ok(mut outcome) => {
                 let interrupted = outcome.exit == Exit::Interrupted;
                 let (mut status, mut error_kind) = match outcome.exit {
@@ -269,7 +337,7 @@ impl AppToolRouter {
                         pending.discard();
                     }
                     Changes::Pending(pending) => {
-                        let landed = self.settle(pending, command, args, &rules);
+                        let landed = router.settle(pending, command, args.raw, &rules);
                         result.push_str(&landed.note);
                         changes = landed.changes;
                         changes_stored = landed.stored;
@@ -364,66 +432,7 @@ impl AppToolRouter {
                 changes_stored: goat_store::ChangesStored::WithOutcome,
                 refusals: Vec::new(),
             },
-        }
-    }
-
-    /// Puts a command to the person: the command, the directory, the
-    /// network (where a proxied one may go). "Session" and "always" save
-    /// the exact command line as a command rule (never a bare `*`).
-    fn ask_command(
-        &mut self,
-        command: &str,
-        cwd: Option<&str>,
-        tool: &CommandTool,
-        args: &Value,
-    ) -> Result<(CallDecision, String), CallOutcome> {
-        let used = goat_command::resolve(&tool.containment).ok();
-        let network = egress::describe(tool.containment.network, tool.egress.as_ref(), used);
-        let limits = match used {
-            Some(used @ Used::Landlock) => format!("; {}", used.limits()),
-            Some(Used::Namespace) | None => String::new(),
-        };
-        let question = format!(
-            "{RUN_COMMAND} wants to run '{command}' in '{}' ({network}{limits}); allow it?",
-            cwd.unwrap_or(".")
-        );
-        let can_remember = gate::command::check_prefix(command).is_ok()
-            && self.config().workspace.to_str().is_some();
-        let workspace = self.config().workspace.clone();
-        let Some(answer) = self.approve_with(&ApprovalRequest {
-            tool: RUN_COMMAND,
-            prompt: &question,
-            paths: &[],
-            arguments: args,
-            workspace: &workspace,
-            can_remember,
-            directories: &[],
-            details: &[],
-        }) else {
-            return Err(crate::router::unasked(format!(
-                "denied: {question}; no one is there to approve it"
-            )));
-        };
-        // No directory is offered for a command: its rule is the session.
-        let allowed = Allowed::from_answer(answer, &self.approver_who(), &question, can_remember)?;
-        let Some(scope) = allowed.scope(&self.config().session_id) else {
-            return Ok(allowed.granted(None));
-        };
-        let saved = PermissionDb::open(&self.config().permissions_db).and_then(|mut db| {
-            db.add(NewRule {
-                tool: Some(RUN_COMMAND.to_owned()),
-                pattern: "**".to_owned(),
-                access: gate::Access::Write,
-                effect: Effect::Allow,
-                scope,
-                workspace: self.config().workspace.to_str().map(str::to_owned),
-                created_at: gate::now(),
-                expires_at: None,
-                command: Some(command.to_owned()),
-            })
-            .map(|rule| vec![format!("#{}", rule.id)])
-        });
-        Ok(allowed.granted(Some(saved)))
+        })
     }
 }
 

@@ -8,20 +8,22 @@
 //! then the call, held to the gate's boundary. Nothing a server says
 //! about its tools (read-only hints, descriptions) sways a decision.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use goat_command::{ChangeSet, WorkspaceRules};
 use goat_engine::{ToolCall, ToolSchema};
-use goat_store::{CallDecision, CallErrorKind, CallStatus, RefusedBy};
+use goat_store::{CallDecision, CallErrorKind, CallStatus};
 use serde_json::Value;
 
+use goat_gate::{self as gate, Boundary, Decision, Evaluation, GateRequest, Scope, WritePolicy};
+use goat_sandbox::SandboxError;
+
 use crate::command::{BoundaryRules, file_change};
-use crate::mode::{ApprovalMode, READ_ONLY_REASON};
 use crate::router::{
-    Allowed, AppToolRouter, ApprovalRequest, Routed, denied, denied_because, failed, unasked,
+    AppToolRouter, Question, Route, Routed, Verdict, denied_because, failed, unasked,
 };
 use crate::schema;
-use goat_gate::{self as gate, Decision, GateRequest, WritePolicy};
 
 /// One tool an outside server offers, under the name the model calls.
 #[derive(Clone, Debug)]
@@ -105,40 +107,56 @@ impl AppToolRouter {
                 || ext.tools().iter().any(|t| t.name == name)
         })
     }
+}
 
-    /// The outside road: search, or arguments, mode, gate, person, call.
-    pub(crate) fn route_external(&mut self, call: &ToolCall) -> Routed {
-        let Some(ext) = self.external() else {
-            return failed(
-                CallErrorKind::UnknownTool,
-                format!("unknown tool '{}'", call.name),
-            );
-        };
-        let args = match call.arguments.as_ref() {
-            Ok(args) => args.clone(),
-            Err(e) => {
-                return failed(
-                    CallErrorKind::InvalidArguments,
-                    format!("invalid arguments for {}: {e}", call.name),
-                );
-            }
-        };
-        let (name, args) = match ext.indirect(&call.name, &args) {
+/// The road's part for an outside (MCP) tool: a call tool standing for
+/// others is resolved to the tool it names, only a rule naming the tool
+/// allows it, a remembered yes saves such a rule, and the call goes to
+/// its server held to the gate's boundary.
+pub(crate) struct ExternalRoute(pub(crate) Arc<dyn ExternalTools>);
+
+/// An outside call's tool (resolved behind a call tool) and arguments.
+pub(crate) struct ExternalArgs {
+    tool: ExternalTool,
+    args: Value,
+}
+
+/// What a call needs when no one can give it and no rule names the tool.
+fn needs_rule(tool: &ExternalTool, extra: &str) -> Routed {
+    unasked(format!(
+        "denied: calling {} needs approval and no one is at a terminal to give it;{extra} \
+         the user can allow it with `goat permissions allow {} . --write`",
+        tool.name, tool.name
+    ))
+}
+
+impl Route for ExternalRoute {
+    type Args<'c> = ExternalArgs;
+
+    /// The search tool's answer ends the call here (nothing is called);
+    /// a call tool's named tool and arguments are what the road checks.
+    fn arguments(
+        &self,
+        _: &AppToolRouter,
+        call: &ToolCall,
+        raw: &Value,
+    ) -> Result<ExternalArgs, Routed> {
+        let (name, args) = match self.0.indirect(&call.name, raw) {
             Some(Ok(found)) => {
-                return Routed {
+                return Err(Routed {
                     decision: Some(CallDecision::Allow),
                     decision_reason: Some(
                         "searching the pinned tool definitions reaches no server".to_owned(),
                     ),
                     ..crate::router::succeeded(found)
-                };
+                });
             }
             Some(Err(named)) => named,
-            None => (call.name.clone(), args),
+            None => (call.name.clone(), raw.clone()),
         };
-        let tools = ext.tools();
+        let tools = self.0.tools();
         let Some(tool) = tools.iter().find(|t| t.name == name) else {
-            return failed(
+            return Err(failed(
                 CallErrorKind::UnknownTool,
                 format!(
                     "unknown tool '{}'; the MCP tools available are: {}",
@@ -149,84 +167,151 @@ impl AppToolRouter {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            );
+            ));
         };
-        if let Err(why) = schema::validate(&tool.parameters, &args) {
-            return failed(
+        schema::validate(&tool.parameters, &args).map_err(|why| {
+            failed(
                 CallErrorKind::InvalidArguments,
                 format!("invalid arguments for {name}: {why}"),
-            );
-        }
-        if self.mode() == ApprovalMode::ReadOnly && tool.writes {
-            return denied(
-                RefusedBy::Mode,
-                CallDecision::Deny,
-                READ_ONLY_REASON.to_owned(),
-            );
-        }
-        let request = GateRequest {
-            session_id: &self.config().session_id,
-            workspace: self.config().workspace.to_str(),
-            tool: &tool.name,
+            )
+        })?;
+        Ok(ExternalArgs {
+            tool: tool.clone(),
+            args,
+        })
+    }
+
+    fn writes(&self, args: &ExternalArgs) -> bool {
+        args.tool.writes
+    }
+
+    fn decide(
+        &self,
+        router: &AppToolRouter,
+        args: &ExternalArgs,
+    ) -> (Evaluation, Option<Boundary>) {
+        let config = router.config();
+        router.decide(&GateRequest {
+            session_id: &config.session_id,
+            workspace: config.workspace.to_str(),
+            tool: &args.tool.name,
             // A tool-level decision: no path of the call is the gate's to
             // judge, and `--allow-writes` is not an answer for a server.
             access: gate::Access::Write,
             paths: &[],
-            interactive: self.config().interactive,
+            interactive: config.interactive,
             writes: WritePolicy::Default,
             now: gate::now(),
-        };
-        let (evaluation, boundary) = self.decide(&request);
-        // Only a rule that names the tool allows it: a rule for every tool
-        // was written for GOAT's own, whose reach GOAT knows.
+        })
+    }
+
+    /// Only a rule that names the tool allows it: a rule for every tool
+    /// was written for GOAT's own, whose reach GOAT knows. With no such
+    /// rule the person is asked; with no one to ask, the way to allow it
+    /// is a rule naming the tool (`--allow-writes` is not one for a
+    /// server).
+    fn verdict(
+        &self,
+        router: &AppToolRouter,
+        evaluation: &Evaluation,
+        args: &ExternalArgs,
+    ) -> Verdict {
+        let tool = &args.tool;
         let named = |grants: &[gate::Grant]| {
             grants.iter().any(|g| {
                 matches!(&g.by, gate::GrantedBy::Rule(rule) if rule.tool.as_deref() == Some(tool.name.as_str()))
             })
         };
-        let granted = match &evaluation.decision {
-            Decision::Allow { grants } if named(grants) => {
-                (CallDecision::Allow, evaluation.reason())
+        match &evaluation.decision {
+            Decision::Allow { grants } if named(grants) => Verdict::Allow,
+            Decision::Allow { .. } if router.config().interactive == gate::Interactive::No => {
+                Verdict::Refuse(needs_rule(
+                    tool,
+                    " a rule for all tools does not cover an MCP server's;",
+                ))
             }
-            Decision::Allow { .. } if self.config().interactive == gate::Interactive::No => {
-                return unasked(format!(
-                    "denied: calling {} needs approval and no one is at a terminal to give it; \
-                     a rule for all tools does not cover an MCP server's; the user can allow it \
-                     with `goat permissions allow {} . --write`",
-                    tool.name, tool.name
-                ));
-            }
-            Decision::Allow { .. } => match self.ask_external(tool, &args) {
-                Ok(granted) => granted,
-                Err(routed) => return routed,
-            },
-            // No rule, and no one to ask: the way to allow it is a rule
-            // naming the tool (`--allow-writes` is not one for a server).
             Decision::Deny(gate::Denial::NeedsApproval { .. }) => {
-                return unasked(format!(
-                    "denied: calling {} needs approval and no one is at a terminal to give it; \
-                     the user can allow it with `goat permissions allow {} . --write`",
-                    tool.name, tool.name
-                ));
+                Verdict::Refuse(needs_rule(tool, ""))
             }
-            Decision::Deny(why) => return denied_because(why, evaluation.reason()),
-            Decision::Ask { .. } => match self.ask_external(tool, &args) {
-                Ok(granted) => granted,
-                Err(routed) => return routed,
-            },
+            Decision::Deny(why) => Verdict::Refuse(denied_because(why, evaluation.reason())),
+            Decision::Allow { .. } | Decision::Ask { .. } => Verdict::Ask(Vec::new()),
+        }
+    }
+
+    /// "Session" and "always" are saved as allow rules for exactly this
+    /// tool.
+    fn question(
+        &self,
+        router: &AppToolRouter,
+        _: &Evaluation,
+        _: &[String],
+        args: &ExternalArgs,
+    ) -> Question {
+        let tool = &args.tool;
+        let reach = match (tool.writes, tool.network) {
+            (false, false) => "it reads the workspace, with no network",
+            (true, false) => "it may write the workspace, with no network",
+            (false, true) => "it reads the workspace and has the network",
+            (true, true) => "it may write the workspace and has the network",
         };
-        let Some(boundary) = boundary else {
-            return denied(
-                RefusedBy::Rule,
-                CallDecision::Deny,
-                "denied: the permission rules could not be applied to the workspace".to_owned(),
-            );
-        };
+        Question {
+            tool: tool.name.clone(),
+            prompt: format!(
+                "{} (MCP server '{}') wants to run; {reach}; allow it?",
+                tool.name, tool.server
+            ),
+            paths: Vec::new(),
+            arguments: args.args.clone(),
+            remember: router
+                .config()
+                .workspace
+                .to_str()
+                .map(|_| vec![".".to_owned()]),
+            directories: Vec::new(),
+            unasked_hint: format!(
+                " (allow it with `goat permissions allow {} . --write`)",
+                tool.name
+            ),
+        }
+    }
+
+    fn remember(
+        &self,
+        router: &AppToolRouter,
+        scope: Scope,
+        patterns: &[String],
+        args: &ExternalArgs,
+    ) -> Result<Vec<String>, gate::GateError> {
+        router.save_rules(
+            patterns
+                .iter()
+                .map(|pattern| {
+                    router.allow_rule(
+                        &args.tool.name,
+                        gate::Access::Write,
+                        scope.clone(),
+                        pattern,
+                        None,
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    fn run(
+        &self,
+        router: &mut AppToolRouter,
+        _: &ToolCall,
+        args: &ExternalArgs,
+        (decision, reason): (CallDecision, String),
+        boundary: Boundary,
+    ) -> Result<Routed, SandboxError> {
         let rules = BoundaryRules(boundary);
         let started = Instant::now();
-        let outcome = ext.call(&tool.name, &args, &rules, self.interrupt());
-        let (decision, reason) = granted;
-        self.record_egress(&outcome.egress);
+        let outcome = self
+            .0
+            .call(&args.tool.name, &args.args, &rules, router.interrupt());
+        router.record_egress(&outcome.egress);
         let mut refusals = outcome.refusals;
         refusals.extend(crate::egress::refusals(&outcome.egress));
         let mut text = outcome.text;
@@ -244,7 +329,7 @@ impl AppToolRouter {
             }
             None => Vec::new(),
         };
-        Routed {
+        Ok(Routed {
             status: outcome.status,
             result: text,
             error_kind: outcome.error_kind,
@@ -255,49 +340,6 @@ impl AppToolRouter {
             changes,
             changes_stored: goat_store::ChangesStored::WithOutcome,
             refusals,
-        }
-    }
-
-    /// Puts an outside call to the person; "session" and "always" are
-    /// saved as allow rules for exactly this tool.
-    fn ask_external(
-        &mut self,
-        tool: &ExternalTool,
-        args: &Value,
-    ) -> Result<(CallDecision, String), Routed> {
-        let reach = match (tool.writes, tool.network) {
-            (false, false) => "it reads the workspace, with no network",
-            (true, false) => "it may write the workspace, with no network",
-            (false, true) => "it reads the workspace and has the network",
-            (true, true) => "it may write the workspace and has the network",
-        };
-        let question = format!(
-            "{} (MCP server '{}') wants to run; {reach}; allow it?",
-            tool.name, tool.server
-        );
-        let can_remember = self.config().workspace.to_str().is_some();
-        let workspace = self.config().workspace.clone();
-        let Some(answer) = self.approve_with(&ApprovalRequest {
-            tool: &tool.name,
-            prompt: &question,
-            paths: &[],
-            arguments: args,
-            workspace: &workspace,
-            can_remember,
-            directories: &[],
-            details: &[],
-        }) else {
-            return Err(unasked(format!(
-                "denied: {question}; no one is there to approve it (allow it with \
-                 `goat permissions allow {} . --write`)",
-                tool.name
-            )));
-        };
-        let allowed = Allowed::from_answer(answer, &self.approver_who(), &question, can_remember)?;
-        let Some(scope) = allowed.scope(&self.config().session_id) else {
-            return Ok(allowed.granted(None));
-        };
-        let saved = self.remember(&tool.name, gate::Access::Write, scope, &[".".to_owned()]);
-        Ok(allowed.granted(Some(saved)))
+        })
     }
 }

@@ -8,30 +8,33 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use goat_engine::ToolCall;
-use goat_sandbox::{Access, Pen, Sandbox, SandboxError, Tool};
-use goat_store::{CallDecision, CallErrorKind, CallStatus, Refusal, RefusedBy};
-use serde_json::Value;
+use goat_sandbox::{Access, Sandbox, SandboxError, Tool};
+use goat_store::CallErrorKind;
 
-use crate::checkpoint;
 use crate::command::{CommandTool, RUN_COMMAND, command_schema};
 use crate::external::ExternalTools;
-use crate::mode::{ApprovalMode, ModeSwitch, READ_ONLY_REASON};
-use crate::schema;
+use crate::mode::{ApprovalMode, ModeSwitch};
 use goat_gate::{
-    self as gate, Boundary, Decision, Effect, Evaluation, GateHandle, GateRequest, Interactive,
-    NewRule, PermissionDb, Scope, WritePolicy,
+    self as gate, Boundary, Effect, Evaluation, GateHandle, GateRequest, Interactive, NewRule,
+    Scope, WritePolicy,
 };
 
 mod approval;
 mod outcome;
+mod pen;
+mod road;
 
 pub(crate) use approval::{Allowed, directory_pattern};
 pub use approval::{Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, interrupt_fired};
 pub use outcome::{OfferedTool, Routed, ToolKind, failure_kind};
 pub(crate) use outcome::{denied, denied_because, failed, succeeded, unasked};
+pub(crate) use road::{Question, Route, Verdict};
+
+use crate::command::CommandRoute;
+use crate::external::ExternalRoute;
+use pen::PenRoute;
 
 /// Where and how calls run.
 #[derive(Clone, Debug)]
@@ -332,42 +335,29 @@ impl AppToolRouter {
         &self.config
     }
 
-    /// Takes one call down the road: [`find`](Self::find) the tool, check
-    /// its [`arguments`](Self::arguments), ask the [`gate`](Self::gate)
-    /// (and the person, when it asks), then [`run`](Self::run) it. Each step
-    /// either hands the next what it needs or ends the call with what the
-    /// model is told. `Err` is a host failure that ends the turn (the
-    /// workspace cannot be opened).
+    /// Takes one call down the road ([`road`](Self::road)): find the
+    /// tool, and with its kind's [`Route`] check the arguments, the mode,
+    /// ask the gate (and the person, when it asks), remember a yes, run
+    /// it. Each step either hands the next what it needs or ends the call
+    /// with what the model is told. `Err` is a host failure that ends the
+    /// turn (the workspace cannot be opened).
     pub fn route(&mut self, call: &ToolCall) -> Result<Routed, SandboxError> {
         if call.name == RUN_COMMAND
             && let Some(tool) = self.commands.clone()
         {
-            return Ok(self.route_command(&tool, call));
+            return self.road(&CommandRoute(&tool), call);
         }
-        if self.is_external(&call.name) {
-            return Ok(self.route_external(call));
+        if let Some(ext) = self.external().filter(|_| self.is_external(&call.name)) {
+            return self.road(&ExternalRoute(ext), call);
         }
         let tool = match self.find(call) {
             Ok(tool) => tool.clone(),
             Err(routed) => return Ok(routed),
         };
-        // Compiled and checked before its spec is relied on: a plugin's
-        // spec recorded at add (or a built-in's) that is not what its
-        // component declares ends here, before the schema check, the gate
-        // and the person see it, and nothing is asked or remembered.
-        self.sandbox.prepare(&tool)?;
-        let args = match Self::arguments(&tool, call) {
-            Ok(args) => args,
-            Err(routed) => return Ok(routed),
-        };
-        let (granted, boundary) = match self.gate(&tool, call, args) {
-            Ok(granted) => granted,
-            Err(routed) => return Ok(routed),
-        };
-        self.run(&tool, call, args, granted, boundary)
+        self.road(&PenRoute(&tool), call)
     }
 
-    /// The offered tool the call names.
+    /// The offered component (built-in or plugin) the call names.
     fn find(&self, call: &ToolCall) -> Result<&Tool, Routed> {
         self.tools
             .iter()
@@ -384,347 +374,43 @@ impl AppToolRouter {
             })
     }
 
-    /// The call's arguments, parsed and valid against the tool's schema.
-    fn arguments<'c>(tool: &Tool, call: &'c ToolCall) -> Result<&'c Value, Routed> {
-        let args = call.arguments.as_ref().map_err(|e| {
-            failed(
-                CallErrorKind::InvalidArguments,
-                format!("invalid arguments for {}: {e}", call.name),
-            )
-        })?;
-        schema::validate(&tool.spec().parameters, args).map_err(|why| {
-            failed(
-                CallErrorKind::InvalidArguments,
-                format!("invalid arguments for {}: {why}", call.name),
-            )
-        })?;
-        Ok(args)
+    /// The sandbox components run in.
+    pub(crate) fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
-    /// Asks the permission gate, and the person when the gate asks them.
-    /// `Ok` carries the decision and reason for the record, and the
-    /// boundary the sandbox holds the call to.
-    fn gate(
-        &mut self,
-        tool: &Tool,
-        call: &ToolCall,
-        args: &Value,
-    ) -> Result<((CallDecision, String), Boundary), Routed> {
-        // Only the declared path fields reach the gate; nothing else in the
-        // arguments can sway it.
-        let paths: Vec<&str> = tool
-            .spec()
-            .path_fields
-            .iter()
-            .filter_map(|f| args.get(f).and_then(Value::as_str))
-            .collect();
-        let access = match tool.spec().access {
-            Access::ReadWrite => gate::Access::Write,
-            Access::Read | Access::None => gate::Access::Read,
-        };
-        // The mode first: read-only refuses what would write whatever the
-        // rules say; accept-edits answers "allow" where the gate would ask,
-        // for the built-in file tools whose changes undo can put back (a
-        // plugin that writes is still asked), and the gate's deny rules and
-        // protected paths still win.
-        let writes = match (self.mode(), access) {
-            (ApprovalMode::ReadOnly, gate::Access::Write) => {
-                return Err(denied(
-                    RefusedBy::Mode,
-                    CallDecision::Deny,
-                    READ_ONLY_REASON.to_owned(),
-                ));
-            }
-            (ApprovalMode::AcceptEdits, _) if checkpoint::checkpointed(&call.name) => {
-                WritePolicy::AllowAll
-            }
-            (ApprovalMode::AcceptEdits | ApprovalMode::Ask | ApprovalMode::ReadOnly, _) => {
-                self.config.writes
-            }
-        };
-        let request = GateRequest {
-            session_id: &self.config.session_id,
-            workspace: self.config.workspace.to_str(),
-            tool: &call.name,
-            access,
-            paths: &paths,
-            interactive: self.config.interactive,
-            writes,
-            now: gate::now(),
-        };
-        let (evaluation, boundary) = self
+    /// Saves `rules` through the kept-open gate (a person's remembered
+    /// yes); the saved rules' ids.
+    pub(crate) fn save_rules(&self, rules: Vec<NewRule>) -> Result<Vec<String>, gate::GateError> {
+        let saved = self
             .gate
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .decide_with_boundary(&request);
-        let granted = match &evaluation.decision {
-            Decision::Allow { .. } => (CallDecision::Allow, evaluation.reason()),
-            Decision::Deny(why) => return Err(denied_because(why, evaluation.reason())),
-            Decision::Ask { asked } => self.ask(&evaluation, asked, call, &paths, args, access)?,
-        };
-        // The gate gives a boundary with every call it lets through; without
-        // one, nothing runs.
-        let Some(boundary) = boundary else {
-            return Err(denied(
-                RefusedBy::Rule,
-                CallDecision::Deny,
-                "denied: the permission rules could not be applied to the files this call \
-                 reaches"
-                    .to_owned(),
-            ));
-        };
-        Ok((granted, boundary))
+            .add(rules)?;
+        Ok(saved.iter().map(|rule| format!("#{}", rule.id)).collect())
     }
 
-    /// Puts the gate's question to the approver, and saves a "session" or
-    /// "always" answer as rules for exactly the paths asked about.
-    fn ask(
-        &mut self,
-        evaluation: &Evaluation,
-        asked: &[String],
-        call: &ToolCall,
-        paths: &[&str],
-        args: &Value,
-        access: gate::Access,
-    ) -> Result<(CallDecision, String), Routed> {
-        let mut question = evaluation.question();
-        // The gate has resolved these already, or it would not ask. The
-        // person is shown the file that will change: where a name is a
-        // link, the file it leads to.
-        let lexical: Vec<String> = paths
-            .iter()
-            .filter_map(|raw| gate::canonical_path(raw).ok())
-            .collect();
-        let resolved: Vec<String> = lexical.iter().map(|p| self.on_disk(p)).collect();
-        for (name, file) in lexical.iter().zip(&resolved) {
-            if name != file {
-                question.push_str(&format!(
-                    " ('{name}' is a link: the file written is '{file}')"
-                ));
-            }
-        }
-        let Some(approver) = self.approver.as_mut() else {
-            return Err(unasked(format!(
-                "denied: {question}; no one is there to approve it"
-            )));
-        };
-        // What "session" and "always" would save: exactly the paths the
-        // person is asked about (others are allowed by rules of their own),
-        // in this workspace. A call naming no path is about the whole
-        // workspace, and the question says so.
-        let patterns: Option<Vec<String>> = if asked.is_empty() {
-            Some(vec![".".to_owned()])
-        } else {
-            asked.iter().map(|path| gate::exact_pattern(path)).collect()
-        };
-        let patterns = patterns.filter(|_| self.config.workspace.to_str().is_some());
-        // What "directory" would save: each asked path's directory, offered
-        // only when every one has a directory below the root.
-        let directories: Vec<String> = match &patterns {
-            Some(_) if !asked.is_empty() => asked
-                .iter()
-                .map(|path| directory_pattern(path))
-                .collect::<Option<Vec<String>>>()
-                .unwrap_or_default(),
-            Some(_) | None => Vec::new(),
-        };
-        let answer = approver.approve(&ApprovalRequest {
-            tool: &call.name,
-            prompt: &question,
-            paths: &resolved,
-            arguments: args,
-            workspace: &self.config.workspace,
-            can_remember: patterns.is_some(),
-            directories: &directories,
-            details: &[],
-        });
-        let allowed = Allowed::from_answer(answer, approver.who(), &question, patterns.is_some())?;
-        let (Some(scope), Some(patterns)) = (allowed.scope(&self.config.session_id), patterns)
-        else {
-            return Ok(allowed.granted(None));
-        };
-        let patterns = match allowed {
-            Allowed::Session { directories: true } if !directories.is_empty() => directories,
-            Allowed::Once | Allowed::Session { .. } | Allowed::Always => patterns,
-        };
-        let saved = self.remember(&call.name, access, scope, &patterns);
-        Ok(allowed.granted(Some(saved)))
-    }
-
-    /// Runs a call the gate allowed, with exactly the access the tool
-    /// declares (the sandbox never gives more), held to `boundary` on every
-    /// file it reaches.
-    fn run(
-        &self,
-        tool: &Tool,
-        call: &ToolCall,
-        args: &Value,
-        (decision, reason): (CallDecision, String),
-        boundary: Boundary,
-    ) -> Result<Routed, SandboxError> {
-        let policy = Arc::new(GatePolicy::new(boundary));
-        let pen = Pen::new(&self.config.workspace, tool.spec().access)?.with_policy(policy.clone());
-        // ADR-0073: what the files it will change hold now, taken after the
-        // gate allowed the call and before it runs; a file GOAT could not
-        // give back stops it here.
-        let checkpoint = match checkpoint::capture(&self.config.workspace, &call.name, args) {
-            Ok(checkpoint) => checkpoint,
-            Err((kind, refusal)) => {
-                return Ok(Routed {
-                    decision: Some(decision),
-                    decision_reason: Some(reason),
-                    ..failed(kind, refusal)
-                });
-            }
-        };
-        let started = Instant::now();
-        let outcome = self.sandbox.call(tool, &args.to_string(), &pen)?;
-        let duration = started.elapsed();
-        let (status, result, error_kind) = match outcome {
-            Ok(text) => (CallStatus::Ok, text, None),
-            Err(failure) => (
-                CallStatus::Error,
-                format!("{} failed: {failure}", call.name),
-                Some(failure_kind(&failure)),
-            ),
-        };
-        // Only a call that succeeded changed anything to undo.
-        let changes = match (status, checkpoint) {
-            (CallStatus::Ok, Some(checkpoint)) => checkpoint.finish(),
-            _ => Vec::new(),
-        };
-        Ok(Routed {
-            status,
-            result,
-            error_kind,
-            decision: Some(decision),
-            decision_reason: Some(reason),
-            duration,
-            exit_code: None,
-            changes,
-            changes_stored: goat_store::ChangesStored::WithOutcome,
-            refusals: policy.refusals(),
-        })
-    }
-}
-
-impl AppToolRouter {
-    /// The workspace path `path` (canonical, lexical) leads to on disk,
-    /// following links as the tool will: the file itself when it exists,
-    /// else its directory's target and its name. `path` itself when it
-    /// cannot be resolved inside the workspace (the tool will then fail).
-    fn on_disk(&self, path: &str) -> String {
-        let Ok(root) = self.config.workspace.canonicalize() else {
-            return path.to_owned();
-        };
-        let full = root.join(path);
-        let real = full.canonicalize().or_else(|_| {
-            let name = full.file_name().ok_or(std::io::ErrorKind::NotFound)?;
-            let parent = full.parent().ok_or(std::io::ErrorKind::NotFound)?;
-            parent.canonicalize().map(|dir| dir.join(name))
-        });
-        match real.as_deref().map(|r| r.strip_prefix(&root)) {
-            Ok(Ok(rel)) if !rel.as_os_str().is_empty() => {
-                rel.to_str().map_or_else(|| path.to_owned(), str::to_owned)
-            }
-            _ => path.to_owned(),
-        }
-    }
-
-    /// Saves a person's "allow for this session" or "always allow" as allow
-    /// rules for exactly this tool, access and these path patterns. Deny
-    /// rules still win over them, as over any allow rule.
-    pub(crate) fn remember(
+    /// An allow rule for `tool` and `access` on `pattern`, in `scope`, in
+    /// this workspace: what a person's remembered yes saves. Deny rules
+    /// still win over it, as over any allow rule.
+    pub(crate) fn allow_rule(
         &self,
         tool: &str,
         access: gate::Access,
         scope: Scope,
-        patterns: &[String],
-    ) -> Result<Vec<String>, gate::GateError> {
-        let mut db = PermissionDb::open(&self.config.permissions_db)?;
-        let now = gate::now();
-        patterns
-            .iter()
-            .map(|pattern| {
-                db.add(NewRule {
-                    tool: Some(tool.to_owned()),
-                    pattern: pattern.clone(),
-                    access,
-                    effect: Effect::Allow,
-                    scope: scope.clone(),
-                    workspace: self.config.workspace.to_str().map(str::to_owned),
-                    created_at: now,
-                    expires_at: None,
-                    command: None,
-                })
-                .map(|rule| format!("#{}", rule.id))
-            })
-            .collect()
-    }
-}
-
-/// The gate's [`Boundary`] as the sandbox asks it, on resolved paths,
-/// keeping every write it refused: the fence's refusals reach the call's
-/// outcome, named by the file the call actually reached.
-struct GatePolicy {
-    boundary: Boundary,
-    refused: Mutex<Vec<Refusal>>,
-}
-
-impl GatePolicy {
-    fn new(boundary: Boundary) -> Self {
-        Self {
-            boundary,
-            refused: Mutex::new(Vec::new()),
+        pattern: &str,
+        command: Option<&str>,
+    ) -> NewRule {
+        NewRule {
+            tool: Some(tool.to_owned()),
+            pattern: pattern.to_owned(),
+            access,
+            effect: Effect::Allow,
+            scope,
+            workspace: self.config.workspace.to_str().map(str::to_owned),
+            created_at: gate::now(),
+            expires_at: None,
+            command: command.map(str::to_owned),
         }
-    }
-
-    /// What the fence refused during the call, each file once.
-    fn refusals(&self) -> Vec<Refusal> {
-        std::mem::take(
-            &mut *self
-                .refused
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-    }
-}
-
-impl goat_sandbox::PathPolicy for GatePolicy {
-    fn visible(&self, path: &str) -> bool {
-        self.boundary.visible(path)
-    }
-
-    fn writable(&self, path: &str) -> Result<(), String> {
-        self.boundary.write_refusal(path).map_err(|refusal| {
-            let by = match refusal.by {
-                gate::WriteRefusedBy::Rule => RefusedBy::Fence,
-                gate::WriteRefusedBy::Protected => RefusedBy::Protected,
-            };
-            let mut refused = self
-                .refused
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !refused.iter().any(|r| r.target.as_deref() == Some(path)) {
-                refused.push(Refusal::new(
-                    by,
-                    Some(path.to_owned()),
-                    refusal.reason.clone(),
-                ));
-            }
-            refusal.reason
-        })
-    }
-
-    fn governs_below(&self, dir: &str) -> bool {
-        self.boundary.governs_below(dir)
-    }
-
-    fn hides_anything(&self) -> bool {
-        self.boundary.hides_anything()
-    }
-
-    fn hidden_roots(&self) -> Vec<String> {
-        self.boundary.hidden_roots()
     }
 }

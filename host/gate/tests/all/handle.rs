@@ -71,6 +71,35 @@ fn a_rule_another_process_adds_applies_at_the_next_decision() {
 }
 
 #[test]
+fn a_rule_the_handle_saves_applies_at_its_next_decision_and_is_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    let mut handle = GateHandle::new(&path);
+    assert!(allowed(&mut handle, "secret.txt"));
+    assert!(
+        handle.keeps_connection(),
+        "kept, so the save goes through it"
+    );
+    let saved = handle
+        .add(vec![deny_read("secret.txt"), deny_read("notes/**")])
+        .unwrap();
+    assert_eq!(saved.len(), 2);
+    // Its own commit does not move its data_version: the next decision
+    // must read the rules again, not trust what it kept.
+    assert!(
+        !allowed(&mut handle, "secret.txt"),
+        "the saved deny applies"
+    );
+    assert!(!allowed(&mut handle, "notes/a.txt"));
+    assert!(allowed(&mut handle, "other.txt"));
+    let on_disk = PermissionDb::open(&path).unwrap().list().unwrap();
+    assert_eq!(
+        on_disk.iter().map(|r| r.id).collect::<Vec<_>>(),
+        saved.iter().map(|r| r.id).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_file_swapped_in_under_the_name_is_read_afresh() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("permissions.db");

@@ -1,0 +1,231 @@
+//! The road itself, one for every kind of tool: parse, validate, mode,
+//! gate, ask, remember, run. A kind of tool ([`Route`]) says only what it
+//! must say differently: how its arguments are read, whether a call
+//! writes, what the gate is asked, what the person is asked and what a
+//! remembered yes saves, and how the call runs. Every step that ends a
+//! call ends it with the call's one outcome ([`Routed`]), naming what
+//! refused it.
+
+use goat_engine::ToolCall;
+use goat_gate::{self as gate, Boundary, Decision, Evaluation, Scope};
+use goat_sandbox::SandboxError;
+use goat_store::{CallDecision, CallErrorKind, RefusedBy};
+use serde_json::Value;
+
+use super::{
+    Allowed, AppToolRouter, ApprovalRequest, Routed, denied, denied_because, failed, unasked,
+};
+use crate::mode::{ApprovalMode, READ_ONLY_REASON};
+
+/// A kind of tool's part of the road: where the kinds must differ.
+/// Everything else is [`AppToolRouter::road`], the same for every kind.
+pub(crate) trait Route {
+    /// The call's arguments as this kind reads them.
+    type Args<'c>;
+
+    /// Checks, before anything relies on what the tool declares, that it
+    /// is what it says (a plugin is compiled and its spec compared). `Err`
+    /// is a host failure.
+    fn prepare(&self, router: &AppToolRouter) -> Result<(), SandboxError> {
+        let _ = router;
+        Ok(())
+    }
+
+    /// The parsed arguments, valid against the tool's schema and read as
+    /// this kind needs them; or the call's end (arguments that do not fit,
+    /// an unknown tool behind a call tool, an answer that needs no call).
+    fn arguments<'c>(
+        &self,
+        router: &AppToolRouter,
+        call: &ToolCall,
+        args: &'c Value,
+    ) -> Result<Self::Args<'c>, Routed>;
+
+    /// Whether the call may write: read-only mode refuses it.
+    fn writes(&self, args: &Self::Args<'_>) -> bool;
+
+    /// The gate's evaluation of the call, from the kept-open database,
+    /// and the boundary the call is held to if it runs.
+    fn decide(
+        &self,
+        router: &AppToolRouter,
+        args: &Self::Args<'_>,
+    ) -> (Evaluation, Option<Boundary>);
+
+    /// The gate's evaluation read for this kind: as the gate said, unless
+    /// the kind needs more than a rule for every tool.
+    fn verdict(
+        &self,
+        router: &AppToolRouter,
+        evaluation: &Evaluation,
+        args: &Self::Args<'_>,
+    ) -> Verdict {
+        let _ = (router, args);
+        match &evaluation.decision {
+            Decision::Allow { .. } => Verdict::Allow,
+            Decision::Deny(why) => Verdict::Refuse(denied_because(why, evaluation.reason())),
+            Decision::Ask { asked } => Verdict::Ask(asked.clone()),
+        }
+    }
+
+    /// What the person is asked, and what a remembered yes would save.
+    fn question(
+        &self,
+        router: &AppToolRouter,
+        evaluation: &Evaluation,
+        asked: &[String],
+        args: &Self::Args<'_>,
+    ) -> Question;
+
+    /// Saves a remembered yes in `scope` for `patterns` (what the question
+    /// offered, or the directories the person chose), through the
+    /// kept-open gate; the saved rules' ids.
+    fn remember(
+        &self,
+        router: &AppToolRouter,
+        scope: Scope,
+        patterns: &[String],
+        args: &Self::Args<'_>,
+    ) -> Result<Vec<String>, gate::GateError>;
+
+    /// Why nothing runs when the gate gave no boundary.
+    fn unbounded(&self) -> &'static str {
+        "denied: the permission rules could not be applied to the workspace"
+    }
+
+    /// Runs the call the road allowed (`granted`, for the record), held to
+    /// `boundary`. `Err` is a host failure.
+    fn run(
+        &self,
+        router: &mut AppToolRouter,
+        call: &ToolCall,
+        args: &Self::Args<'_>,
+        granted: (CallDecision, String),
+        boundary: Boundary,
+    ) -> Result<Routed, SandboxError>;
+}
+
+/// The gate's evaluation as a kind reads it.
+pub(crate) enum Verdict {
+    /// Runs.
+    Allow,
+    /// Ends here, with this outcome.
+    Refuse(Routed),
+    /// The person is asked about these paths (none: the whole call).
+    Ask(Vec<String>),
+}
+
+/// A question for the person.
+pub(crate) struct Question {
+    /// The tool the person is asked about.
+    pub(crate) tool: String,
+    /// The question.
+    pub(crate) prompt: String,
+    /// The files the call changes, as they resolve on disk.
+    pub(crate) paths: Vec<String>,
+    /// The arguments shown.
+    pub(crate) arguments: Value,
+    /// What "session" and "always" save; `None`: nothing can be saved.
+    pub(crate) remember: Option<Vec<String>>,
+    /// What "directory" saves instead (empty: not offered).
+    pub(crate) directories: Vec<String>,
+    /// Said after "no one is there to approve it": how to allow it.
+    pub(crate) unasked_hint: String,
+}
+
+impl AppToolRouter {
+    /// Takes a call down the road with `route`'s kind: each step either
+    /// hands the next what it needs or ends the call with its outcome.
+    pub(super) fn road<R: Route>(
+        &mut self,
+        route: &R,
+        call: &ToolCall,
+    ) -> Result<Routed, SandboxError> {
+        route.prepare(self)?;
+        let raw = match call.arguments.as_ref() {
+            Ok(raw) => raw,
+            Err(e) => {
+                return Ok(failed(
+                    CallErrorKind::InvalidArguments,
+                    format!("invalid arguments for {}: {e}", call.name),
+                ));
+            }
+        };
+        let args = match route.arguments(self, call, raw) {
+            Ok(args) => args,
+            Err(routed) => return Ok(routed),
+        };
+        // The mode first: read-only refuses what would write whatever the
+        // rules say.
+        if self.mode() == ApprovalMode::ReadOnly && route.writes(&args) {
+            return Ok(denied(
+                RefusedBy::Mode,
+                CallDecision::Deny,
+                READ_ONLY_REASON.to_owned(),
+            ));
+        }
+        let (evaluation, boundary) = route.decide(self, &args);
+        let granted = match route.verdict(self, &evaluation, &args) {
+            Verdict::Allow => (CallDecision::Allow, evaluation.reason()),
+            Verdict::Refuse(routed) => return Ok(routed),
+            Verdict::Ask(asked) => match self.ask(route, &evaluation, &asked, &args) {
+                Ok(granted) => granted,
+                Err(routed) => return Ok(routed),
+            },
+        };
+        // The gate gives a boundary with every call it lets through;
+        // without one, nothing runs.
+        let Some(boundary) = boundary else {
+            return Ok(denied(
+                RefusedBy::Rule,
+                CallDecision::Deny,
+                route.unbounded().to_owned(),
+            ));
+        };
+        route.run(self, call, &args, granted, boundary)
+    }
+
+    /// Puts the route's question to the approver, and saves a "session"
+    /// or "always" answer as the route's rules for exactly what was asked.
+    fn ask<R: Route>(
+        &mut self,
+        route: &R,
+        evaluation: &Evaluation,
+        asked: &[String],
+        args: &R::Args<'_>,
+    ) -> Result<(CallDecision, String), Routed> {
+        let question = route.question(self, evaluation, asked, args);
+        let can_remember = question.remember.is_some();
+        let workspace = self.config().workspace.clone();
+        let Some(answer) = self.approve_with(&ApprovalRequest {
+            tool: &question.tool,
+            prompt: &question.prompt,
+            paths: &question.paths,
+            arguments: &question.arguments,
+            workspace: &workspace,
+            can_remember,
+            directories: &question.directories,
+            details: &[],
+        }) else {
+            return Err(unasked(format!(
+                "denied: {}; no one is there to approve it{}",
+                question.prompt, question.unasked_hint
+            )));
+        };
+        let allowed =
+            Allowed::from_answer(answer, &self.approver_who(), &question.prompt, can_remember)?;
+        let (Some(scope), Some(patterns)) =
+            (allowed.scope(&self.config().session_id), question.remember)
+        else {
+            return Ok(allowed.granted(None));
+        };
+        let patterns = match allowed {
+            Allowed::Session { directories: true } if !question.directories.is_empty() => {
+                question.directories
+            }
+            Allowed::Once | Allowed::Session { .. } | Allowed::Always => patterns,
+        };
+        let saved = route.remember(self, scope, &patterns, args);
+        Ok(allowed.granted(Some(saved)))
+    }
+}
