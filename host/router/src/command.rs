@@ -20,12 +20,13 @@ use goat_store::{
 };
 use serde_json::{Value, json};
 
-use goat_gate::{self as gate, Boundary, CommandCall, CommandPolicy, Evaluation, Scope};
+use goat_gate::{self as gate, Boundary, CommandCall, CommandPolicy, Evaluation};
 use goat_sandbox::SandboxError;
 
 use crate::egress::{self, CallProxy};
-use crate::router::{AppToolRouter, Approval, ApprovalRequest, Question, Route, denied, failed};
-use crate::schema;
+use crate::router::{
+    AppToolRouter, Approval, ApprovalRequest, Checked, Question, Route, denied, failed,
+};
 
 mod landing;
 
@@ -141,7 +142,20 @@ impl WorkspaceRules for BoundaryRules {
 /// line (its prefix rules, `--allow-commands`), a remembered yes saves
 /// that exact command line, and the command runs contained, its change set
 /// inspected before it lands.
-pub(crate) struct CommandRoute<'t>(pub(crate) &'t CommandTool);
+pub(crate) struct CommandRoute<'t> {
+    tool: &'t CommandTool,
+    /// The schema offered for the tool's containment.
+    schema: ToolSchema,
+}
+
+impl<'t> CommandRoute<'t> {
+    pub(crate) fn new(tool: &'t CommandTool) -> Self {
+        Self {
+            tool,
+            schema: command_schema(&tool.containment),
+        }
+    }
+}
 
 /// A command call's arguments as the road reads them.
 pub(crate) struct CommandArgs<'c> {
@@ -167,7 +181,6 @@ impl Route for CommandRoute<'_> {
                 format!("invalid arguments for {RUN_COMMAND}: {why}"),
             )
         };
-        schema::validate(&command_schema(&self.0.containment).parameters, raw).map_err(invalid)?;
         let cwd = match raw.get("cwd").and_then(Value::as_str) {
             None => None,
             Some(dir) => {
@@ -186,6 +199,14 @@ impl Route for CommandRoute<'_> {
         })
     }
 
+    fn checked<'a>(&'a self, _: &'a ToolCall, args: &'a CommandArgs<'_>) -> Checked<'a> {
+        Checked {
+            name: RUN_COMMAND,
+            parameters: &self.schema.parameters,
+            value: args.raw,
+        }
+    }
+
     /// Read-only mode: no command runs, whatever the rules say.
     fn writes(&self, _: &CommandArgs<'_>) -> bool {
         true
@@ -202,7 +223,7 @@ impl Route for CommandRoute<'_> {
             workspace: config.workspace.to_str(),
             command: args.command,
             interactive: config.interactive,
-            policy: self.0.policy,
+            policy: self.tool.policy,
             now: gate::now(),
         })
     }
@@ -217,7 +238,7 @@ impl Route for CommandRoute<'_> {
         _: &[String],
         args: &CommandArgs<'_>,
     ) -> Question {
-        let tool = self.0;
+        let tool = self.tool;
         let used = goat_command::resolve(&tool.containment).ok();
         let network = egress::describe(tool.containment.network, tool.egress.as_ref(), used);
         let limits = match used {
@@ -236,32 +257,11 @@ impl Route for CommandRoute<'_> {
             paths: Vec::new(),
             arguments: args.raw.clone(),
             remember: can_remember.then(|| vec!["**".to_owned()]),
+            access: gate::Access::Write,
+            command: Some(args.command.to_owned()),
             directories: Vec::new(),
             unasked_hint: String::new(),
         }
-    }
-
-    fn remember(
-        &self,
-        router: &AppToolRouter,
-        scope: Scope,
-        patterns: &[String],
-        args: &CommandArgs<'_>,
-    ) -> Result<Vec<String>, gate::GateError> {
-        router.save_rules(
-            patterns
-                .iter()
-                .map(|pattern| {
-                    router.allow_rule(
-                        RUN_COMMAND,
-                        gate::Access::Write,
-                        scope.clone(),
-                        pattern,
-                        Some(args.command),
-                    )
-                })
-                .collect(),
-        )
     }
 
     fn run(
@@ -272,7 +272,7 @@ impl Route for CommandRoute<'_> {
         (decision, reason): (CallDecision, String),
         boundary: Boundary,
     ) -> Result<CallOutcome, SandboxError> {
-        let tool = self.0;
+        let tool = self.tool;
         let command = args.command;
         let cwd = &args.cwd;
         let timeout = args.timeout;

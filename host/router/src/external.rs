@@ -16,14 +16,11 @@ use goat_engine::{ToolCall, ToolSchema};
 use goat_store::{CallDecision, CallErrorKind, CallStatus};
 use serde_json::Value;
 
-use goat_gate::{self as gate, Boundary, Decision, Evaluation, GateRequest, Scope, WritePolicy};
+use goat_gate::{self as gate, Boundary, Decision, Evaluation, GateRequest, WritePolicy};
 use goat_sandbox::SandboxError;
 
 use crate::command::{BoundaryRules, file_change};
-use crate::router::{
-    AppToolRouter, Question, Route, Routed, Verdict, denied_because, failed, unasked,
-};
-use crate::schema;
+use crate::router::{AppToolRouter, Checked, Question, Route, Routed, Verdict, failed, unasked};
 
 /// One tool an outside server offers, under the name the model calls.
 #[derive(Clone, Debug)]
@@ -169,16 +166,18 @@ impl Route for ExternalRoute {
                 ),
             ));
         };
-        schema::validate(&tool.parameters, &args).map_err(|why| {
-            failed(
-                CallErrorKind::InvalidArguments,
-                format!("invalid arguments for {name}: {why}"),
-            )
-        })?;
         Ok(ExternalArgs {
             tool: tool.clone(),
             args,
         })
+    }
+
+    fn checked<'a>(&'a self, _: &'a ToolCall, args: &'a ExternalArgs) -> Checked<'a> {
+        Checked {
+            name: &args.tool.name,
+            parameters: &args.tool.parameters,
+            value: &args.args,
+        }
     }
 
     fn writes(&self, args: &ExternalArgs) -> bool {
@@ -210,12 +209,12 @@ impl Route for ExternalRoute {
     /// rule the person is asked; with no one to ask, the way to allow it
     /// is a rule naming the tool (`--allow-writes` is not one for a
     /// server).
-    fn verdict(
+    fn narrow(
         &self,
         router: &AppToolRouter,
         evaluation: &Evaluation,
         args: &ExternalArgs,
-    ) -> Verdict {
+    ) -> Option<Verdict> {
         let tool = &args.tool;
         let named = |grants: &[gate::Grant]| {
             grants.iter().any(|g| {
@@ -223,18 +222,19 @@ impl Route for ExternalRoute {
             })
         };
         match &evaluation.decision {
-            Decision::Allow { grants } if named(grants) => Verdict::Allow,
+            Decision::Allow { grants } if named(grants) => None,
             Decision::Allow { .. } if router.config().interactive == gate::Interactive::No => {
-                Verdict::Refuse(needs_rule(
+                Some(Verdict::Refuse(needs_rule(
                     tool,
                     " a rule for all tools does not cover an MCP server's;",
-                ))
+                )))
             }
+            Decision::Allow { .. } => Some(Verdict::Ask(Vec::new())),
             Decision::Deny(gate::Denial::NeedsApproval { .. }) => {
-                Verdict::Refuse(needs_rule(tool, ""))
+                Some(Verdict::Refuse(needs_rule(tool, "")))
             }
-            Decision::Deny(why) => Verdict::Refuse(denied_because(why, evaluation.reason())),
-            Decision::Allow { .. } | Decision::Ask { .. } => Verdict::Ask(Vec::new()),
+            Decision::Deny(_) => None,
+            Decision::Ask { .. } => Some(Verdict::Ask(Vec::new())),
         }
     }
 
@@ -267,35 +267,14 @@ impl Route for ExternalRoute {
                 .workspace
                 .to_str()
                 .map(|_| vec![".".to_owned()]),
+            access: gate::Access::Write,
+            command: None,
             directories: Vec::new(),
             unasked_hint: format!(
                 " (allow it with `goat permissions allow {} . --write`)",
                 tool.name
             ),
         }
-    }
-
-    fn remember(
-        &self,
-        router: &AppToolRouter,
-        scope: Scope,
-        patterns: &[String],
-        args: &ExternalArgs,
-    ) -> Result<Vec<String>, gate::GateError> {
-        router.save_rules(
-            patterns
-                .iter()
-                .map(|pattern| {
-                    router.allow_rule(
-                        &args.tool.name,
-                        gate::Access::Write,
-                        scope.clone(),
-                        pattern,
-                        None,
-                    )
-                })
-                .collect(),
-        )
     }
 
     fn run(

@@ -30,7 +30,7 @@ pub(crate) use approval::{Allowed, directory_pattern};
 pub use approval::{Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, interrupt_fired};
 pub use outcome::{OfferedTool, Routed, ToolKind, failure_kind};
 pub(crate) use outcome::{denied, denied_because, failed, succeeded, unasked};
-pub(crate) use road::{Question, Route, Verdict};
+pub(crate) use road::{Checked, Question, Route, Verdict};
 
 use crate::command::CommandRoute;
 use crate::external::ExternalRoute;
@@ -345,7 +345,7 @@ impl AppToolRouter {
         if call.name == RUN_COMMAND
             && let Some(tool) = self.commands.clone()
         {
-            return self.road(&CommandRoute(&tool), call);
+            return self.road(&CommandRoute::new(&tool), call);
         }
         if let Some(ext) = self.external().filter(|_| self.is_external(&call.name)) {
             return self.road(&ExternalRoute(ext), call);

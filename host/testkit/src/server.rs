@@ -223,6 +223,16 @@ impl ScriptedServer {
         Self::listen(Script::Responder(Arc::new(respond)), None, true).await
     }
 
+    /// As [`start_with`](Self::start_with), listening on `ip` (a free
+    /// port) rather than loopback: for an engine that containers reach
+    /// through their bridge's gateway.
+    pub async fn start_with_on(
+        ip: std::net::IpAddr,
+        respond: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        Self::listen_on(ip, Script::Responder(Arc::new(respond)), None, true).await
+    }
+
     /// Answers `GET path` (or Ollama's `POST /api/show`) with `reply` from
     /// now on (every time), instead of the script; recorded in
     /// [`probes`](Self::probes).
@@ -253,7 +263,16 @@ impl ScriptedServer {
     }
 
     async fn listen(script: Script, tls: Option<TlsAcceptor>, parse: bool) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::listen_on(std::net::Ipv4Addr::LOCALHOST.into(), script, tls, parse).await
+    }
+
+    async fn listen_on(
+        ip: std::net::IpAddr,
+        script: Script,
+        tls: Option<TlsAcceptor>,
+        parse: bool,
+    ) -> Self {
+        let listener = TcpListener::bind((ip, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Shared {
             requests: Arc::new(Mutex::new(Vec::new())),

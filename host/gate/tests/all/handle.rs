@@ -100,6 +100,25 @@ fn a_rule_the_handle_saves_applies_at_its_next_decision_and_is_on_disk() {
 }
 
 #[test]
+fn a_save_to_a_file_that_is_no_longer_a_permission_database_fails_and_denies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("permissions.db");
+    let mut handle = GateHandle::new(&path);
+    assert!(allowed(&mut handle, "secret.txt"));
+    // Replaced under the kept connection by something else entirely.
+    let swapped = dir.path().join("swapped");
+    std::fs::write(&swapped, b"not a database, not at all, no").unwrap();
+    std::fs::rename(&swapped, &path).unwrap();
+    assert!(handle.add(vec![deny_read("secret.txt")]).is_err());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        b"not a database, not at all, no",
+        "nothing was written into it"
+    );
+    assert!(!allowed(&mut handle, "other.txt"), "and decisions fail closed");
+}
+
+#[test]
 fn a_file_swapped_in_under_the_name_is_read_afresh() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("permissions.db");

@@ -9,16 +9,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use goat_engine::ToolCall;
-use goat_gate::{self as gate, Boundary, Evaluation, GateRequest, Scope, WritePolicy};
+use goat_gate::{self as gate, Boundary, Evaluation, GateRequest, WritePolicy};
 use goat_sandbox::{Access, Pen, SandboxError, Tool};
-use goat_store::{CallDecision, CallErrorKind, CallStatus, Refusal, RefusedBy};
+use goat_store::{CallDecision, CallStatus, Refusal, RefusedBy};
 use serde_json::Value;
 
-use super::road::{Question, Route};
+use super::road::{Checked, Question, Route};
 use super::{AppToolRouter, Routed, directory_pattern, failed, failure_kind};
 use crate::checkpoint;
 use crate::mode::ApprovalMode;
-use crate::schema;
 
 /// The road's part for a component (built-in or plugin).
 pub(crate) struct PenRoute<'t>(pub(crate) &'t Tool);
@@ -55,22 +54,25 @@ impl Route for PenRoute<'_> {
     fn arguments<'c>(
         &self,
         _: &AppToolRouter,
-        call: &ToolCall,
+        _: &ToolCall,
         raw: &'c Value,
     ) -> Result<PenArgs<'c>, Routed> {
-        let spec = self.0.spec();
-        schema::validate(&spec.parameters, raw).map_err(|why| {
-            failed(
-                CallErrorKind::InvalidArguments,
-                format!("invalid arguments for {}: {why}", call.name),
-            )
-        })?;
-        let paths = spec
+        let paths = self
+            .0
+            .spec()
             .path_fields
             .iter()
             .filter_map(|f| raw.get(f).and_then(Value::as_str))
             .collect();
         Ok(PenArgs { raw, paths })
+    }
+
+    fn checked<'a>(&'a self, call: &'a ToolCall, args: &'a PenArgs<'_>) -> Checked<'a> {
+        Checked {
+            name: &call.name,
+            parameters: &self.0.spec().parameters,
+            value: args.raw,
+        }
     }
 
     fn writes(&self, _: &PenArgs<'_>) -> bool {
@@ -150,25 +152,11 @@ impl Route for PenRoute<'_> {
             paths: resolved,
             arguments: args.raw.clone(),
             remember,
+            access: self.access(),
+            command: None,
             directories,
             unasked_hint: String::new(),
         }
-    }
-
-    fn remember(
-        &self,
-        router: &AppToolRouter,
-        scope: Scope,
-        patterns: &[String],
-        _: &PenArgs<'_>,
-    ) -> Result<Vec<String>, gate::GateError> {
-        let name = &self.0.spec().name;
-        router.save_rules(
-            patterns
-                .iter()
-                .map(|pattern| router.allow_rule(name, self.access(), scope.clone(), pattern, None))
-                .collect(),
-        )
     }
 
     fn unbounded(&self) -> &'static str {

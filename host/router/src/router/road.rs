@@ -1,13 +1,16 @@
 //! The road itself, one for every kind of tool: parse, validate, mode,
 //! gate, ask, remember, run. A kind of tool ([`Route`]) says only what it
-//! must say differently: how its arguments are read, whether a call
-//! writes, what the gate is asked, what the person is asked and what a
-//! remembered yes saves, and how the call runs. Every step that ends a
+//! must say differently: how its arguments are read and which schema they
+//! meet, whether a call writes, what the gate is asked (and whether the
+//! kind needs more than it: it can only narrow), what the person is asked
+//! and for which paths a yes is remembered, and how the call runs. The
+//! road checks the schema, refuses what the gate refused, and builds and
+//! saves the rules itself. Every step that ends a
 //! call ends it with the call's one outcome ([`Routed`]), naming what
 //! refused it.
 
 use goat_engine::ToolCall;
-use goat_gate::{self as gate, Boundary, Decision, Evaluation, Scope};
+use goat_gate::{self as gate, Boundary, Decision, Evaluation};
 use goat_sandbox::SandboxError;
 use goat_store::{CallDecision, CallErrorKind, RefusedBy};
 use serde_json::Value;
@@ -16,6 +19,7 @@ use super::{
     Allowed, AppToolRouter, ApprovalRequest, Routed, denied, denied_because, failed, unasked,
 };
 use crate::mode::{ApprovalMode, READ_ONLY_REASON};
+use crate::schema;
 
 /// A kind of tool's part of the road: where the kinds must differ.
 /// Everything else is [`AppToolRouter::road`], the same for every kind.
@@ -31,15 +35,18 @@ pub(crate) trait Route {
         Ok(())
     }
 
-    /// The parsed arguments, valid against the tool's schema and read as
-    /// this kind needs them; or the call's end (arguments that do not fit,
-    /// an unknown tool behind a call tool, an answer that needs no call).
+    /// The parsed arguments read as this kind needs them; or the call's
+    /// end (arguments that do not fit, an unknown tool behind a call tool,
+    /// an answer that needs no call).
     fn arguments<'c>(
         &self,
         router: &AppToolRouter,
         call: &ToolCall,
         args: &'c Value,
     ) -> Result<Self::Args<'c>, Routed>;
+
+    /// What the road checks against which schema, under which name.
+    fn checked<'a>(&'a self, call: &'a ToolCall, args: &'a Self::Args<'_>) -> Checked<'a>;
 
     /// Whether the call may write: read-only mode refuses it.
     fn writes(&self, args: &Self::Args<'_>) -> bool;
@@ -52,20 +59,18 @@ pub(crate) trait Route {
         args: &Self::Args<'_>,
     ) -> (Evaluation, Option<Boundary>);
 
-    /// The gate's evaluation read for this kind: as the gate said, unless
-    /// the kind needs more than a rule for every tool.
-    fn verdict(
+    /// The gate's evaluation read for this kind, when the kind needs more
+    /// than the gate (`None`: as the gate said). It can only narrow: the
+    /// road never lets it lift a refusal or skip a question (a refusal may
+    /// be reworded, a question refused or kept, an allow questioned).
+    fn narrow(
         &self,
         router: &AppToolRouter,
         evaluation: &Evaluation,
         args: &Self::Args<'_>,
-    ) -> Verdict {
-        let _ = (router, args);
-        match &evaluation.decision {
-            Decision::Allow { .. } => Verdict::Allow,
-            Decision::Deny(why) => Verdict::Refuse(denied_because(why, evaluation.reason())),
-            Decision::Ask { asked } => Verdict::Ask(asked.clone()),
-        }
+    ) -> Option<Verdict> {
+        let _ = (router, evaluation, args);
+        None
     }
 
     /// What the person is asked, and what a remembered yes would save.
@@ -76,17 +81,6 @@ pub(crate) trait Route {
         asked: &[String],
         args: &Self::Args<'_>,
     ) -> Question;
-
-    /// Saves a remembered yes in `scope` for `patterns` (what the question
-    /// offered, or the directories the person chose), through the
-    /// kept-open gate; the saved rules' ids.
-    fn remember(
-        &self,
-        router: &AppToolRouter,
-        scope: Scope,
-        patterns: &[String],
-        args: &Self::Args<'_>,
-    ) -> Result<Vec<String>, gate::GateError>;
 
     /// Why nothing runs when the gate gave no boundary.
     fn unbounded(&self) -> &'static str {
@@ -103,6 +97,16 @@ pub(crate) trait Route {
         granted: (CallDecision, String),
         boundary: Boundary,
     ) -> Result<Routed, SandboxError>;
+}
+
+/// Arguments and the schema they must meet, as the road checks them.
+pub(crate) struct Checked<'a> {
+    /// The tool, as a failure names it.
+    pub(crate) name: &'a str,
+    /// Its JSON Schema.
+    pub(crate) parameters: &'a Value,
+    /// The arguments the tool gets.
+    pub(crate) value: &'a Value,
 }
 
 /// The gate's evaluation as a kind reads it.
@@ -125,12 +129,31 @@ pub(crate) struct Question {
     pub(crate) paths: Vec<String>,
     /// The arguments shown.
     pub(crate) arguments: Value,
-    /// What "session" and "always" save; `None`: nothing can be saved.
+    /// The path patterns "session" and "always" save an allow rule for,
+    /// for [`tool`](Self::tool) with [`access`](Self::access); `None`:
+    /// nothing can be saved.
     pub(crate) remember: Option<Vec<String>>,
+    /// The access the saved rules allow.
+    pub(crate) access: gate::Access,
+    /// The command line the saved rules are for (a command's).
+    pub(crate) command: Option<String>,
     /// What "directory" saves instead (empty: not offered).
     pub(crate) directories: Vec<String>,
     /// Said after "no one is there to approve it": how to allow it.
     pub(crate) unasked_hint: String,
+}
+
+/// What the gate said, as a kind's [`Route::narrow`] may change it: a
+/// kind never lifts a refusal (it may reword it), nor answers a question
+/// itself (it may refuse it); an allow it may question or refuse.
+fn narrowed(gate_said: Verdict, kind: Option<Verdict>) -> Verdict {
+    match (gate_said, kind) {
+        (said, None) => said,
+        (Verdict::Refuse(_), Some(refused @ Verdict::Refuse(_))) => refused,
+        (said @ Verdict::Refuse(_), Some(Verdict::Allow | Verdict::Ask(_))) => said,
+        (said @ Verdict::Ask(_), Some(Verdict::Allow)) => said,
+        (Verdict::Ask(_) | Verdict::Allow, Some(narrowed)) => narrowed,
+    }
 }
 
 impl AppToolRouter {
@@ -155,6 +178,13 @@ impl AppToolRouter {
             Ok(args) => args,
             Err(routed) => return Ok(routed),
         };
+        let checked = route.checked(call, &args);
+        if let Err(why) = schema::validate(checked.parameters, checked.value) {
+            return Ok(failed(
+                CallErrorKind::InvalidArguments,
+                format!("invalid arguments for {}: {why}", checked.name),
+            ));
+        }
         // The mode first: read-only refuses what would write whatever the
         // rules say.
         if self.mode() == ApprovalMode::ReadOnly && route.writes(&args) {
@@ -165,7 +195,13 @@ impl AppToolRouter {
             ));
         }
         let (evaluation, boundary) = route.decide(self, &args);
-        let granted = match route.verdict(self, &evaluation, &args) {
+        let gate_said = match &evaluation.decision {
+            Decision::Allow { .. } => Verdict::Allow,
+            Decision::Deny(why) => Verdict::Refuse(denied_because(why, evaluation.reason())),
+            Decision::Ask { asked } => Verdict::Ask(asked.clone()),
+        };
+        let verdict = narrowed(gate_said, route.narrow(self, &evaluation, &args));
+        let granted = match verdict {
             Verdict::Allow => (CallDecision::Allow, evaluation.reason()),
             Verdict::Refuse(routed) => return Ok(routed),
             Verdict::Ask(asked) => match self.ask(route, &evaluation, &asked, &args) {
@@ -225,7 +261,63 @@ impl AppToolRouter {
             }
             Allowed::Once | Allowed::Session { .. } | Allowed::Always => patterns,
         };
-        let saved = route.remember(self, scope, &patterns, args);
-        Ok(allowed.granted(Some(saved)))
+        let rules = patterns
+            .iter()
+            .map(|pattern| {
+                self.allow_rule(
+                    &question.tool,
+                    question.access,
+                    scope.clone(),
+                    pattern,
+                    question.command.as_deref(),
+                )
+            })
+            .collect();
+        Ok(allowed.granted(Some(self.save_rules(rules))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use goat_store::{CallDecision, RefusedBy};
+
+    use super::{Verdict, narrowed};
+    use crate::router::denied;
+
+    fn refuse(why: &str) -> Verdict {
+        Verdict::Refuse(denied(RefusedBy::Rule, CallDecision::Deny, why.to_owned()))
+    }
+
+    /// What a verdict is, as a row of the table reads it.
+    fn said(v: &Verdict) -> String {
+        match v {
+            Verdict::Allow => "allow".to_owned(),
+            Verdict::Ask(paths) => format!("ask {paths:?}"),
+            Verdict::Refuse(routed) => format!("refuse {}", routed.result),
+        }
+    }
+
+    #[test]
+    fn a_kind_can_only_narrow_what_the_gate_said() {
+        let ask = || Verdict::Ask(vec!["a.txt".to_owned()]);
+        let rows: Vec<(Verdict, Option<Verdict>, &str)> = vec![
+            (Verdict::Allow, None, "allow"),
+            (ask(), None, "ask [\"a.txt\"]"),
+            (refuse("gate"), None, "refuse gate"),
+            // Never lifted: a refusal stays one, a question stays asked.
+            (refuse("gate"), Some(Verdict::Allow), "refuse gate"),
+            (refuse("gate"), Some(ask()), "refuse gate"),
+            (ask(), Some(Verdict::Allow), "ask [\"a.txt\"]"),
+            // Narrowed: reworded, refused, questioned.
+            (refuse("gate"), Some(refuse("kind")), "refuse kind"),
+            (ask(), Some(refuse("kind")), "refuse kind"),
+            (ask(), Some(Verdict::Ask(Vec::new())), "ask []"),
+            (Verdict::Allow, Some(Verdict::Ask(Vec::new())), "ask []"),
+            (Verdict::Allow, Some(refuse("kind")), "refuse kind"),
+        ];
+        for (gate, kind, want) in rows {
+            let row = format!("{} / {:?}", said(&gate), kind.as_ref().map(said));
+            assert_eq!(said(&narrowed(gate, kind)), want, "{row}");
+        }
     }
 }
