@@ -11,8 +11,9 @@
 //! only useful whole. A summary that later prompts carried instead of
 //! older turns is a `system` step marked `context_management`, as Harbor's
 //! own agents mark theirs. Nothing the store does not hold is made up:
-//! no cached-token counts, system prompt or tool definitions (none is
-//! stored), and no metrics for a round whose engine reported no usage.
+//! no system prompt or tool definitions (neither is stored), no cached
+//! tokens where the engine did not say, and no metrics for a round whose
+//! engine reported no usage.
 //!
 //! The structs below are the subset of ATIF that GOAT writes, so a field
 //! cannot be misspelled; Harbor's models forbid unknown fields.
@@ -40,8 +41,8 @@ const NOTES: &str = "Exported from GOAT's store. One user step per turn (its req
 agent step per round (one request to the engine), failed rounds included: extra.status says how \
 each round ended, and GOAT never sent a failed round back to the model. A system step marked \
 context_management is a summary that later prompts carried instead of the turns before it. Token \
-counts are the engine's as GOAT stored them; cached tokens, the system prompt and the tool \
-definitions are not stored, so they are not here.";
+counts are the engine's as GOAT stored them, cached tokens where the engine said; the system \
+prompt and the tool definitions are not stored, so they are not here.";
 
 /// A trajectory (ATIF `Trajectory`).
 #[derive(Debug, Serialize)]
@@ -214,6 +215,9 @@ struct Metrics {
     prompt_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     completion_tokens: Option<u64>,
+    /// Of the prompt tokens, those the engine said it served from its cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -223,6 +227,9 @@ struct FinalMetrics {
     total_prompt_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     total_completion_tokens: Option<u64>,
+    /// Over the rounds whose engine said how many it served from its cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_cached_tokens: Option<u64>,
     total_steps: usize,
     extra: FinalExtra,
 }
@@ -297,6 +304,7 @@ fn from_records(session: &SessionInfo, turns: &[TurnRecord], summaries: &[Summar
         final_metrics: FinalMetrics {
             total_prompt_tokens: usage.prompt,
             total_completion_tokens: usage.completion,
+            total_cached_tokens: usage.cached,
             total_steps: steps.len(),
             extra: FinalExtra {
                 rounds_without_usage: usage.unreported,
@@ -319,6 +327,7 @@ fn from_records(session: &SessionInfo, turns: &[TurnRecord], summaries: &[Summar
 struct Usage {
     prompt: Option<u64>,
     completion: Option<u64>,
+    cached: Option<u64>,
     unreported: usize,
 }
 
@@ -331,6 +340,7 @@ impl Usage {
         };
         add(&mut self.prompt, round.prompt_tokens);
         add(&mut self.completion, round.completion_tokens);
+        add(&mut self.cached, round.cached_tokens);
         if round.prompt_tokens.is_none() && round.completion_tokens.is_none() {
             self.unreported += 1;
         }
@@ -364,6 +374,7 @@ fn round_step(turn_id: i64, round: &RoundRecord) -> Step {
         (round.prompt_tokens.is_some() || round.completion_tokens.is_some()).then_some(Metrics {
             prompt_tokens: round.prompt_tokens,
             completion_tokens: round.completion_tokens,
+            cached_tokens: round.cached_tokens,
         });
     Step {
         step_id: 0,

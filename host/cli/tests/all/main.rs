@@ -24,6 +24,7 @@ mod demo;
 mod detect;
 mod docs;
 mod engine;
+mod harbor_docker;
 mod instructions;
 mod jsonl;
 mod listing;

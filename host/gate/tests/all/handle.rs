@@ -115,7 +115,10 @@ fn a_save_to_a_file_that_is_no_longer_a_permission_database_fails_and_denies() {
         b"not a database, not at all, no",
         "nothing was written into it"
     );
-    assert!(!allowed(&mut handle, "other.txt"), "and decisions fail closed");
+    assert!(
+        !allowed(&mut handle, "other.txt"),
+        "and decisions fail closed"
+    );
 }
 
 #[test]
