@@ -103,6 +103,21 @@ pub(crate) fn state(root: &impl AsFd, path: &str) -> io::Result<State> {
     })
 }
 
+/// The permission bits of the directory at `path`, reached beneath
+/// `root` through no link; `None` when it is not a directory.
+pub(crate) fn dir_mode(root: &impl AsFd, path: &str) -> Option<u32> {
+    let fd = rustix::fs::openat2(
+        root,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+        RESOLVE,
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    (FileType::from_raw_mode(stat.st_mode) == FileType::Directory).then_some(stat.st_mode & 0o7777)
+}
+
 /// The sha256 of `bytes`, hex.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))

@@ -2,7 +2,9 @@
 //!
 //! Before a Pen tool that changes files runs, the router captures what
 //! each path it names holds (its bytes, or that it is absent); when the
-//! call succeeds, what each holds after. Both go into the store with the
+//! call succeeds, what each holds after. A plugin's files are kept as it
+//! writes them ([`Keeper`]): each the first time the fence lets it change
+//! it, before the change. Both go into the store with the
 //! call's outcome. [`undo`] puts a turn's files back, all of them or none:
 //! every file is first checked to still hold what GOAT left there, so a
 //! change someone made since is never overwritten.
@@ -137,8 +139,9 @@ enum Links {
     NotFollowed,
 }
 
-/// The path fields each built-in writing Pen tool changes. Other writing
-/// tools (plugins) and `run_command` are not checkpointed.
+/// The path fields each built-in writing Pen tool changes. A plugin that
+/// writes is checkpointed as it writes ([`Keeper`]); `run_command`'s
+/// changes are its change set.
 fn targets(tool: &str) -> &'static [(&'static str, Links)] {
     match tool {
         "write_file" | "edit_file" => &[("path", Links::Followed)],
@@ -272,6 +275,95 @@ pub(crate) fn capture(
     Ok(Some(checkpoint))
 }
 
+/// A checkpoint made while a call writes, for a tool whose files GOAT
+/// cannot know before it runs (a plugin's): each path is kept the first
+/// time the fence lets the tool change it, before the change is made, so
+/// what it held is in the checkpoint whatever the tool then does.
+pub(crate) struct Keeper {
+    root_fd: std::os::fd::OwnedFd,
+    checkpoint: Checkpoint,
+    /// Every path looked at, kept or not.
+    seen: std::collections::BTreeSet<String>,
+}
+
+impl Keeper {
+    /// A keeper for `workspace`; `None` when it cannot be opened (the
+    /// sandbox then reports the workspace itself).
+    pub(crate) fn new(workspace: &Path) -> Option<Self> {
+        let root = workspace.canonicalize().ok()?;
+        let root_fd = beneath::open_root(&root).ok()?;
+        Some(Self {
+            root_fd,
+            checkpoint: Checkpoint {
+                root,
+                before: Vec::new(),
+            },
+            seen: std::collections::BTreeSet::new(),
+        })
+    }
+
+    /// Keeps what `path` (a workspace path, links resolved, as the fence
+    /// reached it) holds now, the first time the tool is about to change
+    /// it. `Err`, in words for the model, when it holds bytes GOAT could
+    /// not give back (over the cap, unreadable): the change is refused. A
+    /// directory or link is let through unkept: no file's bytes are lost.
+    pub(crate) fn keep(&mut self, path: &str) -> Result<(), String> {
+        if !self.seen.insert(path.to_owned()) {
+            return Ok(());
+        }
+        let refusal = |what: String| {
+            format!(
+                "not written: GOAT keeps a copy of every file a tool changes so the change can be \
+                 undone, and '{path}' {what}, so it cannot be kept"
+            )
+        };
+        match beneath::state(&self.root_fd, path) {
+            Ok(State::Absent) => self.checkpoint.before.push((path.to_owned(), None, None)),
+            Ok(State::File {
+                bytes: Some(bytes),
+                mode,
+                ..
+            }) => self
+                .checkpoint
+                .before
+                .push((path.to_owned(), Some(bytes), Some(mode))),
+            Ok(State::File {
+                bytes: None, len, ..
+            }) => {
+                return Err(refusal(format!(
+                    "is {len} bytes, more than the {MAX_CHECKPOINT_BYTES} bytes a checkpoint holds"
+                )));
+            }
+            Ok(State::Other(_)) => {}
+            Err(e) => return Err(refusal(format!("cannot be read ({e})"))),
+        }
+        Ok(())
+    }
+
+    /// What the call changed, read after it ended (a plugin that failed
+    /// half-way may have changed files too), in the order the plugin first
+    /// touched each path. A directory it made where there was nothing is
+    /// a change undo takes back (removed when empty again).
+    pub(crate) fn finish(self) -> Vec<FileChange> {
+        let mut changes = Vec::new();
+        for (path, before, before_mode) in self.checkpoint.before {
+            if before.is_none()
+                && let Some(mode) = beneath::dir_mode(&self.root_fd, &path)
+            {
+                changes.push(FileChange {
+                    path,
+                    after_kind: goat_store::EntryKind::Dir,
+                    after_mode: Some(mode),
+                    ..FileChange::default()
+                });
+                continue;
+            }
+            changes.extend(change_of(&self.root_fd, path, before, before_mode));
+        }
+        changes
+    }
+}
+
 impl Checkpoint {
     /// What the call changed, read after it succeeded: each path's bytes
     /// and bits before, and the hash (and, within the cap, the bytes) and
@@ -285,37 +377,46 @@ impl Checkpoint {
             if changes.iter().any(|c| c.path == path) {
                 continue;
             }
-            let (after_sha256, after, after_mode) = match beneath::state(&root_fd, &path) {
-                Ok(State::Absent) => (None, None, None),
-                Ok(State::File {
-                    sha256,
-                    bytes,
-                    mode,
-                    ..
-                }) => (Some(sha256), bytes, Some(mode)),
-                // What no Pen tool leaves behind; undo will find it changed.
-                Ok(State::Other(what)) => (Some(format!("not a file: {what}")), None, None),
-                Err(e) => (Some(format!("unreadable: {e}")), None, None),
-            };
-            let unchanged = match (&before, &after_sha256) {
-                (None, None) => true,
-                (Some(b), Some(a)) => beneath::sha256_hex(b) == *a,
-                _ => false,
-            };
-            if !unchanged {
-                changes.push(FileChange {
-                    path,
-                    before,
-                    before_mode,
-                    after_sha256,
-                    after,
-                    after_mode,
-                    ..FileChange::default()
-                });
-            }
+            changes.extend(change_of(&root_fd, path, before, before_mode));
         }
         changes
     }
+}
+
+/// What `path` holds now against what it held `before` (with its bits):
+/// the change, or `None` when its content did not change.
+fn change_of(
+    root_fd: &std::os::fd::OwnedFd,
+    path: String,
+    before: Option<Vec<u8>>,
+    before_mode: Option<u32>,
+) -> Option<FileChange> {
+    let (after_sha256, after, after_mode) = match beneath::state(root_fd, &path) {
+        Ok(State::Absent) => (None, None, None),
+        Ok(State::File {
+            sha256,
+            bytes,
+            mode,
+            ..
+        }) => (Some(sha256), bytes, Some(mode)),
+        // What no Pen tool leaves behind; undo will find it changed.
+        Ok(State::Other(what)) => (Some(format!("not a file: {what}")), None, None),
+        Err(e) => (Some(format!("unreadable: {e}")), None, None),
+    };
+    let unchanged = match (&before, &after_sha256) {
+        (None, None) => true,
+        (Some(b), Some(a)) => beneath::sha256_hex(b) == *a,
+        _ => false,
+    };
+    (!unchanged).then(|| FileChange {
+        path,
+        before,
+        before_mode,
+        after_sha256,
+        after,
+        after_mode,
+        ..FileChange::default()
+    })
 }
 
 /// The workspace path `lexical` leads to on disk: with [`Links::Followed`]

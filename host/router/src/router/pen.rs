@@ -176,7 +176,13 @@ impl Route for PenRoute<'_> {
     ) -> Result<Routed, SandboxError> {
         let tool = self.0;
         let workspace = &router.config().workspace;
-        let policy = Arc::new(GatePolicy::new(boundary));
+        // A plugin that writes: what it changes is kept as it writes it,
+        // since GOAT cannot know its files before it runs.
+        let keeper = (tool.spec().access == Access::ReadWrite
+            && !checkpoint::checkpointed(&call.name))
+        .then(|| checkpoint::Keeper::new(workspace))
+        .flatten();
+        let policy = Arc::new(GatePolicy::new(boundary, keeper));
         let pen = Pen::new(workspace, tool.spec().access)?.with_policy(policy.clone());
         // ADR-0073: what the files it will change hold now, taken after the
         // gate allowed the call and before it runs; a file GOAT could not
@@ -202,9 +208,11 @@ impl Route for PenRoute<'_> {
                 Some(failure_kind(&failure)),
             ),
         };
-        // Only a call that succeeded changed anything to undo.
-        let changes = match (status, checkpoint) {
-            (CallStatus::Ok, Some(checkpoint)) => checkpoint.finish(),
+        // A built-in changes nothing unless it succeeded; a plugin that
+        // failed half-way may have, and what it changed is kept too.
+        let changes = match (status, checkpoint, policy.kept()) {
+            (_, _, Some(kept)) => kept,
+            (CallStatus::Ok, Some(checkpoint), None) => checkpoint.finish(),
             _ => Vec::new(),
         };
         Ok(Routed {
@@ -250,13 +258,37 @@ fn on_disk(router: &AppToolRouter, path: &str) -> String {
 struct GatePolicy {
     boundary: Boundary,
     refused: Mutex<Vec<Refusal>>,
+    /// A plugin's checkpoint, kept as it writes.
+    keeper: Mutex<Option<checkpoint::Keeper>>,
 }
 
 impl GatePolicy {
-    fn new(boundary: Boundary) -> Self {
+    fn new(boundary: Boundary, keeper: Option<checkpoint::Keeper>) -> Self {
         Self {
             boundary,
             refused: Mutex::new(Vec::new()),
+            keeper: Mutex::new(keeper),
+        }
+    }
+
+    /// What a plugin changed, once the call has ended; `None` for a tool
+    /// checkpointed before it runs.
+    fn kept(&self) -> Option<Vec<goat_store::FileChange>> {
+        self.keeper
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .map(checkpoint::Keeper::finish)
+    }
+
+    /// Records a refusal of `path`, once per file.
+    fn refuse(&self, by: RefusedBy, path: &str, reason: &str) {
+        let mut refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !refused.iter().any(|r| r.target.as_deref() == Some(path)) {
+            refused.push(Refusal::new(by, Some(path.to_owned()), reason.to_owned()));
         }
     }
 
@@ -282,19 +314,21 @@ impl goat_sandbox::PathPolicy for GatePolicy {
                 gate::WriteRefusedBy::Rule => RefusedBy::Fence,
                 gate::WriteRefusedBy::Protected => RefusedBy::Protected,
             };
-            let mut refused = self
-                .refused
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !refused.iter().any(|r| r.target.as_deref() == Some(path)) {
-                refused.push(Refusal::new(
-                    by,
-                    Some(path.to_owned()),
-                    refusal.reason.clone(),
-                ));
-            }
+            self.refuse(by, path, &refusal.reason);
             refusal.reason
-        })
+        })?;
+        // Allowed: kept before the change, or refused if it cannot be.
+        let mut keeper = self
+            .keeper
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match keeper.as_mut().map(|k| k.keep(path)) {
+            Some(Err(why)) => {
+                self.refuse(RefusedBy::Limit, path, &why);
+                Err(why)
+            }
+            Some(Ok(())) | None => Ok(()),
+        }
     }
 
     fn governs_below(&self, dir: &str) -> bool {

@@ -490,8 +490,8 @@ fn a_command_question_shows_the_command_directory_and_network_and_always_saves_t
 
 #[test]
 fn accept_edits_allows_the_file_tools_but_still_asks_about_a_plugins_write() {
-    // A plugin's writes are not checkpointed, so undo could not put them
-    // back: accept-edits lets the gate ask about them as before.
+    // Accept-edits answers for GOAT's own file tools only: a plugin's
+    // writes (kept for undo as it makes them) are still asked about.
     let f = Fixture::new();
     let sandbox = sandbox();
     let wasm = std::fs::read(

@@ -24,6 +24,15 @@ fn call(name: &str, args: &str) -> goat_engine::ToolCall {
 }
 
 fn direct(writes: WritePolicy) -> (tempfile::TempDir, Arc<Mutex<Store>>, DirectCalls) {
+    let (sandbox, tools) = shared_sandbox();
+    direct_with(writes, sandbox, tools)
+}
+
+fn direct_with(
+    writes: WritePolicy,
+    sandbox: Arc<goat_sandbox::Sandbox>,
+    tools: Vec<goat_sandbox::Tool>,
+) -> (tempfile::TempDir, Arc<Mutex<Store>>, DirectCalls) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -31,7 +40,6 @@ fn direct(writes: WritePolicy) -> (tempfile::TempDir, Arc<Mutex<Store>>, DirectC
     let mut store = Store::open(&dir.path().join("state/goat.db")).unwrap();
     let session = store.create_session(&ws, "mcp:stdio", "client").unwrap();
     let store = Arc::new(Mutex::new(store));
-    let (sandbox, tools) = shared_sandbox();
     let router = AppToolRouter::new(
         sandbox,
         tools,
@@ -112,4 +120,106 @@ async fn a_direct_write_no_rule_decides_is_denied_and_recorded() {
     let store = store.lock().unwrap();
     let turns = store.turns(calls.session_id()).unwrap();
     assert_eq!(turns[0].rounds[0].calls[0].status, CallStatus::Denied);
+}
+
+/// The built-ins and the read-write hostile guest as the plugin `rw`.
+fn with_writing_plugin() -> (Arc<goat_sandbox::Sandbox>, Vec<goat_sandbox::Tool>) {
+    let (sandbox, mut tools) = shared_sandbox();
+    let wasm = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../plugins/dist/testing/hostile_rw.wasm"),
+    )
+    .unwrap();
+    tools.push(
+        sandbox
+            .load("rw", &wasm)
+            .unwrap()
+            .exposed_as("rw__hostile_rw")
+            .unwrap(),
+    );
+    (sandbox, tools)
+}
+
+#[tokio::test]
+async fn what_a_plugin_writes_is_kept_as_it_writes_and_undo_puts_it_back_byte_for_byte() {
+    let (sandbox, tools) = with_writing_plugin();
+    let (dir, store, calls) = direct_with(WritePolicy::AllowAll, sandbox, tools);
+    let ws = dir.path().join("ws");
+    // Bytes that are not text, and a mode of their own, to come back whole.
+    let original: Vec<u8> = (0..=255u8).chain(b"before\n".iter().copied()).collect();
+    std::fs::write(ws.join("a.txt"), &original).unwrap();
+    std::fs::set_permissions(
+        ws.join("a.txt"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o640),
+    )
+    .unwrap();
+    for (path, content) in [("a.txt", "by the plugin"), ("sub/new.txt", "made")] {
+        if path.contains('/') {
+            let mkdir = serde_json::json!({"action": "mkdir", "path": "sub"}).to_string();
+            calls
+                .call("client", &call("rw__hostile_rw", &mkdir))
+                .await
+                .unwrap();
+        }
+        let args = serde_json::json!({"action": "write", "path": path, "content": content});
+        let outcome = calls
+            .call(
+                "client called the plugin",
+                &call("rw__hostile_rw", &args.to_string()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(outcome.status, CallStatus::Ok, "{}", outcome.result);
+        assert_eq!(outcome.changes.len(), 1, "{path}: {:?}", outcome.changes);
+        assert_eq!(outcome.changes[0].path, path);
+    }
+    assert!(ws.join("sub").is_dir());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "by the plugin"
+    );
+
+    // The store holds both, with a.txt's bytes before; undo puts both back.
+    let store = store.lock().unwrap();
+    let changes = store.file_changes(calls.session_id()).unwrap();
+    let paths: Vec<&str> = changes.iter().map(|c| c.change.path.as_str()).collect();
+    // The directory it made is a change of its own, so undo removes it.
+    assert_eq!(paths, ["a.txt", "sub", "sub/new.txt"]);
+    assert_eq!(
+        changes[0].change.before.as_deref(),
+        Some(original.as_slice())
+    );
+    let refs: Vec<_> = changes.iter().collect();
+    let (_, _, failed) = plan_undo(&ws, &refs).unwrap().apply();
+    assert!(failed.is_none(), "{failed:?}");
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), original);
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(ws.join("a.txt")).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o7777, 0o640);
+    assert!(!ws.join("sub").exists());
+}
+
+#[tokio::test]
+async fn a_plugin_cannot_change_a_file_too_large_to_keep_and_says_so() {
+    let (sandbox, tools) = with_writing_plugin();
+    let (dir, _store, calls) = direct_with(WritePolicy::AllowAll, sandbox, tools);
+    let ws = dir.path().join("ws");
+    let big = vec![b'x'; 8 * 1024 * 1024 + 1];
+    std::fs::write(ws.join("big.bin"), &big).unwrap();
+    let args = serde_json::json!({"action": "write", "path": "big.bin", "content": "small"});
+    let outcome = calls
+        .call("client", &call("rw__hostile_rw", &args.to_string()))
+        .await
+        .unwrap();
+    assert_ne!(outcome.status, CallStatus::Ok, "{}", outcome.result);
+    assert_eq!(outcome.refusals.len(), 1, "{:?}", outcome.refusals);
+    assert_eq!(outcome.refusals[0].by, goat_store::RefusedBy::Limit);
+    assert_eq!(outcome.refusals[0].target.as_deref(), Some("big.bin"));
+    assert!(
+        outcome.refusals[0].reason.contains("cannot be kept"),
+        "{}",
+        outcome.refusals[0].reason
+    );
+    assert_eq!(std::fs::read(ws.join("big.bin")).unwrap(), big);
 }
