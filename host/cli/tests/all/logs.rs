@@ -147,3 +147,85 @@ fn a_logs_dir_inside_the_workspace_is_refused_before_anything_is_made() {
         "{lines:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugins_writes_are_in_files_changed_in_the_patch_and_undone_byte_for_byte() {
+    let run = GoatRun::builder()
+        .replies([
+            Reply::tool_call(
+                "writer__write",
+                r#"{"path": "notes.txt", "content": "by the plugin\n"}"#,
+            ),
+            Reply::tool_call(
+                "writer__write",
+                r#"{"path": "made.txt", "content": "new\n"}"#,
+            ),
+            Reply::tool_call("writer__write", r#"{"path": "gone.txt", "remove": true}"#),
+            Reply::text("Done."),
+        ])
+        .arg("--output")
+        .arg("jsonl")
+        .arg("--allow-writes");
+    let env = run.env();
+    env.add_plugin(
+        &crate::dist("testing/plugin_writer.wasm"),
+        &["--name", "writer"],
+    );
+    let notes: Vec<u8> = b"kept\r\n\x00\xff bytes\n".to_vec();
+    std::fs::write(env.ws.join("notes.txt"), &notes).unwrap();
+    std::fs::write(env.ws.join("gone.txt"), "bye\n").unwrap();
+    let start = env.root.join("start");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(&env.ws)
+        .arg(&start)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&start)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let logs = env.root.join("logs");
+    let run = run
+        .arg("--logs-dir")
+        .arg(logs.to_str().unwrap())
+        .run("Use the plugin")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let events = lines(run.stdout().as_bytes());
+    let last = events.last().unwrap();
+    assert_eq!(last["outcome"], "completed", "{last}");
+    let mut changed: Vec<&str> = last["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    changed.sort_unstable();
+    assert_eq!(changed, ["gone.txt", "made.txt", "notes.txt"], "{last}");
+
+    // The patch, applied to the starting tree, gives the workspace.
+    let applied = Command::new("git")
+        .args(["apply", "--verbose"])
+        .arg(logs.join("changes.patch"))
+        .current_dir(&start)
+        .output()
+        .unwrap();
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    assert_eq!(files(&start), files(&run.env.ws));
+
+    // Undo puts every byte back.
+    let out = run.env.run(&["undo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(run.env.ws.join("notes.txt")).unwrap(), notes);
+    assert_eq!(
+        std::fs::read_to_string(run.env.ws.join("gone.txt")).unwrap(),
+        "bye\n"
+    );
+    assert!(!run.env.ws.join("made.txt").exists());
+}
