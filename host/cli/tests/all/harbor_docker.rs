@@ -294,6 +294,9 @@ async fn harbor_runs_goat_in_docker_four_at_once_and_its_verifier_scores_each_tr
     assert!(message.contains("(exit 7)"), "{message}");
     assert_eq!(meta("engine-down")["goat_outcome"], "engine_failed");
     assert_ne!(reward("engine-down"), Some(1.0));
+    // Its record is whole too: the person's step and the failed round.
+    let down_trajectory = trials["engine-down"].0.join("agent/trajectory.json");
+    assert_eq!(harbor_steps(&python, &down_trajectory), 2);
 
     // Every task reached the engine, from the containers.
     let asked: std::collections::BTreeSet<String> = server
