@@ -284,7 +284,20 @@ pub(crate) struct Keeper {
     checkpoint: Checkpoint,
     /// Every path looked at, kept or not.
     seen: std::collections::BTreeSet<String>,
+    /// The bytes kept so far.
+    kept_bytes: u64,
+    /// Paths refused, and why: refused again without being read again.
+    refused: std::collections::BTreeMap<String, String>,
 }
+
+/// The most bytes one plugin call's checkpoint holds, all files together:
+/// what a command's snapshot holds too. A plugin that would change more
+/// existing bytes than this in one call is refused the change past it, so
+/// a hostile plugin cannot make GOAT read and hold the whole workspace.
+pub const MAX_KEPT_BYTES_PER_CALL: u64 = 64 * 1024 * 1024;
+
+/// The most paths one plugin call's checkpoint looks at.
+pub const MAX_KEPT_PATHS_PER_CALL: usize = 10_000;
 
 impl Keeper {
     /// A keeper for `workspace`; `None` when it cannot be opened (the
@@ -299,6 +312,8 @@ impl Keeper {
                 before: Vec::new(),
             },
             seen: std::collections::BTreeSet::new(),
+            kept_bytes: 0,
+            refused: std::collections::BTreeMap::new(),
         })
     }
 
@@ -308,25 +323,55 @@ impl Keeper {
     /// not give back (over the cap, unreadable): the change is refused. A
     /// directory or link is let through unkept: no file's bytes are lost.
     pub(crate) fn keep(&mut self, path: &str) -> Result<(), String> {
-        if !self.seen.insert(path.to_owned()) {
+        if self.seen.contains(path) {
             return Ok(());
         }
+        if let Some(why) = self.refused.get(path) {
+            return Err(why.clone());
+        }
+        let kept = self.look(path);
+        if let Err(why) = &kept
+            && self.refused.len() < MAX_KEPT_PATHS_PER_CALL
+        {
+            self.refused.insert(path.to_owned(), why.clone());
+        }
+        kept
+    }
+
+    /// [`keep`](Self::keep) for a path not looked at before.
+    fn look(&mut self, path: &str) -> Result<(), String> {
         let refusal = |what: String| {
             format!(
                 "not written: GOAT keeps a copy of every file a tool changes so the change can be \
                  undone, and '{path}' {what}, so it cannot be kept"
             )
         };
+        if self.seen.len() >= MAX_KEPT_PATHS_PER_CALL {
+            return Err(refusal(format!(
+                "would be the {}th path this call changes, more than a checkpoint holds",
+                MAX_KEPT_PATHS_PER_CALL + 1
+            )));
+        }
         match beneath::state(&self.root_fd, path) {
             Ok(State::Absent) => self.checkpoint.before.push((path.to_owned(), None, None)),
             Ok(State::File {
                 bytes: Some(bytes),
                 mode,
+                len,
                 ..
-            }) => self
-                .checkpoint
-                .before
-                .push((path.to_owned(), Some(bytes), Some(mode))),
+            }) => {
+                let total = self.kept_bytes.saturating_add(len);
+                if total > MAX_KEPT_BYTES_PER_CALL {
+                    return Err(refusal(format!(
+                        "would take what this call's checkpoint holds past \
+                         {MAX_KEPT_BYTES_PER_CALL} bytes"
+                    )));
+                }
+                self.kept_bytes = total;
+                self.checkpoint
+                    .before
+                    .push((path.to_owned(), Some(bytes), Some(mode)));
+            }
             Ok(State::File {
                 bytes: None, len, ..
             }) => {
@@ -337,6 +382,7 @@ impl Keeper {
             Ok(State::Other(_)) => {}
             Err(e) => return Err(refusal(format!("cannot be read ({e})"))),
         }
+        self.seen.insert(path.to_owned());
         Ok(())
     }
 
@@ -447,5 +493,34 @@ fn real_place(path: &Path) -> Option<PathBuf> {
                 existing = existing.parent()?;
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::{Keeper, MAX_CHECKPOINT_BYTES, MAX_KEPT_BYTES_PER_CALL};
+
+    #[test]
+    fn a_keeper_holds_at_most_its_cap_and_refuses_the_change_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Nine files of 8 MiB: eight fit under 64 MiB, the ninth does not.
+        let size = usize::try_from(MAX_CHECKPOINT_BYTES).unwrap();
+        let count = MAX_KEPT_BYTES_PER_CALL / MAX_CHECKPOINT_BYTES;
+        for n in 0..=count {
+            std::fs::write(dir.path().join(format!("f{n}")), vec![b'x'; size]).unwrap();
+        }
+        let mut keeper = Keeper::new(dir.path()).unwrap();
+        for n in 0..count {
+            keeper.keep(&format!("f{n}")).unwrap();
+        }
+        let refused = keeper.keep(&format!("f{count}")).unwrap_err();
+        assert!(refused.contains("past"), "{refused}");
+        // Refused again, not let through on a second try.
+        assert!(keeper.keep(&format!("f{count}")).is_err());
+        // A new file holds no bytes: still kept.
+        keeper.keep("new.txt").unwrap();
+        // The same path again is free.
+        keeper.keep("f0").unwrap();
     }
 }
