@@ -1,4 +1,5 @@
-//! Plugins in the real sandbox: the narrower import list, the refusal of
+//! Plugins in the real sandbox: the WASI world each gets, virtualised,
+//! and what no plugin is offered (`wasi:http`), the refusal of
 //! anything that is not a component, the host's limits, the frozen clock,
 //! and a read-only preopen that a plugin declaring `read` cannot get past.
 
@@ -22,33 +23,74 @@ fn plugin_sandbox(limits: Limits) -> (goat_sandbox::Sandbox, goat_sandbox::Tool)
 }
 
 #[test]
-fn plugins_may_not_import_stdio_that_built_ins_may() {
+fn a_plugin_importing_what_no_plugin_is_offered_is_refused_naming_every_import() {
     let sandbox = sandbox();
-    // The same component: fine as a built-in, refused as a plugin.
-    sandbox.load("hostile", HOSTILE_WASM).unwrap();
-    match sandbox.load_plugin("hostile", HOSTILE_WASM) {
+    match sandbox.load_plugin("wants_http", WANTS_HTTP_WASM) {
         Err(SandboxError::ForbiddenImport {
             name,
             imports,
             allowed,
         }) => {
-            assert_eq!(name, "hostile");
-            assert_eq!(imports, ["wasi:cli/stdout@0.2.12"]);
+            assert_eq!(name, "wants_http");
+            assert_eq!(
+                imports,
+                [
+                    "wasi:http/types@0.2.12",
+                    "wasi:http/outgoing-handler@0.2.12"
+                ]
+            );
             assert_eq!(allowed, PLUGIN_IMPORTS.join(", "));
         }
         other => panic!("expected ForbiddenImport, got {other:?}"),
     }
-    for (label, wasm, import) in [
-        ("wants_env", WANTS_ENV_WASM, "wasi:cli/environment"),
-        ("wants_socket", WANTS_SOCKET_WASM, "wasi:sockets/"),
-    ] {
-        match sandbox.load_plugin(label, wasm) {
-            Err(SandboxError::ForbiddenImport { imports, .. }) => {
-                assert!(imports.iter().any(|i| i.starts_with(import)), "{imports:?}")
-            }
-            other => panic!("{label}: expected ForbiddenImport, got {other:?}"),
+}
+
+/// The rest of WASI 0.2 is a plugin's, each interface giving it nothing
+/// (ADR-0096): stdio captured, an empty environment, sockets refused, an
+/// exit a tool failure.
+#[test]
+fn a_plugin_gets_the_wasi_world_and_nothing_from_it() {
+    let sandbox = sandbox();
+    let ws = Workspace::new();
+    let none = ws.pen(Access::None);
+    // The environment and the arguments are empty.
+    let env = sandbox.load_plugin("env", WANTS_ENV_WASM).unwrap();
+    assert_eq!(
+        sandbox.call(&env, "{}", &none).unwrap(),
+        Ok("env=[] args=[]".to_owned())
+    );
+    // An exit ends the call as a tool failure, and the host goes on.
+    match sandbox.call(&env, r#"{"exit": 3}"#, &none).unwrap() {
+        Err(ToolFailure::Crashed { message }) => {
+            assert!(message.contains("exited (code 3)"), "{message}")
         }
+        other => panic!("expected Crashed, got {other:?}"),
     }
+    assert_eq!(
+        sandbox.call(&env, "{}", &none).unwrap(),
+        Ok("env=[] args=[]".to_owned())
+    );
+    // A socket cannot even be made.
+    let socket = sandbox.load_plugin("socket", WANTS_SOCKET_WASM).unwrap();
+    assert_eq!(
+        sandbox.call(&socket, "{}", &none).unwrap(),
+        Ok("false".to_owned())
+    );
+    // Printing is captured and capped: 100 MB stops at the host's limit.
+    let hostile = sandbox.load_plugin("hostile", HOSTILE_WASM).unwrap();
+    let started = Instant::now();
+    match sandbox
+        .call(
+            &hostile,
+            r#"{"action": "print", "bytes": 100000000}"#,
+            &none,
+        )
+        .unwrap()
+    {
+        Err(ToolFailure::OutputExceeded { stream, .. }) => assert_eq!(stream, "stdout"),
+        other => panic!("expected OutputExceeded, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(20));
 }
 
 #[test]
@@ -56,8 +98,7 @@ fn a_refused_component_is_never_cached() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
-    assert!(sandbox.load_plugin("env", WANTS_ENV_WASM).is_err());
-    assert!(sandbox.load_plugin("hostile", HOSTILE_WASM).is_err());
+    assert!(sandbox.load_plugin("http", WANTS_HTTP_WASM).is_err());
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0);
     let wc = sandbox.load_plugin("wc", WC_WASM).unwrap();
     let cached: Vec<String> = std::fs::read_dir(&cache)
@@ -299,7 +340,7 @@ fn a_recorded_spec_a_plugin_does_not_declare_refuses_its_first_call() {
         }
         other => panic!("expected NotATool, got {other:?}"),
     }
-    match sandbox.load_plugin_declared("env", WANTS_ENV_WASM.to_vec(), spec.clone()) {
+    match sandbox.load_plugin_declared("http", WANTS_HTTP_WASM.to_vec(), spec.clone()) {
         Err(SandboxError::ForbiddenImport { .. }) => {}
         other => panic!("expected ForbiddenImport, got {other:?}"),
     }

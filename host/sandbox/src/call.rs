@@ -201,9 +201,14 @@ impl Sandbox {
         // Must come before `preopened_dir`: it is copied into each preopen.
         wasi.allow_blocking_current_thread(true);
         wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        // Sockets are linked for plugins (ADR-0096) and refused whole: no
+        // TCP, no UDP, no name lookup, and no address passes the check.
+        // Stdin is empty, the environment and the arguments are empty:
+        // nothing of the host's reaches a tool.
         wasi.allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false);
+            .allow_ip_name_lookup(false)
+            .socket_addr_check(|_, _| Box::pin(async { false }));
         if kind == ToolKind::Plugin {
             wasi.wall_clock(FrozenClock);
         }

@@ -80,19 +80,36 @@ impl Sandbox {
                 what: first_line(&text),
             };
         }
+        // `wasi:cli/exit` ends a call without a result: a tool failure
+        // that says so, never the host's exit.
+        if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+            return crashed(
+                format!(
+                    "the tool exited (code {}) instead of returning a result",
+                    exit.0
+                ),
+                stderr,
+            );
+        }
         // The top-level message is wasmtime's "error while executing at
         // wasm backtrace: ..."; the trap itself says what happened.
-        let mut message = match e.downcast_ref::<Trap>() {
+        let message = match e.downcast_ref::<Trap>() {
             Some(trap) => trap.to_string(),
             None => first_line(&format!("{}", e.root_cause())),
         };
-        let tail = stderr.tail(CRASH_STDERR_TAIL_BYTES);
-        if !tail.trim().is_empty() {
-            message.push_str("; stderr: ");
-            message.push_str(tail.trim());
-        }
-        ToolFailure::Crashed { message }
+        crashed(message, stderr)
     }
+}
+
+/// A crash saying `message`, with the tail of what the guest wrote to
+/// stderr (a Python traceback, a panic message).
+fn crashed(mut message: String, stderr: &CappedOutput) -> ToolFailure {
+    let tail = stderr.tail(CRASH_STDERR_TAIL_BYTES);
+    if !tail.trim().is_empty() {
+        message.push_str("; stderr: ");
+        message.push_str(tail.trim());
+    }
+    ToolFailure::Crashed { message }
 }
 
 fn first_line(text: &str) -> String {

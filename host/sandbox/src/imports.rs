@@ -101,9 +101,9 @@ mod tests {
     fn every_forbidden_import_is_named() {
         let imports = [
             "wasi:io/streams@0.2.12",
-            "wasi:cli/environment@0.2.12",
+            "wasi:http/types@0.2.12",
             "wasi:filesystem/types@0.2.12",
-            "wasi:sockets/tcp@0.2.12",
+            "wasi:http/outgoing-handler@0.2.12",
         ]
         .map(str::to_owned);
         match check_allowed("x", &imports, ToolKind::Plugin) {
@@ -111,7 +111,10 @@ mod tests {
                 assert_eq!(name, "x");
                 assert_eq!(
                     imports,
-                    ["wasi:cli/environment@0.2.12", "wasi:sockets/tcp@0.2.12"]
+                    [
+                        "wasi:http/types@0.2.12",
+                        "wasi:http/outgoing-handler@0.2.12"
+                    ]
                 );
             }
             other => panic!("expected ForbiddenImport, got {other:?}"),

@@ -12,11 +12,14 @@
 //! captured output and result size are on by default; hitting one ends the
 //! call with a typed [`ToolFailure`] and leaves the host healthy.
 //!
-//! The linker offers only the interfaces in [`ALLOWED_IMPORTS`]; a component
-//! importing anything else is refused when it is loaded, before it can run.
-//! Plugins (third-party tools the person added, [`Sandbox::load_plugin`])
-//! get a narrower linker still, [`PLUGIN_IMPORTS`]: no stdio, and a wall
-//! clock frozen at the epoch.
+//! GOAT's own tools get only the interfaces in [`ALLOWED_IMPORTS`]. Plugins
+//! (third-party tools the person added, [`Sandbox::load_plugin`]) get the
+//! rest of WASI 0.2 but `wasi:http`, [`PLUGIN_IMPORTS`], each interface
+//! giving them nothing of the host's (empty stdin, environment and
+//! arguments; captured stdio; refused sockets; an exit that is a tool
+//! failure; a wall clock frozen at the epoch). A component importing
+//! anything else is refused when it is loaded, every such import named,
+//! before it is compiled.
 //!
 //! Inside the preopen, every path-taking filesystem operation goes through
 //! the call's fence (`fence`, `policy_fs`): it is decided on the file the

@@ -1,6 +1,7 @@
 //! What a tool can reach outside its own memory, by kind: the two import
 //! allowlists, the linkers that define exactly those interfaces, and the
-//! frozen wall clock plugins read.
+//! frozen wall clock plugins read. What each interface gives a plugin is
+//! set in its WASI context ([`crate::call`]): nothing of the host's.
 //!
 //! Both the load-time check ([`import_allowed`]) and the linker read the
 //! same lists, so a component cannot import an interface the linker would
@@ -38,25 +39,58 @@ pub const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:cli/stderr",
 ];
 
-/// The interfaces a plugin may import: [`ALLOWED_IMPORTS`] without
-/// `wasi:cli/stdout` and `wasi:cli/stderr`. The plugin linker defines only
-/// these.
+/// The interfaces a plugin may import: the whole of WASI 0.2's command
+/// world but `wasi:http`, each giving a plugin nothing the person did not
+/// grant (ADR-0096). The plugin linker defines exactly these.
 ///
 /// # Security
 ///
-/// A plugin gets the filesystem (only through the preopen its declared and
-/// granted access allows) and the streams and pollables on its files. The
-/// wall clock is here only because `wasi:filesystem/types` names its
-/// `datetime` type (file times); a plugin that calls `now()` reads the Unix
-/// epoch (see [`FrozenClock`]), so it cannot time anything with it. No
-/// stdio, even captured: a plugin reports through its result alone.
+/// What each gives a plugin:
+/// - the filesystem only through the preopen its declared and granted
+///   access allows, every path decided by the fence; the streams and
+///   pollables on its files;
+/// - stdin empty; stdout and stderr captured and capped (shown to the
+///   person, never to the model: a plugin reports through its result);
+/// - an empty environment and no arguments; `exit` ends the call as a tool
+///   failure; no terminal;
+/// - the wall clock frozen at the Unix epoch ([`FrozenClock`]); the
+///   monotonic clock and random numbers as wasmtime provides them (the
+///   toolchains' runtimes seed themselves and time out with them);
+/// - sockets and name lookup linked, every use refused (no TCP, no UDP,
+///   no lookup, no address allowed).
+///
+/// Toolchains import the whole world whether a tool uses it or not
+/// (componentize-py imports 25 interfaces and calls the environment and
+/// random on every call; componentize-js imports stdio with every feature
+/// off), so a narrower list refused every plugin not built GOAT's way.
 pub const PLUGIN_IMPORTS: &[&str] = &[
     "wasi:io/error",
     "wasi:io/poll",
     "wasi:io/streams",
     "wasi:clocks/wall-clock",
+    "wasi:clocks/monotonic-clock",
     "wasi:filesystem/types",
     "wasi:filesystem/preopens",
+    "wasi:random/random",
+    "wasi:random/insecure",
+    "wasi:random/insecure-seed",
+    "wasi:cli/environment",
+    "wasi:cli/exit",
+    "wasi:cli/stdin",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+    "wasi:cli/terminal-input",
+    "wasi:cli/terminal-output",
+    "wasi:cli/terminal-stdin",
+    "wasi:cli/terminal-stdout",
+    "wasi:cli/terminal-stderr",
+    "wasi:sockets/network",
+    "wasi:sockets/instance-network",
+    "wasi:sockets/tcp",
+    "wasi:sockets/tcp-create-socket",
+    "wasi:sockets/udp",
+    "wasi:sockets/udp-create-socket",
+    "wasi:sockets/ip-name-lookup",
 ];
 
 /// The WASI version family the linker implements; imports must be of it.
@@ -91,14 +125,41 @@ pub(crate) fn restricted_linker(
         sync::filesystem::types::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
         filesystem::preopens::add_to_linker::<Host, WasiFilesystem>(&mut l, Host::filesystem)?;
     }
+    cli::stdout::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
+    cli::stderr::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
     match kind {
-        ToolKind::Builtin => {
-            cli::stdout::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
-            cli::stderr::add_to_linker::<Host, WasiCli>(&mut l, Host::cli)?;
-        }
-        ToolKind::Plugin => {}
+        ToolKind::Builtin => {}
+        ToolKind::Plugin => add_plugin_world(&mut l)?,
     }
     Ok(l)
+}
+
+/// The rest of [`PLUGIN_IMPORTS`]: what the call's WASI context makes of
+/// each is in [`crate::call`] (empty, captured, refused).
+fn add_plugin_world(l: &mut Linker<Host>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::{cli, clocks, random, sockets, sync};
+    use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
+    use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView};
+    clocks::monotonic_clock::add_to_linker::<Host, WasiClocks>(l, Host::clocks)?;
+    random::random::add_to_linker::<Host, WasiRandom>(l, Host::random)?;
+    random::insecure::add_to_linker::<Host, WasiRandom>(l, Host::random)?;
+    random::insecure_seed::add_to_linker::<Host, WasiRandom>(l, Host::random)?;
+    cli::environment::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    cli::exit::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    cli::stdin::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    cli::terminal_input::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    cli::terminal_output::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    cli::terminal_stdin::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    cli::terminal_stdout::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    cli::terminal_stderr::add_to_linker::<Host, WasiCli>(l, Host::cli)?;
+    sockets::network::add_to_linker::<Host, WasiSockets>(l, &Default::default(), Host::sockets)?;
+    sockets::instance_network::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
+    sockets::tcp_create_socket::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
+    sockets::ip_name_lookup::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
+    sync::sockets::tcp::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
+    sync::sockets::udp::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
+    sync::sockets::udp_create_socket::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
+    Ok(())
 }
 
 /// The wall clock a plugin reads: always the Unix epoch, at a resolution of
@@ -162,27 +223,33 @@ mod tests {
         for allowed in [ALLOWED_IMPORTS, PLUGIN_IMPORTS] {
             assert!(import_allowed("wasi:filesystem/types@0.2.12", allowed));
             assert!(import_allowed("wasi:io/streams@0.2.0", allowed));
+            assert!(import_allowed("wasi:cli/stdout@0.2.9", allowed));
             assert!(!import_allowed("wasi:filesystem/types@0.3.0", allowed));
             assert!(!import_allowed("wasi:filesystem/types", allowed));
-            assert!(!import_allowed("wasi:sockets/tcp@0.2.12", allowed));
-            assert!(!import_allowed("wasi:cli/environment@0.2.12", allowed));
-            assert!(!import_allowed("wasi:cli/stdin@0.2.12", allowed));
             assert!(!import_allowed(
-                "wasi:clocks/monotonic-clock@0.2.12",
+                "wasi:http/outgoing-handler@0.2.12",
                 allowed
             ));
-            assert!(!import_allowed("wasi:random/random@0.2.12", allowed));
+            assert!(!import_allowed("wasi:http/types@0.2.12", allowed));
             assert!(!import_allowed("evil:x/y@0.2.0", allowed));
         }
-        assert!(import_allowed("wasi:cli/stderr@0.2.12", ALLOWED_IMPORTS));
-        assert!(!import_allowed("wasi:cli/stderr@0.2.12", PLUGIN_IMPORTS));
-        assert!(!import_allowed("wasi:cli/stdout@0.2.12", PLUGIN_IMPORTS));
+        // GOAT's own tools get no more than they use.
+        for import in [
+            "wasi:sockets/tcp@0.2.12",
+            "wasi:cli/environment@0.2.12",
+            "wasi:cli/stdin@0.2.12",
+            "wasi:clocks/monotonic-clock@0.2.12",
+            "wasi:random/random@0.2.12",
+        ] {
+            assert!(!import_allowed(import, ALLOWED_IMPORTS), "{import}");
+            assert!(import_allowed(import, PLUGIN_IMPORTS), "{import}");
+        }
     }
 
     #[test]
-    fn plugin_imports_are_a_subset_of_the_builtin_ones() {
-        for import in PLUGIN_IMPORTS {
-            assert!(ALLOWED_IMPORTS.contains(import), "{import}");
+    fn the_builtins_imports_are_a_subset_of_a_plugins() {
+        for import in ALLOWED_IMPORTS {
+            assert!(PLUGIN_IMPORTS.contains(import), "{import}");
         }
     }
 }

@@ -646,8 +646,8 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let cache = home.path().join("cache");
         let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
-        let wasm = include_bytes!("../../../plugins/dist/testing/wants_socket.wasm");
-        match sandbox.load_plugin("sock", wasm) {
+        let wasm = include_bytes!("../../../plugins/dist/testing/wants_http.wasm");
+        match sandbox.load_plugin("http", wasm) {
             Err(SandboxError::ForbiddenImport { imports, .. }) => {
                 assert!(
                     imports

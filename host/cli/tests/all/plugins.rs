@@ -164,18 +164,21 @@ fn add_without_a_terminal_or_yes_refuses_and_copies_nothing() {
 }
 
 #[test]
-fn plugins_importing_what_goat_never_offers_are_refused_naming_the_import() {
+fn a_plugin_importing_what_goat_never_offers_is_refused_naming_each_import() {
     let env = Env::new();
+    // A plugin gets WASI 0.2 but `wasi:http` (ADR-0096): both of its
+    // imports are named, and nothing is shown for approval.
     for (file, import) in [
-        ("testing/wants_socket.wasm", "wasi:sockets/"),
-        ("testing/wants_env.wasm", "wasi:cli/environment@0.2.12"),
-        // Built-in tools may print (captured); plugins may not.
-        ("testing/hostile.wasm", "wasi:cli/stdout@0.2.12"),
+        ("testing/wants_http.wasm", "wasi:http/types@0.2.12"),
+        (
+            "testing/wants_http.wasm",
+            "wasi:http/outgoing-handler@0.2.12",
+        ),
     ] {
         let out = env.run(&["plugins", "add", dist(file).to_str().unwrap(), "--yes"]);
         assert_eq!(out.status.code(), Some(2), "{file}");
         let err = text(&out.stderr);
-        assert!(err.contains(&format!("imports '{import}")), "{file}: {err}");
+        assert!(err.contains(import), "{file}: {err}");
         assert!(err.contains("it was not run"), "{file}: {err}");
         assert_eq!(
             text(&out.stdout),
@@ -727,4 +730,23 @@ fn a_cache_directory_others_may_write_is_refused() {
         "{err}"
     );
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0);
+}
+
+/// A plugin built with a toolchain that imports the whole of WASI (as
+/// componentize-py and componentize-js do) is added and called: what it
+/// reads of the host is empty, and an exit is the call's failure.
+#[test]
+fn a_plugin_importing_the_wasi_world_is_added_and_gets_nothing_of_the_hosts() {
+    let env = Env::new();
+    env.add_plugin(&dist("testing/wants_env.wasm"), &["--name", "envy"]);
+    let out = env.run(&["tools", "call", "envy__wants_env", "{}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "env=[] args=[]");
+    let out = env.run(&["tools", "call", "envy__wants_env", r#"{"exit": 7}"#]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("exited (code 7)"),
+        "{}",
+        text(&out.stderr)
+    );
 }
