@@ -18,7 +18,6 @@ set -uo pipefail
 CACHE="${GOAT_DOCKER_CACHE:-$HOME/.cache/goat/docker}"
 IMAGE=goat-harbor-base:bookworm
 TARBALL="$CACHE/goat-harbor-base-bookworm.tar"
-COMPOSE_VERSION=2.26.1-4
 LOG="${TMPDIR:-/tmp}/goat-harbor-setup.log"
 mkdir -p "$CACHE"
 : > "$LOG"
@@ -50,14 +49,15 @@ fi
 if ! docker compose version > /dev/null 2>&1; then
   if [ ! -x "$CACHE/docker-compose" ]; then
     work=$(mktemp -d)
-    mkdir -p "$work/lists/partial"
+    mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
     echo "deb http://deb.debian.org/debian trixie main" > "$work/sources.list"
+    # Its own lists and cache: the system's apt state is not touched.
     apt=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
-      -o Dir::State::Lists="$work/lists")
-    if (cd "$work" && apt-get "${apt[@]}" update && apt-get "${apt[@]}" download "docker-compose=$COMPOSE_VERSION") >> "$LOG" 2>&1 \
+      -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache")
+    if (cd "$work" && apt-get "${apt[@]}" update && apt-get "${apt[@]}" download docker-compose) >> "$LOG" 2>&1 \
       && dpkg-deb -x "$work"/docker-compose_*.deb "$work/x" \
       && install -m 755 "$work/x/usr/libexec/docker/cli-plugins/docker-compose" "$CACHE/docker-compose"; then
-      echo "fetched docker compose $COMPOSE_VERSION (Debian trixie's package)"
+      echo "fetched docker compose ($(basename "$work"/docker-compose_*.deb), Debian trixie's package)"
     fi
     rm -rf "$work"
   fi
@@ -74,8 +74,11 @@ if ! docker image inspect "$IMAGE" > /dev/null 2>&1; then
       || note "debootstrap could not be installed (log: $LOG)"
     root=$(mktemp -d)
     started=$SECONDS
-    debootstrap --variant=minbase --include=git,ca-certificates bookworm "$root" \
-      http://deb.debian.org/debian >> "$LOG" 2>&1 || note "debootstrap failed (log: $LOG)"
+    if ! debootstrap --variant=minbase --include=git,ca-certificates bookworm "$root" \
+      http://deb.debian.org/debian >> "$LOG" 2>&1; then
+      rm -rf "$root"
+      note "debootstrap failed (log: $LOG)"
+    fi
     chroot "$root" sh -c 'apt-get clean; rm -rf /var/lib/apt/lists/*'
     tar -C "$root" -c . > "$TARBALL.part" && mv "$TARBALL.part" "$TARBALL"
     rm -rf "$root"

@@ -76,15 +76,17 @@ def read_usage(logs_dir: Path) -> dict[str, Any]:
     usage: dict[str, Any] = {}
     trajectory = logs_dir / "trajectory.json"
     if trajectory.is_file():
-        metrics = json.loads(trajectory.read_text()).get("final_metrics") or {}
+        try:
+            metrics = json.loads(trajectory.read_text()).get("final_metrics") or {}
+        except (ValueError, AttributeError):
+            metrics = {}
         usage["n_input_tokens"] = metrics.get("total_prompt_tokens")
         usage["n_output_tokens"] = metrics.get("total_completion_tokens")
         usage["n_cache_tokens"] = metrics.get("total_cached_tokens")
         usage["cost_usd"] = metrics.get("total_cost_usd")
     events = logs_dir / "events.jsonl"
     if events.is_file():
-        lines = events.read_text().splitlines()
-        last = json.loads(lines[-1]) if lines else {}
+        last = last_event(events)
         turn = last.get("usage") or {}
         for key, field in (
             ("n_input_tokens", "prompt_tokens"),
@@ -96,6 +98,19 @@ def read_usage(logs_dir: Path) -> dict[str, Any]:
         usage["goat_outcome"] = last.get("outcome")
         usage["goat_exit_code"] = last.get("exit_code")
     return usage
+
+
+def last_event(events: Path) -> dict[str, Any]:
+    """The last whole JSON object in ``events.jsonl``; ``{}`` when there is
+    none (a run killed mid-line leaves a partial last line)."""
+    for line in reversed(events.read_text(errors="replace").splitlines()):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            return event
+    return {}
 
 
 class Goat(BaseInstalledAgent):
@@ -123,9 +138,10 @@ class Goat(BaseInstalledAgent):
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
         env: dict[str, str] = {}
-        if not (os.environ.get("GOAT_MODEL") or self.extra_env.get("GOAT_MODEL")):
-            if self.model_name:
-                env["GOAT_MODEL"] = self.model_name
+        # Only Harbor's --ae reaches the container (the host's own
+        # environment does not), so only it decides whether --model is used.
+        if not self.extra_env.get("GOAT_MODEL") and self.model_name:
+            env["GOAT_MODEL"] = self.model_name
         # The instruction goes in as a file, read from stdin: no length limit
         # of a command line, no quoting of what the task says.
         await self._upload_config_text(

@@ -103,19 +103,58 @@ pub(crate) fn state(root: &impl AsFd, path: &str) -> io::Result<State> {
     })
 }
 
-/// The permission bits of the directory at `path`, reached beneath
-/// `root` through no link; `None` when it is not a directory.
-pub(crate) fn dir_mode(root: &impl AsFd, path: &str) -> Option<u32> {
-    let fd = rustix::fs::openat2(
-        root,
-        path,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-        RESOLVE,
-    )
-    .ok()?;
-    let stat = rustix::fs::fstat(&fd).ok()?;
-    (FileType::from_raw_mode(stat.st_mode) == FileType::Directory).then_some(stat.st_mode & 0o7777)
+/// What is at a workspace path, without reading a file's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Nothing.
+    Absent,
+    /// A regular file, its length and permission bits.
+    File { len: u64, mode: u32 },
+    /// A directory, its permission bits.
+    Dir(u32),
+    /// A symbolic link, its target.
+    Link(Vec<u8>),
+    /// Something else (a FIFO, a device), or a link on the way; says what.
+    Other(&'static str),
+}
+
+/// What is at `path`, reached beneath `root` through no link (a link on
+/// the way is [`Entry::Other`]); a file's bytes are not read.
+pub(crate) fn entry(root: &impl AsFd, path: &str) -> io::Result<Entry> {
+    let (dir, name) = split(path);
+    let parent = if dir.is_empty() {
+        rustix::io::dup(root.as_fd())?
+    } else {
+        match rustix::fs::openat2(
+            root,
+            dir,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            RESOLVE,
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT | Errno::NOTDIR) => return Ok(Entry::Absent),
+            Err(Errno::LOOP) => return Ok(Entry::Other("beneath a symbolic link")),
+            Err(Errno::XDEV) => return Ok(Entry::Other("outside the workspace")),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let stat = match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(Entry::Absent),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => Entry::File {
+            len: u64::try_from(stat.st_size).unwrap_or(u64::MAX),
+            mode: stat.st_mode & 0o7777,
+        },
+        FileType::Directory => Entry::Dir(stat.st_mode & 0o7777),
+        FileType::Symlink => {
+            Entry::Link(rustix::fs::readlinkat(&parent, name, Vec::new())?.into_bytes())
+        }
+        _ => Entry::Other("not a regular file"),
+    })
 }
 
 /// The sha256 of `bytes`, hex.

@@ -17,6 +17,7 @@
 //! written by undo; each restore is an atomic replace.
 
 mod beneath;
+mod keeper;
 mod restore;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,8 @@ use std::path::{Path, PathBuf};
 use goat_store::{CallErrorKind, FileChange};
 use serde_json::Value;
 
+pub(crate) use keeper::Keeper;
+pub use keeper::{MAX_KEPT_BYTES_PER_CALL, MAX_KEPT_PATHS_PER_CALL};
 pub use restore::{Restored, UndoError, UndoPlan, plan_undo};
 
 /// Which of a change's recorded states a path holds now (for a change set
@@ -275,141 +278,6 @@ pub(crate) fn capture(
     Ok(Some(checkpoint))
 }
 
-/// A checkpoint made while a call writes, for a tool whose files GOAT
-/// cannot know before it runs (a plugin's): each path is kept the first
-/// time the fence lets the tool change it, before the change is made, so
-/// what it held is in the checkpoint whatever the tool then does.
-pub(crate) struct Keeper {
-    root_fd: std::os::fd::OwnedFd,
-    checkpoint: Checkpoint,
-    /// Every path looked at, kept or not.
-    seen: std::collections::BTreeSet<String>,
-    /// The bytes kept so far.
-    kept_bytes: u64,
-    /// Paths refused, and why: refused again without being read again.
-    refused: std::collections::BTreeMap<String, String>,
-}
-
-/// The most bytes one plugin call's checkpoint holds, all files together:
-/// what a command's snapshot holds too. A plugin that would change more
-/// existing bytes than this in one call is refused the change past it, so
-/// a hostile plugin cannot make GOAT read and hold the whole workspace.
-pub const MAX_KEPT_BYTES_PER_CALL: u64 = 64 * 1024 * 1024;
-
-/// The most paths one plugin call's checkpoint looks at.
-pub const MAX_KEPT_PATHS_PER_CALL: usize = 10_000;
-
-impl Keeper {
-    /// A keeper for `workspace`; `None` when it cannot be opened (the
-    /// sandbox then reports the workspace itself).
-    pub(crate) fn new(workspace: &Path) -> Option<Self> {
-        let root = workspace.canonicalize().ok()?;
-        let root_fd = beneath::open_root(&root).ok()?;
-        Some(Self {
-            root_fd,
-            checkpoint: Checkpoint {
-                root,
-                before: Vec::new(),
-            },
-            seen: std::collections::BTreeSet::new(),
-            kept_bytes: 0,
-            refused: std::collections::BTreeMap::new(),
-        })
-    }
-
-    /// Keeps what `path` (a workspace path, links resolved, as the fence
-    /// reached it) holds now, the first time the tool is about to change
-    /// it. `Err`, in words for the model, when it holds bytes GOAT could
-    /// not give back (over the cap, unreadable): the change is refused. A
-    /// directory or link is let through unkept: no file's bytes are lost.
-    pub(crate) fn keep(&mut self, path: &str) -> Result<(), String> {
-        if self.seen.contains(path) {
-            return Ok(());
-        }
-        if let Some(why) = self.refused.get(path) {
-            return Err(why.clone());
-        }
-        let kept = self.look(path);
-        if let Err(why) = &kept
-            && self.refused.len() < MAX_KEPT_PATHS_PER_CALL
-        {
-            self.refused.insert(path.to_owned(), why.clone());
-        }
-        kept
-    }
-
-    /// [`keep`](Self::keep) for a path not looked at before.
-    fn look(&mut self, path: &str) -> Result<(), String> {
-        let refusal = |what: String| {
-            format!(
-                "not written: GOAT keeps a copy of every file a tool changes so the change can be \
-                 undone, and '{path}' {what}, so it cannot be kept"
-            )
-        };
-        if self.seen.len() >= MAX_KEPT_PATHS_PER_CALL {
-            return Err(refusal(format!(
-                "would be the {}th path this call changes, more than a checkpoint holds",
-                MAX_KEPT_PATHS_PER_CALL + 1
-            )));
-        }
-        match beneath::state(&self.root_fd, path) {
-            Ok(State::Absent) => self.checkpoint.before.push((path.to_owned(), None, None)),
-            Ok(State::File {
-                bytes: Some(bytes),
-                mode,
-                len,
-                ..
-            }) => {
-                let total = self.kept_bytes.saturating_add(len);
-                if total > MAX_KEPT_BYTES_PER_CALL {
-                    return Err(refusal(format!(
-                        "would take what this call's checkpoint holds past \
-                         {MAX_KEPT_BYTES_PER_CALL} bytes"
-                    )));
-                }
-                self.kept_bytes = total;
-                self.checkpoint
-                    .before
-                    .push((path.to_owned(), Some(bytes), Some(mode)));
-            }
-            Ok(State::File {
-                bytes: None, len, ..
-            }) => {
-                return Err(refusal(format!(
-                    "is {len} bytes, more than the {MAX_CHECKPOINT_BYTES} bytes a checkpoint holds"
-                )));
-            }
-            Ok(State::Other(_)) => {}
-            Err(e) => return Err(refusal(format!("cannot be read ({e})"))),
-        }
-        self.seen.insert(path.to_owned());
-        Ok(())
-    }
-
-    /// What the call changed, read after it ended (a plugin that failed
-    /// half-way may have changed files too), in the order the plugin first
-    /// touched each path. A directory it made where there was nothing is
-    /// a change undo takes back (removed when empty again).
-    pub(crate) fn finish(self) -> Vec<FileChange> {
-        let mut changes = Vec::new();
-        for (path, before, before_mode) in self.checkpoint.before {
-            if before.is_none()
-                && let Some(mode) = beneath::dir_mode(&self.root_fd, &path)
-            {
-                changes.push(FileChange {
-                    path,
-                    after_kind: goat_store::EntryKind::Dir,
-                    after_mode: Some(mode),
-                    ..FileChange::default()
-                });
-                continue;
-            }
-            changes.extend(change_of(&self.root_fd, path, before, before_mode));
-        }
-        changes
-    }
-}
-
 impl Checkpoint {
     /// What the call changed, read after it succeeded: each path's bytes
     /// and bits before, and the hash (and, within the cap, the bytes) and
@@ -493,34 +361,5 @@ fn real_place(path: &Path) -> Option<PathBuf> {
                 existing = existing.parent()?;
             }
         }
-    }
-}
-
-#[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
-mod tests {
-    use super::{Keeper, MAX_CHECKPOINT_BYTES, MAX_KEPT_BYTES_PER_CALL};
-
-    #[test]
-    fn a_keeper_holds_at_most_its_cap_and_refuses_the_change_past_it() {
-        let dir = tempfile::tempdir().unwrap();
-        // Nine files of 8 MiB: eight fit under 64 MiB, the ninth does not.
-        let size = usize::try_from(MAX_CHECKPOINT_BYTES).unwrap();
-        let count = MAX_KEPT_BYTES_PER_CALL / MAX_CHECKPOINT_BYTES;
-        for n in 0..=count {
-            std::fs::write(dir.path().join(format!("f{n}")), vec![b'x'; size]).unwrap();
-        }
-        let mut keeper = Keeper::new(dir.path()).unwrap();
-        for n in 0..count {
-            keeper.keep(&format!("f{n}")).unwrap();
-        }
-        let refused = keeper.keep(&format!("f{count}")).unwrap_err();
-        assert!(refused.contains("past"), "{refused}");
-        // Refused again, not let through on a second try.
-        assert!(keeper.keep(&format!("f{count}")).is_err());
-        // A new file holds no bytes: still kept.
-        keeper.keep("new.txt").unwrap();
-        // The same path again is free.
-        keeper.keep("f0").unwrap();
     }
 }

@@ -332,7 +332,14 @@ impl goat_sandbox::PathPolicy for GatePolicy {
     }
 
     fn governs_below(&self, dir: &str) -> bool {
+        // While a plugin's writes are kept, no directory is renamed: the
+        // tree would move what was kept under names it does not cover.
         self.boundary.governs_below(dir)
+            || self
+                .keeper
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_some()
     }
 
     fn hides_anything(&self) -> bool {

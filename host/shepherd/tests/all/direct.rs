@@ -223,3 +223,81 @@ async fn a_plugin_cannot_change_a_file_too_large_to_keep_and_says_so() {
     );
     assert_eq!(std::fs::read(ws.join("big.bin")).unwrap(), big);
 }
+
+/// The writing test plugin as `pw`, beside the built-ins.
+fn with_plugin_writer() -> (Arc<goat_sandbox::Sandbox>, Vec<goat_sandbox::Tool>) {
+    let (sandbox, mut tools) = shared_sandbox();
+    let wasm = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../plugins/dist/testing/plugin_writer.wasm"),
+    )
+    .unwrap();
+    tools.push(
+        sandbox
+            .load_plugin("pw", &wasm)
+            .unwrap()
+            .exposed_as("pw__write")
+            .unwrap(),
+    );
+    (sandbox, tools)
+}
+
+#[tokio::test]
+async fn a_plugin_may_not_rename_a_directory_but_its_file_renames_and_links_are_undone() {
+    let (sandbox, tools) = with_plugin_writer();
+    let (dir, store, calls) = direct_with(WritePolicy::AllowAll, sandbox, tools);
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(ws.join("src")).unwrap();
+    std::fs::write(ws.join("src/x"), "x\n").unwrap();
+    let run = |args: serde_json::Value| {
+        let calls = &calls;
+        async move {
+            calls
+                .call("client", &call("pw__write", &args.to_string()))
+                .await
+                .unwrap()
+        }
+    };
+    // A directory rename would move what is kept under names the
+    // checkpoint does not cover: refused, nothing moved.
+    let moved = run(serde_json::json!({"path": "src", "rename_to": "lib"})).await;
+    assert_ne!(moved.status, CallStatus::Ok, "{}", moved.result);
+    assert!(ws.join("src/x").exists() && !ws.join("lib").exists());
+    // A file's rename is two changes, both kept.
+    let renamed = run(serde_json::json!({"path": "a.txt", "rename_to": "b.txt"})).await;
+    assert_eq!(renamed.status, CallStatus::Ok, "{}", renamed.result);
+    let paths: Vec<&str> = renamed.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "b.txt"]);
+
+    let store = store.lock().unwrap();
+    let changes = store.file_changes(calls.session_id()).unwrap();
+    let refs: Vec<_> = changes.iter().collect();
+    let (_, _, failed) = plan_undo(&ws, &refs).unwrap().apply();
+    assert!(failed.is_none(), "{failed:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "before\n"
+    );
+    assert!(!ws.join("b.txt").exists());
+}
+
+#[tokio::test]
+async fn a_link_a_plugin_makes_is_recorded_as_a_link_and_undone() {
+    let (sandbox, tools) = with_writing_plugin();
+    let (dir, store, calls) = direct_with(WritePolicy::AllowAll, sandbox, tools);
+    let ws = dir.path().join("ws");
+    let args = serde_json::json!({"action": "symlink", "path": "l", "content": "a.txt"});
+    let outcome = calls
+        .call("client", &call("rw__hostile_rw", &args.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, CallStatus::Ok, "{}", outcome.result);
+    assert_eq!(outcome.changes.len(), 1, "{:?}", outcome.changes);
+    assert_eq!(outcome.changes[0].after_kind, goat_store::EntryKind::Link);
+    let store = store.lock().unwrap();
+    let changes = store.file_changes(calls.session_id()).unwrap();
+    let refs: Vec<_> = changes.iter().collect();
+    let (_, _, failed) = plan_undo(&ws, &refs).unwrap().apply();
+    assert!(failed.is_none(), "{failed:?}");
+    assert!(std::fs::symlink_metadata(ws.join("l")).is_err());
+}

@@ -1,7 +1,8 @@
 //! A test guest shaped as a plugin that writes: it declares `read-write`
 //! access and imports only what a plugin may, so `goat plugins add`
-//! accepts it. It writes `content` to `path` (creating or replacing it), or
-//! with `remove: true` removes `path`, through raw WASI calls. The tests
+//! accepts it. It writes `content` to `path` (creating or replacing it),
+//! with `remove: true` removes `path`, or with `rename_to` renames `path`,
+//! through raw WASI calls. The tests
 //! check that what it changes is kept for undo, listed in `files_changed`
 //! and in the session's patch. Never shipped.
 
@@ -34,7 +35,8 @@ impl Guest for PluginWriter {
                 "properties": {
                     "path": {"type": "string"},
                     "content": {"type": "string"},
-                    "remove": {"type": "boolean"}
+                    "remove": {"type": "boolean"},
+                    "rename_to": {"type": "string"}
                 },
                 "required": ["path"],
                 "additionalProperties": false
@@ -45,8 +47,13 @@ impl Guest for PluginWriter {
     }
 
     fn invoke(arguments: String) -> ToolResult<String> {
-        let args = Args::parse(&arguments, &["path", "content", "remove"])?;
+        let args = Args::parse(&arguments, &["path", "content", "remove", "rename_to"])?;
         let path = args.string("path")?;
+        if let Some(to) = args.opt_string("rename_to")? {
+            let dir = root()?;
+            dir.rename_at(path, &dir, to).map_err(raw)?;
+            return Ok(format!("renamed {path} to {to}"));
+        }
         if args.opt_bool("remove")?.unwrap_or(false) {
             root()?.unlink_file_at(path).map_err(raw)?;
             return Ok(format!("removed {path}"));
