@@ -44,6 +44,7 @@ mod sampling;
 mod screen;
 mod sessions;
 mod snapshots;
+mod toolchains;
 mod tools;
 mod undo;
 mod view;
