@@ -1,11 +1,12 @@
 //! Plugins built with the toolchains people write them with, from the
 //! registries (issue 37): the same line-counting tool in Python, built
-//! with componentize-py (PyPI), is added with `goat plugins add` and
-//! called by a scripted model through `goat run`, and its counts are what
-//! the engine is sent back. `.ci/run` installs componentize-py in a venv
-//! cached outside the repository and names it with `GOAT_COMPONENTIZE_PY`;
-//! without it the test skips with a note, unless
-//! `GOAT_COMPONENTIZE_PY_REQUIRED=1`.
+//! with componentize-py (PyPI), and in JavaScript, built with
+//! componentize-js (npm, StarlingMonkey), is added with `goat plugins add`
+//! and called by a scripted model through `goat run`, and its counts are
+//! what the engine is sent back. `.ci/run` installs each toolchain cached
+//! outside the repository and names it (`GOAT_COMPONENTIZE_PY`, the
+//! binary; `GOAT_COMPONENTIZE_JS`, a directory holding `node_modules`);
+//! without one its test skips with a note, unless `..._REQUIRED=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,18 +15,15 @@ use goat_testkit::Reply;
 
 use crate::{GoatRun, text};
 
-/// The componentize-py binary, or `None` with a note.
-fn componentize_py() -> Option<PathBuf> {
-    match std::env::var_os("GOAT_COMPONENTIZE_PY") {
+/// The toolchain `.ci/run` named in `var`, or `None` with a note.
+fn toolchain(var: &str, what: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
         Some(path) => Some(PathBuf::from(path)),
-        None if std::env::var_os("GOAT_COMPONENTIZE_PY_REQUIRED").is_some_and(|v| v == "1") => {
-            panic!("GOAT_COMPONENTIZE_PY_REQUIRED=1 but GOAT_COMPONENTIZE_PY is not set")
+        None if std::env::var_os(format!("{var}_REQUIRED")).is_some_and(|v| v == "1") => {
+            panic!("{var}_REQUIRED=1 but {var} is not set")
         }
         None => {
-            eprintln!(
-                "note: GOAT_COMPONENTIZE_PY is not set (.ci/run installs componentize-py from \
-                 PyPI); skipping the Python plugin"
-            );
+            eprintln!("note: {var} is not set (.ci/run installs {what}); skipping");
             None
         }
     }
@@ -35,48 +33,17 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_python_plugin_built_with_componentize_py_is_added_and_counts_lines() {
-    let Some(componentize) = componentize_py() else {
-        return;
-    };
-    let run = GoatRun::builder()
-        .replies([
-            Reply::tool_call("wcpy__count", r#"{"glob": "**/*.txt"}"#),
-            Reply::text("Counted."),
-        ])
-        .arg("--output")
-        .arg("jsonl");
+/// Adds the plugin at `wasm` as `wc`, runs a model that calls it over a
+/// small workspace, and checks the counts the engine was sent back.
+async fn counts_through_goat_run(run: crate::GoatRunBuilder, wasm: &Path) {
     let env = run.env();
-    // Built as docs/plugins.md says, from the repository's WIT, in a
-    // directory of its own (the build writes bytecode beside the source).
-    let source = env.root.join("python");
-    std::fs::create_dir(&source).unwrap();
-    std::fs::copy(
-        repo().join("plugins/examples/python/app.py"),
-        source.join("app.py"),
-    )
-    .unwrap();
-    let wasm = env.root.join("wc_py.wasm");
-    let built = Command::new(&componentize)
-        .arg("-d")
-        .arg(repo().join("wit"))
-        .args(["-w", "file-tool", "componentize", "-p"])
-        .arg(&source)
-        .args(["app", "-o"])
-        .arg(&wasm)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", text(&built.stderr));
-    env.add_plugin(&wasm, &["--name", "wcpy"]);
+    env.add_plugin(wasm, &["--name", "wc"]);
     std::fs::write(env.ws.join("a.txt"), "one two\nthree\n").unwrap();
     std::fs::create_dir(env.ws.join("sub")).unwrap();
     std::fs::write(env.ws.join("sub/b.txt"), "four\n").unwrap();
     std::fs::write(env.ws.join("skip.md"), "not counted\n").unwrap();
     let run = run.run("Count the text files").await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
-
-    // What the engine was sent back is the plugin's count.
     let requests = run.server.requests();
     let result = requests[1].body["messages"]
         .as_array()
@@ -99,4 +66,75 @@ async fn a_python_plugin_built_with_componentize_py_is_added_and_counts_lines() 
         ],
         "{result}"
     );
+}
+
+fn counting_run() -> crate::GoatRunBuilder {
+    GoatRun::builder()
+        .replies([
+            Reply::tool_call("wc__count", r#"{"glob": "**/*.txt"}"#),
+            Reply::text("Counted."),
+        ])
+        .arg("--output")
+        .arg("jsonl")
+}
+
+/// A copy of the example in `plugins/examples/DIR` in a directory of its
+/// own (a build writes beside its source), under `root`.
+fn example(root: &Path, dir: &str, files: &[&str]) -> PathBuf {
+    let source = root.join(dir);
+    std::fs::create_dir(&source).unwrap();
+    for file in files {
+        std::fs::copy(
+            repo().join("plugins/examples").join(dir).join(file),
+            source.join(file),
+        )
+        .unwrap();
+    }
+    source
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_plugin_built_with_componentize_py_is_added_and_counts_lines() {
+    let Some(componentize) = toolchain("GOAT_COMPONENTIZE_PY", "componentize-py from PyPI") else {
+        return;
+    };
+    let run = counting_run();
+    let root = run.env().root.clone();
+    let source = example(&root, "python", &["app.py"]);
+    let wasm = root.join("wc_py.wasm");
+    let built = Command::new(&componentize)
+        .arg("-d")
+        .arg(repo().join("wit"))
+        .args(["-w", "file-tool", "componentize", "-p"])
+        .arg(&source)
+        .args(["app", "-o"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    counts_through_goat_run(run, &wasm).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_javascript_plugin_built_with_componentize_js_is_added_and_counts_lines() {
+    let Some(toolchain) = toolchain(
+        "GOAT_COMPONENTIZE_JS",
+        "@bytecodealliance/componentize-js from npm",
+    ) else {
+        return;
+    };
+    let run = counting_run();
+    let root = run.env().root.clone();
+    let source = example(&root, "javascript", &["wc.js", "build.mjs"]);
+    std::os::unix::fs::symlink(toolchain.join("node_modules"), source.join("node_modules"))
+        .unwrap();
+    let wasm = root.join("wc_js.wasm");
+    let built = Command::new("node")
+        .arg(source.join("build.mjs"))
+        .arg(repo().join("wit"))
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    counts_through_goat_run(run, &wasm).await;
 }
