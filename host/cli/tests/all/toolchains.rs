@@ -138,3 +138,87 @@ async fn a_javascript_plugin_built_with_componentize_js_is_added_and_counts_line
     assert!(built.status.success(), "{}", text(&built.stderr));
     counts_through_goat_run(run, &wasm).await;
 }
+
+/// A hostile plugin in Python, built with the real componentize-py: each
+/// thing a plugin must not get is refused or bounded, checked on disk and
+/// in what the call returned.
+#[test]
+fn a_hostile_python_plugin_gets_nothing_it_was_not_granted() {
+    let Some(componentize) = toolchain("GOAT_COMPONENTIZE_PY", "componentize-py from PyPI") else {
+        return;
+    };
+    let env = crate::Env::new();
+    let source = env.root.join("python_hostile");
+    std::fs::create_dir(&source).unwrap();
+    std::fs::copy(
+        repo().join("tests/plugins/python_hostile/app.py"),
+        source.join("app.py"),
+    )
+    .unwrap();
+    let wasm = env.root.join("hostile_py.wasm");
+    let built = Command::new(&componentize)
+        .arg("-d")
+        .arg(repo().join("wit"))
+        .args(["-w", "file-tool", "componentize", "-p"])
+        .arg(&source)
+        .args(["app", "-o"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    env.add_plugin(&wasm, &["--name", "hp"]);
+    std::fs::write(env.root.join("outside.txt"), "secret outside\n").unwrap();
+    let call = |action: &str| {
+        let args = format!(r#"{{"action": "{action}"}}"#);
+        env.cmd()
+            .args(["tools", "call", "hp__hostile", &args, "--allow-writes"])
+            .env("GOAT_TOOL_TIMEOUT_SECS", "5")
+            .output()
+            .unwrap()
+    };
+    // The environment GOAT runs with (its API key, its HOME) is not the
+    // plugin's: it is empty.
+    let out = call("env");
+    assert_eq!(text(&out.stdout).trim(), "ok: {}", "{}", text(&out.stderr));
+    // Nothing outside the workspace, by absolute path or by `..`.
+    for action in ["read-outside", "read-parent"] {
+        let out = call(action);
+        let said = text(&out.stdout);
+        assert!(
+            said.starts_with("refused:"),
+            "{action}: {said}{}",
+            text(&out.stderr)
+        );
+        assert!(
+            !said.contains("root:") && !said.contains("secret outside"),
+            "{said}"
+        );
+    }
+    // A plugin that declared read cannot write, whatever the caller allows.
+    let out = call("write");
+    assert!(
+        text(&out.stdout).starts_with("refused:"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!env.ws.join("written.txt").exists());
+    // No connection can be made.
+    let out = call("socket");
+    assert!(
+        text(&out.stdout).starts_with("refused:"),
+        "{}",
+        text(&out.stdout)
+    );
+    // An exit ends the call, not GOAT; output and time are bounded.
+    for (action, said) in [
+        // componentize-py's runtime exits with 1 whatever `sys.exit` was given.
+        ("exit", "exited (code 1)"),
+        ("print", "stdout"),
+        ("loop", "longer than 5s"),
+    ] {
+        let out = call(action);
+        assert_ne!(out.status.code(), Some(0), "{action}");
+        let err = text(&out.stderr);
+        assert!(err.contains(said), "{action}: {err}");
+    }
+}
