@@ -13,6 +13,7 @@ mod export;
 mod mcp;
 mod mcp_servers;
 mod permissions;
+mod plugin_new;
 mod plugins;
 mod probe;
 mod run;

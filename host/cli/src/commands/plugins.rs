@@ -63,6 +63,20 @@ pub enum PluginsCommand {
         #[command(flatten)]
         store: DbArg,
     },
+    /// Start a new plugin: a directory with GOAT's WIT, a minimal tool (a
+    /// line counter) and the one command that builds it with the
+    /// registries' tools alone (componentize-py, componentize-js).
+    New {
+        /// The plugin's name: lowercase letters, digits and single
+        /// underscores.
+        name: String,
+        /// The language it is written in.
+        #[arg(long, value_enum)]
+        lang: super::plugin_new::Lang,
+        /// Where to make it (default: ./NAME). It must not exist.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Remove a plugin: its approval and its stored file.
     #[command(mut_arg("db", |a| a.help(DB_HELP)))]
     Remove {
@@ -84,6 +98,9 @@ pub fn plugins(command: PluginsCommand) -> anyhow::Result<Outcome> {
         PluginsCommand::List { json, store } => list(json, store.db.as_deref()),
         PluginsCommand::Inspect { name, json, store } => inspect(&name, json, store.db.as_deref()),
         PluginsCommand::Remove { name, store } => remove(&name, store.db.as_deref()),
+        PluginsCommand::New { name, lang, dir } => {
+            super::plugin_new::new(&name, lang, dir.as_deref())
+        }
     }
 }
 

@@ -222,3 +222,92 @@ fn a_hostile_python_plugin_gets_nothing_it_was_not_granted() {
         assert!(err.contains(said), "{action}: {err}");
     }
 }
+
+/// `goat plugins new` makes a directory that builds as its README says,
+/// with the real toolchain, into a plugin GOAT adds and runs: tried as a
+/// new author would, from nothing but the directory it made.
+#[test]
+fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
+    let py = toolchain("GOAT_COMPONENTIZE_PY", "componentize-py from PyPI");
+    let js = toolchain(
+        "GOAT_COMPONENTIZE_JS",
+        "@bytecodealliance/componentize-js from npm",
+    );
+    let env = crate::Env::new();
+    std::fs::write(env.ws.join("a.txt"), "one two\nthree\n").unwrap();
+    for (lang, toolchain) in [("python", py), ("js", js)] {
+        let Some(toolchain) = toolchain else {
+            continue;
+        };
+        let name = format!("new_{lang}");
+        let dir = env.root.join(&name);
+        let out = env.run(&[
+            "plugins",
+            "new",
+            &name,
+            "--lang",
+            lang,
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(readme.contains(&format!("goat plugins add {name}.wasm --name {name}")));
+        assert!(dir.join("wit/tool.wit").is_file());
+        let built = match lang {
+            "python" => Command::new(&toolchain)
+                .args([
+                    "-d",
+                    "wit",
+                    "-w",
+                    "file-tool",
+                    "componentize",
+                    "-p",
+                    ".",
+                    "app",
+                    "-o",
+                ])
+                .arg(format!("{name}.wasm"))
+                .current_dir(&dir)
+                .output()
+                .unwrap(),
+            // What `npm run build` runs, with the cached install in place
+            // of `npm install`.
+            _ => {
+                std::os::unix::fs::symlink(
+                    toolchain.join("node_modules"),
+                    dir.join("node_modules"),
+                )
+                .unwrap();
+                Command::new("node")
+                    .args(["build.mjs", "wit"])
+                    .arg(format!("{name}.wasm"))
+                    .current_dir(&dir)
+                    .output()
+                    .unwrap()
+            }
+        };
+        assert!(built.status.success(), "{lang}: {}", text(&built.stderr));
+        env.add_plugin(&dir.join(format!("{name}.wasm")), &["--name", &name]);
+        let out = env.run(&["tools", "call", &format!("{name}__count"), "{}"]);
+        assert_eq!(out.status.code(), Some(0), "{lang}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("a.txt"), "{}", text(&out.stdout));
+        // Never written into: an existing directory is refused whole.
+        let again = env.run(&[
+            "plugins",
+            "new",
+            &name,
+            "--lang",
+            lang,
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(again.status.code(), Some(2));
+        assert!(
+            text(&again.stderr).contains("already exists"),
+            "{}",
+            text(&again.stderr)
+        );
+        assert!(dir.join(format!("{name}.wasm")).is_file());
+    }
+}
