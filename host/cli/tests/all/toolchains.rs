@@ -311,3 +311,91 @@ fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
         assert!(dir.join(format!("{name}.wasm")).is_file());
     }
 }
+
+/// A hostile plugin in JavaScript, built with the real componentize-js:
+/// nothing outside the workspace, no write with read access, its loop and
+/// a throw that is no tool error end only its call; and built with every
+/// feature on, it imports `wasi:http` and is refused at add, each such
+/// import named.
+#[test]
+fn a_hostile_javascript_plugin_gets_nothing_it_was_not_granted() {
+    let Some(toolchain) = toolchain(
+        "GOAT_COMPONENTIZE_JS",
+        "@bytecodealliance/componentize-js from npm",
+    ) else {
+        return;
+    };
+    let env = crate::Env::new();
+    let source = example(&env.root, "javascript", &["build.mjs"]);
+    std::fs::copy(
+        repo().join("tests/plugins/js_hostile/hostile.js"),
+        source.join("hostile.js"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(toolchain.join("node_modules"), source.join("node_modules"))
+        .unwrap();
+    let build = |out: &str, extra: &[&str]| {
+        let built = Command::new("node")
+            .arg(source.join("build.mjs"))
+            .arg(repo().join("wit"))
+            .arg(env.root.join(out))
+            .arg(source.join("hostile.js"))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(built.status.success(), "{}", text(&built.stderr));
+        env.root.join(out)
+    };
+    // With its features on, the component asks for wasi:http: refused.
+    let all = build("all.wasm", &["--all-features"]);
+    let out = env.run(&[
+        "plugins",
+        "add",
+        all.to_str().unwrap(),
+        "--yes",
+        "--name",
+        "all",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("wasi:http/types") && err.contains("wasi:http/outgoing-handler"),
+        "{err}"
+    );
+    // Built as a plugin should be, it is added; each attempt is refused.
+    env.add_plugin(&build("hostile_js.wasm", &[]), &["--name", "hj"]);
+    std::fs::write(env.root.join("outside.txt"), "secret outside\n").unwrap();
+    let call = |action: &str| {
+        env.cmd()
+            .args([
+                "tools",
+                "call",
+                "hj__hostile",
+                &format!(r#"{{"action": "{action}"}}"#),
+            ])
+            .arg("--allow-writes")
+            .env("GOAT_TOOL_TIMEOUT_SECS", "5")
+            .output()
+            .unwrap()
+    };
+    for action in ["read-parent", "read-absolute", "write"] {
+        let out = call(action);
+        let said = text(&out.stdout);
+        assert!(
+            said.starts_with("refused:"),
+            "{action}: {said}{}",
+            text(&out.stderr)
+        );
+        assert!(
+            !said.contains("secret outside") && !said.contains("root:"),
+            "{said}"
+        );
+    }
+    assert!(!env.ws.join("written.txt").exists());
+    for (action, said) in [("loop", "longer than 5s"), ("garbage", "crashed")] {
+        let out = call(action);
+        assert_ne!(out.status.code(), Some(0), "{action}");
+        let err = text(&out.stderr);
+        assert!(err.contains(said), "{action}: {err}");
+    }
+}
