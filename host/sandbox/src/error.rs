@@ -136,7 +136,7 @@ pub enum SandboxError {
     #[error("cannot set up the wasm engine: {0:#}")]
     Engine(wasmtime::Error),
     /// The bytes are not a valid component, or compiling it failed.
-    #[error("cannot compile component {name}: {source:#}")]
+    #[error("cannot compile component {name}: {source:#}{}", what_to_do(source))]
     Compile {
         /// Which component.
         name: String,
@@ -195,4 +195,44 @@ fn quoted(names: &[String]) -> String {
         .map(|n| format!("'{n}'"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// What the person can do about a component wasmtime would not compile,
+/// where GOAT knows: a component using the component model's async ABI
+/// (jco's QuickJS backend by default) is built again without it, since
+/// GOAT runs every call synchronously.
+fn what_to_do(source: &wasmtime::Error) -> &'static str {
+    if format!("{source:#}").contains("requires the component model async feature") {
+        "; GOAT runs tools synchronously and does not run the component model's async ABI: \
+         build it without async (jco componentize with the QuickJS backend: \
+         --backend-qjs-disable-async)"
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SandboxError;
+
+    #[test]
+    fn a_component_using_the_async_abi_is_told_how_to_build_without_it() {
+        // wasmtime 48's words for jco's QuickJS default build.
+        let source = wasmtime::Error::msg(
+            "failed to parse WebAssembly module: `task.cancel` requires the component model \
+             async feature (at offset 0x19c198)",
+        );
+        let said = SandboxError::Compile {
+            name: "qj".to_owned(),
+            source,
+        }
+        .to_string();
+        assert!(said.contains("--backend-qjs-disable-async"), "{said}");
+        let other = SandboxError::Compile {
+            name: "x".to_owned(),
+            source: wasmtime::Error::msg("invalid magic"),
+        }
+        .to_string();
+        assert!(!other.contains("async"), "{other}");
+    }
 }
