@@ -109,6 +109,56 @@ fn a_refused_component_is_never_cached() {
     assert!(cached[0].starts_with(wc.sha256()), "{cached:?}");
 }
 
+/// `wasm` with a custom section of `size` bytes appended: the same
+/// component, as large as a toolchain's output (componentize-py's is
+/// 18 MB).
+fn padded(wasm: &[u8], size: usize) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = u8::try_from(n & 0x7f).unwrap();
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let name = b"padding";
+    let mut payload = Vec::with_capacity(size + 16);
+    leb(name.len(), &mut payload);
+    payload.extend_from_slice(name);
+    payload.resize(payload.len() + size, 0);
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(payload.len(), &mut out);
+    out.extend_from_slice(&payload);
+    out
+}
+
+#[test]
+fn a_fifteen_megabyte_component_with_forbidden_imports_is_refused_uncompiled() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
+    let big = padded(WANTS_HTTP_WASM, 15 * 1024 * 1024);
+    match sandbox.load_plugin("big", &big) {
+        Err(SandboxError::ForbiddenImport { imports, .. }) => assert_eq!(
+            imports,
+            [
+                "wasi:http/types@0.2.12",
+                "wasi:http/outgoing-handler@0.2.12"
+            ]
+        ),
+        other => panic!("expected ForbiddenImport, got {other:?}"),
+    }
+    // Refused before compiling: nothing was compiled into the cache.
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0);
+    // The padding itself is no reason: the same padding on an allowed
+    // component loads.
+    sandbox.load_plugin("wc", &padded(WC_WASM, 1024)).unwrap();
+}
+
 #[test]
 fn precompiled_native_code_is_refused_even_goats_own() {
     // A real wasmtime artifact, compiled by this very engine configuration.
