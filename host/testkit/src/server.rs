@@ -373,18 +373,8 @@ async fn serve_kept_alive<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shar
         let Some(recorded) = read_request(&mut socket, shared.parse).await else {
             return;
         };
-        let reply = match routed(&shared, &recorded) {
-            Some(reply) => {
-                shared.probes.lock().unwrap().push(recorded);
-                reply
-            }
-            None => {
-                let Some(reply) = shared.script.lock().unwrap().next(&recorded) else {
-                    return;
-                };
-                shared.requests.lock().unwrap().push(recorded);
-                reply
-            }
+        let Some(reply) = answer(&shared, recorded) else {
+            return;
         };
         let mut out = head(&reply, "transfer-encoding: chunked").into_bytes();
         for step in reply.steps {
@@ -403,12 +393,21 @@ async fn serve_kept_alive<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shar
     }
 }
 
-/// The route's answer when `recorded` asks a probe path (or another
-/// path a test routed), instead of the script's next reply.
-fn routed(shared: &Shared, recorded: &Recorded) -> Option<Reply> {
-    (recorded.method == "GET" || recorded.path == POSTED_PROBE)
+/// The answer to `recorded`, recorded: a route's when it asks a probe path
+/// (or another path a test routed), else the script's next reply. `None`
+/// beyond the script: the connection is then dropped unrecorded, as if
+/// nothing had accepted it.
+fn answer(shared: &Shared, recorded: Recorded) -> Option<Reply> {
+    let routed = (recorded.method == "GET" || recorded.path == POSTED_PROBE)
         .then(|| shared.routes.lock().unwrap().get(&recorded.path).cloned())
-        .flatten()
+        .flatten();
+    if let Some(reply) = routed {
+        shared.probes.lock().unwrap().push(recorded);
+        return Some(reply);
+    }
+    let reply = shared.script.lock().unwrap().next(&recorded)?;
+    shared.requests.lock().unwrap().push(recorded);
+    Some(reply)
 }
 
 /// A reply's status line and headers, with `framing` (how its body ends)
@@ -434,20 +433,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, shared: Shared)
     let Some(recorded) = read_request(&mut socket, shared.parse).await else {
         return;
     };
-    let reply = match routed(&shared, &recorded) {
-        Some(reply) => {
-            shared.probes.lock().unwrap().push(recorded);
-            reply
-        }
-        None => {
-            // Beyond the script the connection is dropped unrecorded, as
-            // if nothing had accepted it.
-            let Some(reply) = shared.script.lock().unwrap().next(&recorded) else {
-                return;
-            };
-            shared.requests.lock().unwrap().push(recorded);
-            reply
-        }
+    let Some(reply) = answer(&shared, recorded) else {
+        return;
     };
     let closed = shared.closed;
     if reply.hang_up {

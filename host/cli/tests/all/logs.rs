@@ -41,6 +41,27 @@ fn files(dir: &Path) -> std::collections::BTreeMap<String, (Vec<u8>, bool)> {
     out
 }
 
+/// A copy of the workspace as it is now, in a repository of its own (as
+/// a harness's checkout is, and so that git does not take the checkout
+/// this test runs in for it): the tree a run's patch applies to.
+fn starting_tree(env: &Env) -> std::path::PathBuf {
+    let start = env.root.join("start");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(&env.ws)
+        .arg(&start)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&start)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    start
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn logs_dir_keeps_the_events_the_trajectory_and_a_patch_git_applies() {
     let run = GoatRun::builder()
@@ -62,22 +83,7 @@ async fn logs_dir_keeps_the_events_the_trajectory_and_a_patch_git_applies() {
     let env = run.env();
     std::fs::write(env.ws.join("README.md"), "# Title\nold line\nend\n").unwrap();
     std::fs::write(env.ws.join("gone.txt"), "bye\n").unwrap();
-    let start = env.root.join("start");
-    let copied = Command::new("cp")
-        .arg("-a")
-        .arg(&env.ws)
-        .arg(&start)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    // Its own repository, as a harness's checkout is (and so that git
-    // does not take the checkout this test runs in for it).
-    let init = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&start)
-        .status()
-        .unwrap();
-    assert!(init.success());
+    let start = starting_tree(env);
     let logs = env.root.join("logs");
     let run = run
         .arg("--logs-dir")
@@ -174,22 +180,7 @@ async fn a_plugins_writes_are_in_files_changed_in_the_patch_and_undone_byte_for_
     let notes: Vec<u8> = b"kept\r\n\x00\xff bytes\n".to_vec();
     std::fs::write(env.ws.join("notes.txt"), &notes).unwrap();
     std::fs::write(env.ws.join("gone.txt"), "bye\n").unwrap();
-    let start = env.root.join("start");
-    let copied = Command::new("cp")
-        .arg("-a")
-        .arg(&env.ws)
-        .arg(&start)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    assert!(
-        Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(&start)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let start = starting_tree(env);
     let logs = env.root.join("logs");
     let run = run
         .arg("--logs-dir")

@@ -81,16 +81,52 @@ fn counting_run() -> crate::GoatRunBuilder {
 /// A copy of the example in `plugins/examples/DIR` in a directory of its
 /// own (a build writes beside its source), under `root`.
 fn example(root: &Path, dir: &str, files: &[&str]) -> PathBuf {
-    let source = root.join(dir);
+    copied(root, &format!("plugins/examples/{dir}"), files)
+}
+
+/// `files` of the repository's directory `from`, copied into a directory
+/// of the same last name under `root`.
+fn copied(root: &Path, from: &str, files: &[&str]) -> PathBuf {
+    let name = Path::new(from).file_name().unwrap();
+    let source = root.join(name);
     std::fs::create_dir(&source).unwrap();
     for file in files {
-        std::fs::copy(
-            repo().join("plugins/examples").join(dir).join(file),
-            source.join(file),
-        )
-        .unwrap();
+        std::fs::copy(repo().join(from).join(file), source.join(file)).unwrap();
     }
     source
+}
+
+/// Builds the Python module `app` in `source` into `wasm` with
+/// componentize-py, against the repository's WIT.
+fn build_python(componentize: &Path, source: &Path, wasm: &Path) {
+    let built = Command::new(componentize)
+        .arg("-d")
+        .arg(repo().join("wit"))
+        .args(["-w", "file-tool", "componentize", "-p"])
+        .arg(source)
+        .args(["app", "-o"])
+        .arg(wasm)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+}
+
+/// The cached componentize-js install, seen from `source`.
+fn link_node_modules(toolchain: &Path, source: &Path) {
+    std::os::unix::fs::symlink(toolchain.join("node_modules"), source.join("node_modules"))
+        .unwrap();
+}
+
+/// Runs `source/build.mjs` (the example's) into `wasm`, with `extra`.
+fn build_js(source: &Path, wasm: &Path, extra: &[std::ffi::OsString]) {
+    let built = Command::new("node")
+        .arg(source.join("build.mjs"))
+        .arg(repo().join("wit"))
+        .arg(wasm)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -102,16 +138,7 @@ async fn a_python_plugin_built_with_componentize_py_is_added_and_counts_lines() 
     let root = run.env().root.clone();
     let source = example(&root, "python", &["app.py"]);
     let wasm = root.join("wc_py.wasm");
-    let built = Command::new(&componentize)
-        .arg("-d")
-        .arg(repo().join("wit"))
-        .args(["-w", "file-tool", "componentize", "-p"])
-        .arg(&source)
-        .args(["app", "-o"])
-        .arg(&wasm)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    build_python(&componentize, &source, &wasm);
     counts_through_goat_run(run, &wasm).await;
 }
 
@@ -126,16 +153,9 @@ async fn a_javascript_plugin_built_with_componentize_js_is_added_and_counts_line
     let run = counting_run();
     let root = run.env().root.clone();
     let source = example(&root, "javascript", &["wc.js", "build.mjs"]);
-    std::os::unix::fs::symlink(toolchain.join("node_modules"), source.join("node_modules"))
-        .unwrap();
+    link_node_modules(&toolchain, &source);
     let wasm = root.join("wc_js.wasm");
-    let built = Command::new("node")
-        .arg(source.join("build.mjs"))
-        .arg(repo().join("wit"))
-        .arg(&wasm)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    build_js(&source, &wasm, &[]);
     counts_through_goat_run(run, &wasm).await;
 }
 
@@ -148,24 +168,9 @@ fn a_hostile_python_plugin_gets_nothing_it_was_not_granted() {
         return;
     };
     let env = crate::Env::new();
-    let source = env.root.join("python_hostile");
-    std::fs::create_dir(&source).unwrap();
-    std::fs::copy(
-        repo().join("tests/plugins/python_hostile/app.py"),
-        source.join("app.py"),
-    )
-    .unwrap();
+    let source = copied(&env.root, "tests/plugins/python_hostile", &["app.py"]);
     let wasm = env.root.join("hostile_py.wasm");
-    let built = Command::new(&componentize)
-        .arg("-d")
-        .arg(repo().join("wit"))
-        .args(["-w", "file-tool", "componentize", "-p"])
-        .arg(&source)
-        .args(["app", "-o"])
-        .arg(&wasm)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    build_python(&componentize, &source, &wasm);
     env.add_plugin(&wasm, &["--name", "hp"]);
     std::fs::write(env.root.join("outside.txt"), "secret outside\n").unwrap();
     let call = |action: &str| {
@@ -274,11 +279,7 @@ fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
             // What `npm run build` runs, with the cached install in place
             // of `npm install`.
             _ => {
-                std::os::unix::fs::symlink(
-                    toolchain.join("node_modules"),
-                    dir.join("node_modules"),
-                )
-                .unwrap();
+                link_node_modules(&toolchain, &dir);
                 Command::new("node")
                     .args(["build.mjs", "wit"])
                     .arg(format!("{name}.wasm"))
@@ -332,19 +333,13 @@ fn a_hostile_javascript_plugin_gets_nothing_it_was_not_granted() {
         source.join("hostile.js"),
     )
     .unwrap();
-    std::os::unix::fs::symlink(toolchain.join("node_modules"), source.join("node_modules"))
-        .unwrap();
+    link_node_modules(&toolchain, &source);
     let build = |out: &str, extra: &[&str]| {
-        let built = Command::new("node")
-            .arg(source.join("build.mjs"))
-            .arg(repo().join("wit"))
-            .arg(env.root.join(out))
-            .arg(source.join("hostile.js"))
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(built.status.success(), "{}", text(&built.stderr));
-        env.root.join(out)
+        let wasm = env.root.join(out);
+        let mut args = vec![source.join("hostile.js").into_os_string()];
+        args.extend(extra.iter().map(Into::into));
+        build_js(&source, &wasm, &args);
+        wasm
     };
     // With its features on, the component asks for wasi:http: refused.
     let all = build("all.wasm", &["--all-features"]);

@@ -122,22 +122,41 @@ async fn a_direct_write_no_rule_decides_is_denied_and_recorded() {
     assert_eq!(turns[0].rounds[0].calls[0].status, CallStatus::Denied);
 }
 
-/// The built-ins and the read-write hostile guest as the plugin `rw`.
-fn with_writing_plugin() -> (Arc<goat_sandbox::Sandbox>, Vec<goat_sandbox::Tool>) {
+/// The built-ins and the test guest `dist/testing/FILE.wasm` loaded as the
+/// plugin `label`, offered as `exposed`.
+fn with_plugin(
+    file: &str,
+    label: &str,
+    exposed: &str,
+) -> (Arc<goat_sandbox::Sandbox>, Vec<goat_sandbox::Tool>) {
     let (sandbox, mut tools) = shared_sandbox();
     let wasm = std::fs::read(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../plugins/dist/testing/hostile_rw.wasm"),
+            .join(format!("../../plugins/dist/testing/{file}.wasm")),
     )
     .unwrap();
     tools.push(
         sandbox
-            .load("rw", &wasm)
+            .load_plugin(label, &wasm)
             .unwrap()
-            .exposed_as("rw__hostile_rw")
+            .exposed_as(exposed)
             .unwrap(),
     );
     (sandbox, tools)
+}
+
+/// The built-ins and the read-write hostile guest as the plugin `rw`.
+fn with_writing_plugin() -> (Arc<goat_sandbox::Sandbox>, Vec<goat_sandbox::Tool>) {
+    with_plugin("hostile_rw", "rw", "rw__hostile_rw")
+}
+
+/// Undoes every change the session recorded, which must all go back.
+fn undo_session(store: &Arc<Mutex<Store>>, calls: &DirectCalls, ws: &std::path::Path) {
+    let store = store.lock().unwrap();
+    let changes = store.file_changes(calls.session_id()).unwrap();
+    let refs: Vec<_> = changes.iter().collect();
+    let (_, _, failed) = plan_undo(ws, &refs).unwrap().apply();
+    assert!(failed.is_none(), "{failed:?}");
 }
 
 #[tokio::test]
@@ -180,8 +199,11 @@ async fn what_a_plugin_writes_is_kept_as_it_writes_and_undo_puts_it_back_byte_fo
     );
 
     // The store holds both, with a.txt's bytes before; undo puts both back.
-    let store = store.lock().unwrap();
-    let changes = store.file_changes(calls.session_id()).unwrap();
+    let changes = store
+        .lock()
+        .unwrap()
+        .file_changes(calls.session_id())
+        .unwrap();
     let paths: Vec<&str> = changes.iter().map(|c| c.change.path.as_str()).collect();
     // The directory it made is a change of its own, so undo removes it.
     assert_eq!(paths, ["a.txt", "sub", "sub/new.txt"]);
@@ -189,9 +211,7 @@ async fn what_a_plugin_writes_is_kept_as_it_writes_and_undo_puts_it_back_byte_fo
         changes[0].change.before.as_deref(),
         Some(original.as_slice())
     );
-    let refs: Vec<_> = changes.iter().collect();
-    let (_, _, failed) = plan_undo(&ws, &refs).unwrap().apply();
-    assert!(failed.is_none(), "{failed:?}");
+    undo_session(&store, &calls, &ws);
     assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), original);
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(ws.join("a.txt")).unwrap().permissions(),
@@ -226,20 +246,7 @@ async fn a_plugin_cannot_change_a_file_too_large_to_keep_and_says_so() {
 
 /// The writing test plugin as `pw`, beside the built-ins.
 fn with_plugin_writer() -> (Arc<goat_sandbox::Sandbox>, Vec<goat_sandbox::Tool>) {
-    let (sandbox, mut tools) = shared_sandbox();
-    let wasm = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../plugins/dist/testing/plugin_writer.wasm"),
-    )
-    .unwrap();
-    tools.push(
-        sandbox
-            .load_plugin("pw", &wasm)
-            .unwrap()
-            .exposed_as("pw__write")
-            .unwrap(),
-    );
-    (sandbox, tools)
+    with_plugin("plugin_writer", "pw", "pw__write")
 }
 
 #[tokio::test]
@@ -269,11 +276,7 @@ async fn a_plugin_may_not_rename_a_directory_but_its_file_renames_and_links_are_
     let paths: Vec<&str> = renamed.changes.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(paths, ["a.txt", "b.txt"]);
 
-    let store = store.lock().unwrap();
-    let changes = store.file_changes(calls.session_id()).unwrap();
-    let refs: Vec<_> = changes.iter().collect();
-    let (_, _, failed) = plan_undo(&ws, &refs).unwrap().apply();
-    assert!(failed.is_none(), "{failed:?}");
+    undo_session(&store, &calls, &ws);
     assert_eq!(
         std::fs::read_to_string(ws.join("a.txt")).unwrap(),
         "before\n"
@@ -294,10 +297,6 @@ async fn a_link_a_plugin_makes_is_recorded_as_a_link_and_undone() {
     assert_eq!(outcome.status, CallStatus::Ok, "{}", outcome.result);
     assert_eq!(outcome.changes.len(), 1, "{:?}", outcome.changes);
     assert_eq!(outcome.changes[0].after_kind, goat_store::EntryKind::Link);
-    let store = store.lock().unwrap();
-    let changes = store.file_changes(calls.session_id()).unwrap();
-    let refs: Vec<_> = changes.iter().collect();
-    let (_, _, failed) = plan_undo(&ws, &refs).unwrap().apply();
-    assert!(failed.is_none(), "{failed:?}");
+    undo_session(&store, &calls, &ws);
     assert!(std::fs::symlink_metadata(ws.join("l")).is_err());
 }
