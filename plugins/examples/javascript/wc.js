@@ -2,7 +2,9 @@
 import { getDirectories } from 'wasi:filesystem/preopens@0.2.12';
 
 const MAX_FILES = 2000;
-const CHUNK = 65536n;
+// 64-bit offsets as Numbers: both componentize-js (StarlingMonkey) and
+// jco's QuickJS backend take a Number for a u64 (QuickJS refuses a BigInt).
+const CHUNK = 65536;
 
 function globRegex(p) {
   let out = '';
@@ -32,10 +34,10 @@ function walk(root, rel, out, depth) {
 }
 
 function countFile(fd) {
-  let lines = 0, words = 0, bytes = 0, inWord = false, off = 0n;
+  let lines = 0, words = 0, bytes = 0, inWord = false, off = 0;
   for (;;) {
     const [chunk, end] = fd.read(CHUNK, off);
-    off += BigInt(chunk.length);
+    off += chunk.length;
     bytes += chunk.length;
     for (const b of chunk) {
       if (b === 10) lines++;

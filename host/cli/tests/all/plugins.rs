@@ -33,7 +33,7 @@ impl Env {
     }
 
     /// The `.wasm` files in the plugin directory, if it exists.
-    fn stored_plugins(&self) -> Vec<String> {
+    pub(crate) fn stored_plugins(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.plugin_dir()) else {
             return Vec::new();
         };

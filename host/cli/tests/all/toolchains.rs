@@ -1,11 +1,13 @@
 //! Plugins built with the toolchains people write them with, from the
 //! registries (issue 37): the same line-counting tool in Python, built
 //! with componentize-py (PyPI), and in JavaScript, built with
-//! componentize-js (npm, StarlingMonkey), is added with `goat plugins add`
+//! componentize-js (npm, StarlingMonkey) and with jco's QuickJS backend
+//! (npm), is added with `goat plugins add`
 //! and called by a scripted model through `goat run`, and its counts are
 //! what the engine is sent back. `.ci/run` installs each toolchain cached
 //! outside the repository and names it (`GOAT_COMPONENTIZE_PY`, the
-//! binary; `GOAT_COMPONENTIZE_JS`, a directory holding `node_modules`);
+//! binary; `GOAT_COMPONENTIZE_JS` and `GOAT_JCO`, directories holding
+//! `node_modules`);
 //! without one its test skips with a note, unless `..._REQUIRED=1`.
 
 use std::path::{Path, PathBuf};
@@ -156,6 +158,53 @@ async fn a_javascript_plugin_built_with_componentize_js_is_added_and_counts_line
     link_node_modules(&toolchain, &source);
     let wasm = root.join("wc_js.wasm");
     build_js(&source, &wasm, &[]);
+    counts_through_goat_run(run, &wasm).await;
+}
+
+/// Builds `source/wc.js` with jco's QuickJS backend into `wasm`, `extra`
+/// added to jco's arguments.
+fn build_qjs(jco: &Path, source: &Path, wasm: &Path, extra: &[&str]) {
+    let built = Command::new(jco.join("node_modules/.bin/jco"))
+        .arg("componentize")
+        .arg(source.join("wc.js"))
+        .arg("-w")
+        .arg(repo().join("wit"))
+        .args(["-n", "file-tool", "--backend", "qjs"])
+        .args(extra)
+        .arg("-o")
+        .arg(wasm)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}{}",
+        text(&built.stdout),
+        text(&built.stderr)
+    );
+}
+
+/// The same `wc.js`, built with jco's QuickJS backend: its default build
+/// uses the component model's async ABI, which GOAT does not run, and is
+/// refused with the flag to build with; built with that flag it is added
+/// and counts as the others do.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_javascript_plugin_built_with_jco_quickjs_is_added_and_counts_lines() {
+    let Some(jco) = toolchain("GOAT_JCO", "@bytecodealliance/jco from npm") else {
+        return;
+    };
+    let run = counting_run();
+    let env = run.env();
+    let source = example(&env.root, "javascript", &["wc.js"]);
+    let async_abi = env.root.join("wc_qjs_async.wasm");
+    build_qjs(&jco, &source, &async_abi, &[]);
+    let refused = env.run(&["plugins", "add", async_abi.to_str().unwrap(), "--yes"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let said = text(&refused.stderr);
+    assert!(said.contains("async"), "{said}");
+    assert!(said.contains("--backend-qjs-disable-async"), "{said}");
+    assert!(env.stored_plugins().is_empty(), "nothing is kept");
+    let wasm = env.root.join("wc_qjs.wasm");
+    build_qjs(&jco, &source, &wasm, &["--backend-qjs-disable-async"]);
     counts_through_goat_run(run, &wasm).await;
 }
 
