@@ -1,12 +1,13 @@
 //! Plugins in the real sandbox: the WASI world each gets, virtualised,
-//! and what no plugin is offered (`wasi:http`), the refusal of
+//! what the person grants one (environment keys, a proxy for `wasi:http`,
+//! limits), what no plugin is offered (interfaces outside WASI), the refusal of
 //! anything that is not a component, the host's limits, the frozen clock,
 //! and a read-only preopen that a plugin declaring `read` cannot get past.
 
 use std::time::{Duration, Instant};
 
 use goat_sandbox::{
-    Access, Limits, PLUGIN_IMPORTS, SandboxBuilder, SandboxError, ToolFailure, ToolKind,
+    Access, Grants, Limits, PLUGIN_IMPORTS, SandboxBuilder, SandboxError, ToolFailure, ToolKind,
 };
 use serde_json::json;
 
@@ -25,19 +26,16 @@ fn plugin_sandbox(limits: Limits) -> (goat_sandbox::Sandbox, goat_sandbox::Tool)
 #[test]
 fn a_plugin_importing_what_no_plugin_is_offered_is_refused_naming_every_import() {
     let sandbox = sandbox();
-    match sandbox.load_plugin("wants_http", WANTS_HTTP_WASM) {
+    match sandbox.load_plugin("wants_more", WANTS_MORE_WASM) {
         Err(SandboxError::ForbiddenImport {
             name,
             imports,
             allowed,
         }) => {
-            assert_eq!(name, "wants_http");
+            assert_eq!(name, "wants_more");
             assert_eq!(
                 imports,
-                [
-                    "wasi:http/types@0.2.12",
-                    "wasi:http/outgoing-handler@0.2.12"
-                ]
+                ["evil:host/secrets@0.1.0", "evil:host/launch@0.1.0"]
             );
             assert_eq!(allowed, PLUGIN_IMPORTS.join(", "));
         }
@@ -93,12 +91,69 @@ fn a_plugin_gets_the_wasi_world_and_nothing_from_it() {
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
+/// Granted keys are the only environment a plugin sees, with GOAT's
+/// values at the call; a key GOAT has no value for is absent; a built-in
+/// cannot be granted anything, and a grant past its ceiling is refused.
+#[test]
+fn a_plugin_sees_only_the_environment_keys_it_was_granted() {
+    // PATH is set in any test run; HOME and the rest are not granted.
+    let path = std::env::var("PATH").unwrap();
+    let sandbox = sandbox();
+    let ws = Workspace::new();
+    let env = sandbox
+        .load_plugin("env", WANTS_ENV_WASM)
+        .unwrap()
+        .with_grants(Grants {
+            env: vec!["PATH".into(), "GOAT_TEST_NEVER_SET_KEY".into()],
+            ..Grants::default()
+        })
+        .unwrap();
+    assert_eq!(
+        sandbox.call(&env, "{}", &ws.pen(Access::None)).unwrap(),
+        Ok(format!(r#"env=[("PATH", {path:?})] args=[]"#))
+    );
+    let too_much = Grants {
+        memory_mib: Some(4096),
+        ..Grants::default()
+    };
+    assert!(
+        sandbox
+            .load_plugin("env", WANTS_ENV_WASM)
+            .unwrap()
+            .with_grants(too_much)
+            .is_err()
+    );
+}
+
+/// A plugin's `wasi:http` request on a call given no egress proxy (a
+/// plugin granted no host) is refused before any connection: a server
+/// listening on this machine never sees it.
+#[test]
+fn a_plugin_granted_no_host_has_every_request_refused() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/secret", listener.local_addr().unwrap());
+    let sandbox = sandbox();
+    let ws = Workspace::new();
+    let http = sandbox.load_plugin("http", WANTS_HTTP_WASM).unwrap();
+    let said = sandbox
+        .call(
+            &http,
+            &json!({ "url": url }).to_string(),
+            &ws.pen(Access::None),
+        )
+        .unwrap()
+        .unwrap();
+    assert!(said.contains("HttpRequestDenied"), "{said}");
+    assert!(listener.accept().is_err(), "nothing connected");
+}
+
 #[test]
 fn a_refused_component_is_never_cached() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
-    assert!(sandbox.load_plugin("http", WANTS_HTTP_WASM).is_err());
+    assert!(sandbox.load_plugin("more", WANTS_MORE_WASM).is_err());
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0);
     let wc = sandbox.load_plugin("wc", WC_WASM).unwrap();
     let cached: Vec<String> = std::fs::read_dir(&cache)
@@ -141,14 +196,11 @@ fn a_fifteen_megabyte_component_with_forbidden_imports_is_refused_uncompiled() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
-    let big = padded(WANTS_HTTP_WASM, 15 * 1024 * 1024);
+    let big = padded(WANTS_MORE_WASM, 15 * 1024 * 1024);
     match sandbox.load_plugin("big", &big) {
         Err(SandboxError::ForbiddenImport { imports, .. }) => assert_eq!(
             imports,
-            [
-                "wasi:http/types@0.2.12",
-                "wasi:http/outgoing-handler@0.2.12"
-            ]
+            ["evil:host/secrets@0.1.0", "evil:host/launch@0.1.0"]
         ),
         other => panic!("expected ForbiddenImport, got {other:?}"),
     }
@@ -390,7 +442,7 @@ fn a_recorded_spec_a_plugin_does_not_declare_refuses_its_first_call() {
         }
         other => panic!("expected NotATool, got {other:?}"),
     }
-    match sandbox.load_plugin_declared("http", WANTS_HTTP_WASM.to_vec(), spec.clone()) {
+    match sandbox.load_plugin_declared("more", WANTS_MORE_WASM.to_vec(), spec.clone()) {
         Err(SandboxError::ForbiddenImport { .. }) => {}
         other => panic!("expected ForbiddenImport, got {other:?}"),
     }

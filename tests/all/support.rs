@@ -23,8 +23,10 @@ pub const WANTS_ENV_WASM: &[u8] = include_bytes!("../../plugins/dist/testing/wan
 
 /// A guest importing `wasi:sockets`.
 pub const WANTS_SOCKET_WASM: &[u8] = include_bytes!("../../plugins/dist/testing/wants_socket.wasm");
-/// Imports `wasi:http`, which no plugin is offered.
+/// Sends a `wasi:http` GET to the URL it is given.
 pub const WANTS_HTTP_WASM: &[u8] = include_bytes!("../../plugins/dist/testing/wants_http.wasm");
+/// Imports two interfaces outside WASI, which no plugin is offered.
+pub const WANTS_MORE_WASM: &[u8] = include_bytes!("../../plugins/dist/testing/wants_more.wasm");
 
 /// A compiled-code cache shared by every test run, outside any workspace.
 pub fn cache_dir() -> PathBuf {

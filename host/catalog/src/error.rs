@@ -61,6 +61,14 @@ pub enum CatalogError {
         /// What it is instead ("a FIFO", "a symlink").
         kind: &'static str,
     },
+    /// What the person would grant the plugin is not usable.
+    #[error("plugin '{name}' was not added: {why}")]
+    Grants {
+        /// The plugin's name.
+        name: String,
+        /// What is wrong, and how to write it instead.
+        why: String,
+    },
     /// The sandbox refused the component.
     #[error(transparent)]
     Sandbox(#[from] goat_sandbox::SandboxError),

@@ -145,9 +145,12 @@ fn load_one(
             approval.access
         ));
     }
+    goat_egress::Allowlist::parse(&approval.grants.hosts)
+        .map_err(|e| format!("its granted hosts are not usable ({e}); {readd}"))?;
     if builtins.contains(&approval.tool.as_str()) {
         return Err(format!("'{}' is a built-in tool's name", approval.tool));
     }
     tool.exposed_as(&approval.tool)
+        .and_then(|tool| tool.with_grants(approval.grants.clone()))
         .map_err(|e| format!("{e:#}"))
 }

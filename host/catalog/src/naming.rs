@@ -193,6 +193,7 @@ pub(crate) mod tests {
             access: "read".to_owned(),
             imports: Vec::new(),
             added_at: 0,
+            grants: goat_sandbox::Grants::default(),
         }
     }
 

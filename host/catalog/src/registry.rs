@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use goat_sandbox::{MAX_PLUGIN_BYTES, Sandbox, Tool, ToolSpec};
+use goat_sandbox::{Grants, MAX_PLUGIN_BYTES, Sandbox, Tool, ToolSpec};
 use goat_state::fs::{OpenRegularError, open_regular, write_private_atomic};
 use goat_state::sqlite::{self, DbError, DbSpec, Journal, Migration};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -36,7 +36,14 @@ const MIGRATIONS: &[Migration] = &[
              added_at INTEGER NOT NULL
          );",
     ),
+    // 2: what the person granted each plugin beyond its access (ADR-0097),
+    // as JSON; a plugin added before grants has none.
+    Migration::sql("ALTER TABLE plugins ADD COLUMN grants TEXT NOT NULL DEFAULT '{}';"),
 ];
+
+/// Every column of an approval, in the order `row_to_approval` reads them.
+const COLUMNS: &str =
+    "name, tool, declared_name, description, sha256, access, imports, added_at, grants";
 
 /// The registry, for `goat_state::sqlite::open`, which checks it is a GOAT
 /// plugin registry and migrates it. Registries made before databases
@@ -70,6 +77,10 @@ pub struct Approval {
     pub imports: Vec<String>,
     /// When it was added, Unix seconds.
     pub added_at: i64,
+    /// What the person granted it beyond its access: environment keys,
+    /// hosts, limits. Part of the approval: different grants are a new
+    /// approval (remove, then add again).
+    pub grants: Grants,
 }
 
 /// Where a plugin's approved bytes are kept.
@@ -209,15 +220,39 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// Checks `wasm` as plugin `name` against the registry in `dir`.
-    /// Nothing is written.
+    /// Checks `wasm` as plugin `name`, granted `grants`, against the
+    /// registry in `dir`. Nothing is written.
     pub fn check(
         sandbox: &Sandbox,
         dir: &Path,
         name: PluginName,
         wasm: &[u8],
+        grants: Grants,
     ) -> Result<Self, CatalogError> {
+        let refused = |why: String| CatalogError::Grants {
+            name: name.to_string(),
+            why,
+        };
+        grants.check().map_err(refused)?;
+        goat_egress::Allowlist::parse(&grants.hosts)
+            .map_err(|e| refused(format!("--allow-host: {e}")))?;
         let tool = sandbox.load_plugin(name.as_str(), wasm)?;
+        // A grant the component cannot use is a mistake, said now.
+        let imports = |prefix: &str| tool.imports().iter().any(|i| i.starts_with(prefix));
+        if !grants.hosts.is_empty() && !imports("wasi:http/outgoing-handler@") {
+            return Err(refused(
+                "it does not import wasi:http/outgoing-handler, so it cannot use --allow-host; \
+                 leave it out"
+                    .to_owned(),
+            ));
+        }
+        if !grants.env.is_empty() && !imports("wasi:cli/environment@") {
+            return Err(refused(
+                "it does not import wasi:cli/environment, so it cannot use --env; leave it out"
+                    .to_owned(),
+            ));
+        }
+        let tool = tool.with_grants(grants)?;
         let exposed = ExposedName::new(&name, tool.spec().name.as_str());
         let tool =
             tool.exposed_as(exposed.as_str())
@@ -265,6 +300,7 @@ pub fn approve(
         access: tool.spec().access.as_str().to_owned(),
         imports: tool.imports().to_vec(),
         added_at,
+        grants: tool.grants().clone(),
     };
     let mut registry = Registry::create(dir)?;
     if let Err(e) = registry.insert(&approval, &builtin_names()) {
@@ -323,10 +359,9 @@ impl Registry {
     }
 
     fn all_rows(&self) -> rusqlite::Result<Vec<Approval>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT name, tool, declared_name, description, sha256, access, imports, added_at
-             FROM plugins ORDER BY name",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {COLUMNS} FROM plugins ORDER BY name"))?;
         let rows = stmt.query_map([], row_to_approval)?;
         rows.collect()
     }
@@ -335,8 +370,7 @@ impl Registry {
     pub fn get(&self, name: &str) -> Result<Option<Approval>, CatalogError> {
         self.conn
             .query_row(
-                "SELECT name, tool, declared_name, description, sha256, access, imports, added_at
-                 FROM plugins WHERE name = ?1",
+                &format!("SELECT {COLUMNS} FROM plugins WHERE name = ?1"),
                 [name],
                 row_to_approval,
             )
@@ -354,22 +388,22 @@ impl Registry {
             .map_err(&sql)?;
         let existing = {
             let mut stmt = tx
-                .prepare(
-                    "SELECT name, tool, declared_name, description, sha256, access, imports, \
-                     added_at FROM plugins WHERE name = ?1 OR tool = ?2",
-                )
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM plugins WHERE name = ?1 OR tool = ?2"
+                ))
                 .map_err(&sql)?;
             stmt.query_map(params![approval.name, approval.tool], row_to_approval)
                 .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
                 .map_err(&sql)?
         };
         check_clash(&approval.name, &approval.tool, builtins, &existing)?;
-        let imports = serde_json::to_string(&approval.imports)
-            .map_err(|e| sql(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
+        let json = |value: Result<String, serde_json::Error>| {
+            value.map_err(|e| sql(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))
+        };
+        let imports = json(serde_json::to_string(&approval.imports))?;
+        let grants = json(serde_json::to_string(&approval.grants))?;
         tx.execute(
-            "INSERT INTO plugins
-                 (name, tool, declared_name, description, sha256, access, imports, added_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            &format!("INSERT INTO plugins ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
             params![
                 approval.name,
                 approval.tool,
@@ -378,7 +412,8 @@ impl Registry {
                 approval.sha256,
                 approval.access,
                 imports,
-                approval.added_at
+                approval.added_at,
+                grants
             ],
         )
         .map_err(&sql)?;
@@ -394,8 +429,7 @@ impl Registry {
             .map_err(&sql)?;
         let approval = tx
             .query_row(
-                "SELECT name, tool, declared_name, description, sha256, access, imports, added_at
-                 FROM plugins WHERE name = ?1",
+                &format!("SELECT {COLUMNS} FROM plugins WHERE name = ?1"),
                 [name],
                 row_to_approval,
             )
@@ -430,7 +464,11 @@ fn sql_error(path: &Path) -> impl Fn(rusqlite::Error) -> CatalogError + '_ {
 }
 
 fn row_to_approval(row: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
+    let json = |index: usize, text: String| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, text.into())
+    };
     let imports: String = row.get(6)?;
+    let grants: String = row.get(8)?;
     Ok(Approval {
         name: row.get(0)?,
         tool: row.get(1)?,
@@ -438,10 +476,14 @@ fn row_to_approval(row: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
         description: row.get(3)?,
         sha256: row.get(4)?,
         access: row.get(5)?,
-        imports: serde_json::from_str(&imports).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, Box::new(e))
-        })?,
+        imports: serde_json::from_str(&imports).map_err(|e| json(6, e.to_string()))?,
         added_at: row.get(7)?,
+        // Checked as when it was approved: a row edited past a ceiling is
+        // not loaded as granted.
+        grants: serde_json::from_str::<Grants>(&grants)
+            .map_err(|e| e.to_string())
+            .and_then(|g| g.check().map(|()| g))
+            .map_err(|e| json(8, format!("its grants are not usable: {e}")))?,
     })
 }
 
@@ -460,6 +502,12 @@ mod tests {
         let mut r = Registry::create(dir.path()).unwrap();
         let mut a = approval("wc", "wc__count");
         a.imports = vec!["wasi:filesystem/types@0.2.12".to_owned()];
+        a.grants = Grants {
+            env: vec!["LANG".to_owned()],
+            hosts: vec!["example.com:443".to_owned()],
+            timeout_secs: Some(60),
+            ..Grants::default()
+        };
         r.insert(&a, &[]).unwrap();
         assert!(r.insert(&approval("wc", "wc__x"), &[]).is_err());
         assert!(r.insert(&approval("w", "wc__count"), &[]).is_err());
@@ -470,6 +518,22 @@ mod tests {
         assert_eq!(again.remove("wc").unwrap(), Some(a));
         assert!(!again.references("00").unwrap());
         assert_eq!(again.remove("wc").unwrap(), None);
+    }
+
+    #[test]
+    fn a_grant_edited_past_its_ceiling_in_the_registry_is_not_read_as_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::create(dir.path()).unwrap();
+        r.insert(&approval("wc", "wc__count"), &[]).unwrap();
+        r.conn
+            .execute("UPDATE plugins SET grants = '{\"memory_mib\": 999999}'", [])
+            .unwrap();
+        let err = r.all().unwrap_err().to_string();
+        assert!(err.contains("grants are not usable"), "{err}");
+        r.conn
+            .execute("UPDATE plugins SET grants = '{\"sockets\": true}'", [])
+            .unwrap();
+        assert!(r.all().is_err(), "an unknown grant is not ignored");
     }
 
     fn application_id(dir: &Path) -> i32 {
@@ -533,13 +597,13 @@ mod tests {
         drop(Registry::create(dir.path()).unwrap());
         Connection::open(dir.path().join(REGISTRY_FILE))
             .unwrap()
-            .pragma_update(None, "user_version", 2)
+            .pragma_update(None, "user_version", 3)
             .unwrap();
         let err = Registry::open_existing(dir.path()).err().unwrap();
         assert!(
             matches!(
                 err,
-                CatalogError::Registry(DbError::NewerSchema { found: 2, .. })
+                CatalogError::Registry(DbError::NewerSchema { found: 3, .. })
             ),
             "{err}"
         );

@@ -47,6 +47,11 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// connections is told how many more there were, not each one).
 pub const MAX_DECISIONS_KEPT: usize = 10_000;
 
+/// The header on every answer the proxy gives itself (a refusal, an
+/// unreachable destination), so a client GOAT speaks for (a plugin's
+/// `wasi:http` request) can tell the proxy's answer from the origin's.
+pub const ANSWER_HEADER: &str = "goat-egress";
+
 /// Blocking threads for name lookups (`getaddrinfo` blocks).
 const LOOKUP_THREADS: usize = 8;
 
@@ -691,7 +696,7 @@ async fn refuse(
 async fn answer(client: &mut TcpStream, status: &str, body: &str) {
     let text = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
+         {ANSWER_HEADER}: {status}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = client.write_all(text.as_bytes()).await;

@@ -615,7 +615,7 @@ impl ExternalTools for Hub {
                     .drain(..decided_before.min(served.decisions.len()));
                 (
                     goat_router::egress::records(&served),
-                    goat_router::egress::refusals_note(&served, SERVER_HOSTS),
+                    goat_router::egress::refusals_note(&served, SERVER_HOSTS, "this server"),
                 )
             }
             None => (Vec::new(), String::new()),

@@ -308,7 +308,7 @@ impl Route for CommandRoute<'_> {
             let records = egress::records(&served);
             router.record_egress(&records);
             refusals.extend(egress::refusals(&records));
-            egress::refusals_note(&served, egress::COMMANDS_NETWORK)
+            egress::refusals_note(&served, egress::COMMANDS_NETWORK, "this command")
         });
         Ok(match outcome {
             Ok(mut outcome) => {

@@ -17,6 +17,9 @@ use goat_store::{EgressRecord, EgressRequest, EgressVerdict, Refusal as CallRefu
 /// The setting a command's list comes from, named in every refusal.
 pub const COMMANDS_NETWORK: &str = "commands.network";
 
+/// Where a plugin's hosts come from, named in every refusal.
+pub const PLUGIN_HOSTS: &str = "the plugin's --allow-host grants";
+
 /// Most refused destinations a result lists; the rest are counted.
 const MAX_REFUSALS_LISTED: usize = 20;
 
@@ -51,6 +54,48 @@ impl<'a> CallProxy<'a> {
             all.dropped += served.dropped;
         }
         all
+    }
+}
+
+/// A plugin call's way out for its `wasi:http` requests (ADR-0097): a
+/// proxy allowing only the hosts the person granted the plugin, listening
+/// on the loopback from the call's first request until the call ends.
+pub struct PluginEgress {
+    proxy: Proxy,
+    serving: Mutex<Option<(std::net::SocketAddr, Serving)>>,
+}
+
+impl PluginEgress {
+    /// A way out to `hosts` (the plugin's grants, checked at add; an empty
+    /// list allows nothing, and every request is still recorded).
+    pub fn new(hosts: &[String]) -> Result<Self, String> {
+        let list = goat_egress::Allowlist::parse(hosts).map_err(|e| e.to_string())?;
+        Ok(Self {
+            proxy: Proxy::new(list),
+            serving: Mutex::new(None),
+        })
+    }
+
+    /// Stops serving; what was decided, if any request was made.
+    pub fn finish(&self) -> Option<Served> {
+        self.serving
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .map(|(_, serving)| serving.finish())
+    }
+}
+
+impl goat_sandbox::HttpEgress for PluginEgress {
+    fn proxy(&self) -> std::io::Result<std::net::SocketAddr> {
+        let mut serving = self.serving.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((addr, _)) = &*serving {
+            return Ok(*addr);
+        }
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+        let addr = listener.local_addr()?;
+        *serving = Some((addr, self.proxy.serve(listener)?));
+        Ok(addr)
     }
 }
 
@@ -165,7 +210,7 @@ pub fn refusals(records: &[EgressRecord]) -> Vec<CallRefusal> {
 
 /// For the result the model reads: each destination refused, why, and the
 /// entry of `setting` that would allow it; empty when nothing was refused.
-pub fn refusals_note(served: &Served, setting: &str) -> String {
+pub fn refusals_note(served: &Served, setting: &str, client: &str) -> String {
     // In first-seen order, counted; the index keeps a flood of refusals
     // linear.
     let mut lines: Vec<(String, usize)> = Vec::new();
@@ -212,7 +257,7 @@ pub fn refusals_note(served: &Served, setting: &str) -> String {
         })
         .collect();
     let mut note = format!(
-        "\n[goat: GOAT's network proxy refused what this command asked for:\n{}",
+        "\n[goat: GOAT's network proxy refused what {client} asked for:\n{}",
         listed.join("\n")
     );
     if more > 0 {
@@ -252,6 +297,16 @@ mod tests {
     use super::*;
     use std::time::SystemTime;
 
+    /// The sandbox tells the proxy's own answers from an origin's by this
+    /// header; the two crates must name the same one.
+    #[test]
+    fn the_sandbox_knows_the_proxys_answer_header() {
+        assert_eq!(
+            goat_sandbox::PROXY_ANSWER_HEADER,
+            goat_egress::proxy::ANSWER_HEADER
+        );
+    }
+
     fn refused(host: &str, port: u16, refusal: Refusal, fix: Option<&str>) -> Decision {
         Decision {
             at: SystemTime::now(),
@@ -282,7 +337,7 @@ mod tests {
             ],
             dropped: 0,
         };
-        let note = refusals_note(&served, COMMANDS_NETWORK);
+        let note = refusals_note(&served, COMMANDS_NETWORK, "this command");
         assert!(
             note.contains(
                 "  example.org:443: not listed in commands.network; to allow it, add \
@@ -302,7 +357,10 @@ mod tests {
             note.contains("no entry of commands.network allows this"),
             "{note}"
         );
-        assert_eq!(refusals_note(&Served::default(), COMMANDS_NETWORK), "");
+        assert_eq!(
+            refusals_note(&Served::default(), COMMANDS_NETWORK, "this command"),
+            ""
+        );
         let stored = records(&served);
         assert_eq!(stored[2].verdict, EgressVerdict::NonPublic);
         assert_eq!(stored[2].address.as_deref(), Some("127.0.0.1"));

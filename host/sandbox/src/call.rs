@@ -11,14 +11,16 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::bindings::exports::goat::tool::tool as wit;
 use crate::fence::{Fence, PathPolicy, preopen_perms};
+use crate::http::{HttpEgress, PluginHttp};
 use crate::limiter::Limiter;
 use crate::linker::FrozenClock;
 use crate::output::CappedOutput;
 use crate::policy_fs::PolicyFs;
-use crate::{Access, Sandbox, SandboxError, Tool, ToolError, ToolFailure, ToolKind};
+use crate::{Access, Grants, Sandbox, SandboxError, Tool, ToolError, ToolFailure, ToolKind};
 
 /// Per-call host state.
 pub(crate) struct Host {
@@ -26,6 +28,20 @@ pub(crate) struct Host {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
     pub(crate) fence: Fence,
+    http: WasiHttpCtx,
+    /// Where the call's `wasi:http` requests go: the egress proxy, or
+    /// nowhere.
+    http_out: PluginHttp,
+}
+
+impl WasiHttpView for Host {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_out,
+        }
+    }
 }
 
 impl Host {
@@ -62,6 +78,7 @@ pub struct Pen {
     root: PathBuf,
     access: Access,
     policy: Option<Arc<dyn PathPolicy>>,
+    http: Option<Arc<dyn HttpEgress>>,
 }
 
 impl std::fmt::Debug for Pen {
@@ -70,6 +87,7 @@ impl std::fmt::Debug for Pen {
             .field("root", &self.root)
             .field("access", &self.access)
             .field("policy", &self.policy.is_some())
+            .field("http", &self.http.is_some())
             .finish()
     }
 }
@@ -92,7 +110,17 @@ impl Pen {
             root,
             access,
             policy: None,
+            http: None,
         })
+    }
+
+    /// The same Pen, with a plugin's `wasi:http` requests sent through the
+    /// egress proxy `egress` gives, which decides each destination.
+    /// Without one every request is refused.
+    #[must_use]
+    pub fn with_http_egress(mut self, egress: Arc<dyn HttpEgress>) -> Self {
+        self.http = Some(egress);
+        self
     }
 
     /// The same Pen, with `policy` deciding what the tool may see and
@@ -152,13 +180,18 @@ impl Sandbox {
         // before the store whose deadline the call runs under.
         let pre = self.prepared(tool)?;
         let granted = tool.spec.access.min(pen.access);
-        let (mut store, stdout, stderr) = self.store(Some((&pen.root, granted)), tool.kind)?;
+        let (mut store, stdout, stderr) = self.store(
+            Some((&pen.root, granted)),
+            tool.kind,
+            tool.grants(),
+            pen.http.clone(),
+        )?;
         store.data_mut().fence.set_policy(pen.policy.clone());
 
         let outcome = pre
             .instantiate(&mut store)
             .and_then(|instance| instance.goat_tool_tool().call_invoke(&mut store, arguments));
-        let limits = &self.limits;
+        let limits = store.data().limiter.limits();
         let result = match outcome {
             Ok(Ok(text)) if text.len() > limits.result_bytes => Err(ToolFailure::OutputExceeded {
                 stream: "result",
@@ -188,13 +221,16 @@ impl Sandbox {
         })
     }
 
-    /// A fresh store: new WASI context, new resource table, limits armed.
+    /// A fresh store: new WASI context, new resource table, limits armed
+    /// (a plugin's as granted).
     pub(crate) fn store(
         &self,
         preopen: Option<(&Path, Access)>,
         kind: ToolKind,
+        grants: &Grants,
+        http: Option<Arc<dyn HttpEgress>>,
     ) -> Result<(Store<Host>, CappedOutput, CappedOutput), SandboxError> {
-        let limits = &self.limits;
+        let limits = &self.limits.granted(grants);
         let stdout = CappedOutput::new("stdout", limits.stdio_bytes);
         let stderr = CappedOutput::new("stderr", limits.stdio_bytes);
         let mut wasi = WasiCtxBuilder::new();
@@ -203,14 +239,20 @@ impl Sandbox {
         wasi.stdout(stdout.clone()).stderr(stderr.clone());
         // Sockets are linked for plugins (ADR-0096) and refused whole: no
         // TCP, no UDP, no name lookup, and no address passes the check.
-        // Stdin is empty, the environment and the arguments are empty:
-        // nothing of the host's reaches a tool.
+        // Stdin is empty, the arguments are empty, and the environment
+        // holds only the keys the person granted a plugin (GOAT's values,
+        // read now): nothing else of the host's reaches a tool.
         wasi.allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }));
         if kind == ToolKind::Plugin {
             wasi.wall_clock(FrozenClock);
+            for key in &grants.env {
+                if let Ok(value) = std::env::var(key) {
+                    wasi.env(key, value);
+                }
+            }
         }
         let mut fence = Fence::new(None, None);
         if let Some((root, access)) = preopen {
@@ -238,6 +280,8 @@ impl Sandbox {
             table,
             limiter: Limiter::new(limits.clone()),
             fence,
+            http: WasiHttpCtx::new(),
+            http_out: PluginHttp::new(http, limits.timeout),
         };
         let mut store = Store::new(&self.engine, host);
         store.limiter(|h| &mut h.limiter);

@@ -23,7 +23,8 @@ impl Sandbox {
         stdout: &CappedOutput,
         stderr: &CappedOutput,
     ) -> ToolFailure {
-        let limits = &self.limits;
+        // The call's own limits: a plugin's may be granted.
+        let limits = store.data().limiter.limits();
         if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return ToolFailure::Timeout {
                 limit: limits.timeout,

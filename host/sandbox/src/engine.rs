@@ -13,7 +13,10 @@ use wasmtime::{Config, Engine};
 use crate::cache::CacheAccess;
 use crate::call::Host;
 use crate::linker::restricted_linker;
-use crate::{EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, SandboxError, ToolKind, cache, precompiled};
+use crate::{
+    EPOCH_TICK, Limits, MAX_CONCURRENT_CALLS, MAX_GRANTED_INSTANCES, MAX_GRANTED_MEMORY_BYTES,
+    SandboxError, ToolKind, cache, precompiled,
+};
 
 /// Builds a [`Sandbox`].
 #[derive(Debug, Default)]
@@ -133,17 +136,25 @@ impl SandboxBuilder {
 /// Instance slots kept ready for reuse: a fresh call takes a slot whose
 /// memory was already mapped (and reset) instead of mapping new memory, which
 /// is most of what instantiation costs.
+///
+/// Each slot is sized for the most a plugin can be granted
+/// ([`MAX_GRANTED_INSTANCES`], [`MAX_GRANTED_MEMORY_BYTES`]); every store's
+/// limiter holds its call to its own limits, the default ones unless
+/// granted. (A slot's address space is reserved whatever its memory may
+/// grow to, so the larger maximum costs no memory.)
 fn pooling(limits: &Limits) -> wasmtime::InstanceAllocationStrategy {
     let calls = MAX_CONCURRENT_CALLS;
+    let per_component =
+        u32::try_from(limits.instances.max(MAX_GRANTED_INSTANCES)).unwrap_or(u32::MAX);
     let mut pool = wasmtime::PoolingAllocationConfig::new();
     pool.total_component_instances(calls)
         .total_core_instances(calls * u32::try_from(limits.instances).unwrap_or(u32::MAX))
         .total_memories(calls * u32::try_from(limits.memories).unwrap_or(u32::MAX))
         .total_tables(calls * u32::try_from(limits.tables).unwrap_or(u32::MAX))
-        .max_core_instances_per_component(u32::try_from(limits.instances).unwrap_or(u32::MAX))
+        .max_core_instances_per_component(per_component)
         .max_memories_per_component(u32::try_from(limits.memories).unwrap_or(u32::MAX))
         .max_tables_per_component(u32::try_from(limits.tables).unwrap_or(u32::MAX))
-        .max_memory_size(limits.memory_bytes)
+        .max_memory_size(limits.memory_bytes.max(MAX_GRANTED_MEMORY_BYTES))
         .table_elements(limits.table_elements)
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
         .table_keep_resident(KEEP_RESIDENT_BYTES)

@@ -101,9 +101,9 @@ mod tests {
     fn every_forbidden_import_is_named() {
         let imports = [
             "wasi:io/streams@0.2.12",
-            "wasi:http/types@0.2.12",
+            "evil:host/secrets@0.1.0",
             "wasi:filesystem/types@0.2.12",
-            "wasi:http/outgoing-handler@0.2.12",
+            "wasi:http/incoming-handler@0.2.12",
         ]
         .map(str::to_owned);
         match check_allowed("x", &imports, ToolKind::Plugin) {
@@ -112,8 +112,8 @@ mod tests {
                 assert_eq!(
                     imports,
                     [
-                        "wasi:http/types@0.2.12",
-                        "wasi:http/outgoing-handler@0.2.12"
+                        "evil:host/secrets@0.1.0",
+                        "wasi:http/incoming-handler@0.2.12"
                     ]
                 );
             }

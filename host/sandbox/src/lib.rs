@@ -14,10 +14,12 @@
 //!
 //! GOAT's own tools get only the interfaces in [`ALLOWED_IMPORTS`]. Plugins
 //! (third-party tools the person added, [`Sandbox::load_plugin`]) get the
-//! rest of WASI 0.2 but `wasi:http`, [`PLUGIN_IMPORTS`], each interface
-//! giving them nothing of the host's (empty stdin, environment and
-//! arguments; captured stdio; refused sockets; an exit that is a tool
-//! failure; a wall clock frozen at the epoch). A component importing
+//! rest of WASI 0.2, [`PLUGIN_IMPORTS`], each interface giving them nothing
+//! of the host's the person did not grant ([`Grants`]): no environment but
+//! the keys granted; empty stdin and arguments; captured stdio; refused
+//! sockets; `wasi:http` only through the egress proxy the caller gives the
+//! call, to the hosts granted; an exit that is a tool failure; a wall clock
+//! frozen at the epoch. A component importing
 //! anything else is refused when it is loaded, every such import named,
 //! before it is compiled.
 //!
@@ -39,7 +41,9 @@ mod codegen;
 mod engine;
 mod error;
 mod fence;
+mod grants;
 mod header;
+mod http;
 mod imports;
 mod limiter;
 mod limits;
@@ -55,6 +59,8 @@ pub use call::{CallResult, Pen};
 pub use engine::{Sandbox, SandboxBuilder};
 pub use error::{SandboxError, ToolError, ToolFailure};
 pub use fence::{MAX_WRITE_LINKS, PathPolicy};
+pub use grants::*;
+pub use http::{HttpEgress, PROXY_ANSWER_HEADER};
 pub use limits::*;
 pub use linker::{ALLOWED_IMPORTS, PLUGIN_IMPORTS, ToolKind};
 pub use load::{CodeOrigin, MAX_PLUGIN_BYTES, Tool, sha256_hex};

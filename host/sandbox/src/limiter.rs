@@ -36,6 +36,11 @@ impl Limiter {
     pub(crate) fn memory_exceeded(&self) -> bool {
         self.memory_exceeded
     }
+
+    /// The limits this store runs under.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
 }
 
 impl ResourceLimiter for Limiter {

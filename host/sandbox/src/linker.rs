@@ -40,8 +40,9 @@ pub const ALLOWED_IMPORTS: &[&str] = &[
 ];
 
 /// The interfaces a plugin may import: the whole of WASI 0.2's command
-/// world but `wasi:http`, each giving a plugin nothing the person did not
-/// grant (ADR-0096). The plugin linker defines exactly these.
+/// world and `wasi:http`'s outgoing requests, each giving a plugin nothing
+/// the person did not grant (ADR-0096, ADR-0097). The plugin linker
+/// defines exactly these.
 ///
 /// # Security
 ///
@@ -51,13 +52,17 @@ pub const ALLOWED_IMPORTS: &[&str] = &[
 ///   pollables on its files;
 /// - stdin empty; stdout and stderr captured and capped (shown to the
 ///   person, never to the model: a plugin reports through its result);
-/// - an empty environment and no arguments; `exit` ends the call as a tool
-///   failure; no terminal;
+/// - no environment but the keys the person granted it ([`crate::Grants`]),
+///   no arguments; `exit` ends the call as a tool failure; no terminal;
 /// - the wall clock frozen at the Unix epoch ([`FrozenClock`]); the
 ///   monotonic clock and random numbers as wasmtime provides them (the
 ///   toolchains' runtimes seed themselves and time out with them);
 /// - sockets and name lookup linked, every use refused (no TCP, no UDP,
-///   no lookup, no address allowed).
+///   no lookup, no address allowed);
+/// - `wasi:http` outgoing requests sent by GOAT through the egress proxy
+///   the call is given, which allows only the hosts the person granted
+///   the plugin and records each decision; a call given no proxy has
+///   every request refused ([`crate::http`]). No incoming handler.
 ///
 /// Toolchains import the whole world whether a tool uses it or not
 /// (componentize-py imports 25 interfaces and calls the environment and
@@ -91,6 +96,8 @@ pub const PLUGIN_IMPORTS: &[&str] = &[
     "wasi:sockets/udp",
     "wasi:sockets/udp-create-socket",
     "wasi:sockets/ip-name-lookup",
+    "wasi:http/types",
+    "wasi:http/outgoing-handler",
 ];
 
 /// The WASI version family the linker implements; imports must be of it.
@@ -159,6 +166,7 @@ fn add_plugin_world(l: &mut Linker<Host>) -> wasmtime::Result<()> {
     sync::sockets::tcp::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
     sync::sockets::udp::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
     sync::sockets::udp_create_socket::add_to_linker::<Host, WasiSockets>(l, Host::sockets)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(l)?;
     Ok(())
 }
 
@@ -227,10 +235,9 @@ mod tests {
             assert!(!import_allowed("wasi:filesystem/types@0.3.0", allowed));
             assert!(!import_allowed("wasi:filesystem/types", allowed));
             assert!(!import_allowed(
-                "wasi:http/outgoing-handler@0.2.12",
+                "wasi:http/incoming-handler@0.2.12",
                 allowed
             ));
-            assert!(!import_allowed("wasi:http/types@0.2.12", allowed));
             assert!(!import_allowed("evil:x/y@0.2.0", allowed));
         }
         // GOAT's own tools get no more than they use.
@@ -240,6 +247,8 @@ mod tests {
             "wasi:cli/stdin@0.2.12",
             "wasi:clocks/monotonic-clock@0.2.12",
             "wasi:random/random@0.2.12",
+            "wasi:http/outgoing-handler@0.2.12",
+            "wasi:http/types@0.2.12",
         ] {
             assert!(!import_allowed(import, ALLOWED_IMPORTS), "{import}");
             assert!(import_allowed(import, PLUGIN_IMPORTS), "{import}");

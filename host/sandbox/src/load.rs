@@ -21,7 +21,9 @@ use crate::builtin::{Builtin, recorded_spec};
 use crate::call::Host;
 use crate::header::check_component_header;
 use crate::imports::{check_allowed, checked_imports};
-use crate::{Access, Sandbox, SandboxError, ToolKind, ToolSpec, builtin, cache, precompiled};
+use crate::{
+    Access, Grants, Sandbox, SandboxError, ToolKind, ToolSpec, builtin, cache, precompiled,
+};
 
 /// Largest component [`Sandbox::load_plugin`] takes. The Pen tools are a
 /// few hundred KiB; a tool ten times larger than the largest is suspect,
@@ -38,6 +40,8 @@ pub struct Tool {
     pub(crate) kind: ToolKind,
     sha256: String,
     imports: Vec<String>,
+    /// What the person granted it (plugins only; nothing by default).
+    grants: Grants,
     /// Shared by the tool's clones, so one compile serves them all.
     code: Arc<Code>,
 }
@@ -71,6 +75,7 @@ fn lazy(
         kind,
         sha256,
         imports,
+        grants: Grants::default(),
         code: Arc::new(Code {
             wasm,
             pre: OnceLock::new(),
@@ -145,6 +150,26 @@ impl Tool {
     /// Built in or a plugin.
     pub fn kind(&self) -> ToolKind {
         self.kind
+    }
+
+    /// What the person granted it at `goat plugins add`.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// The same plugin with `grants`, checked against their ceilings. A
+    /// built-in is granted nothing.
+    pub fn with_grants(mut self, grants: Grants) -> Result<Self, SandboxError> {
+        let refused = |reason: String| SandboxError::NotATool {
+            name: self.declared_name.clone(),
+            reason,
+        };
+        if self.kind != ToolKind::Plugin && !grants.is_empty() {
+            return Err(refused("only a plugin can be granted anything".to_owned()));
+        }
+        grants.check().map_err(refused)?;
+        self.grants = grants;
+        Ok(self)
     }
 
     /// Where the code its calls run came from, once it has some (a built-in
@@ -255,6 +280,7 @@ impl Sandbox {
             kind,
             sha256,
             imports,
+            grants: Grants::default(),
             code: Arc::new(Code {
                 wasm: Cow::Borrowed(&[]),
                 pre: OnceLock::from((pre, origin)),
@@ -364,7 +390,7 @@ impl Sandbox {
         let pre = PureToolPre::new(instance_pre)
             .map_err(|e| not_a_tool(format!("it does not export goat:tool/tool@0.1.0 ({e:#})")))?;
 
-        let (mut store, _, _) = self.store(None, kind)?;
+        let (mut store, _, _) = self.store(None, kind, &Grants::default(), None)?;
         let raw = pre
             .instantiate(&mut store)
             .and_then(|i| i.goat_tool_tool().call_spec(&mut store))
@@ -646,8 +672,8 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let cache = home.path().join("cache");
         let sandbox = SandboxBuilder::new().cache_dir(&cache).build().unwrap();
-        let wasm = include_bytes!("../../../plugins/dist/testing/wants_http.wasm");
-        match sandbox.load_plugin("http", wasm) {
+        let wasm = include_bytes!("../../../plugins/dist/testing/wants_more.wasm");
+        match sandbox.load_plugin("more", wasm) {
             Err(SandboxError::ForbiddenImport { imports, .. }) => {
                 assert!(
                     imports

@@ -41,6 +41,8 @@ pub enum PluginsCommand {
         #[arg(long)]
         yes: bool,
         #[command(flatten)]
+        grants: GrantArgs,
+        #[command(flatten)]
         store: DbArg,
     },
     /// List the approved plugins.
@@ -87,14 +89,59 @@ pub enum PluginsCommand {
     },
 }
 
+/// What the person grants a plugin beyond its declared access (ADR-0097).
+/// Part of the approval: to change them, remove the plugin and add it
+/// again.
+#[derive(clap::Args)]
+pub struct GrantArgs {
+    /// An environment variable the plugin may read, by name (repeat for
+    /// more); it sees GOAT's value at each call. Nothing else of the
+    /// environment reaches it.
+    #[arg(long = "env", value_name = "KEY")]
+    env: Vec<String>,
+    /// A destination its wasi:http requests may reach, as commands.network
+    /// reads it: HOST, HOST:PORT, *.HOST or a named set (repeat for more).
+    /// Every other request is refused by GOAT's network proxy and recorded.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    hosts: Vec<String>,
+    /// Wall time per call, in seconds (default 30, at most 600).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// Linear memory per call, in MiB (default 128, at most 1024).
+    #[arg(long, value_name = "MIB")]
+    memory: Option<u64>,
+    /// Core instances per call (default 32, at most 64).
+    #[arg(long, value_name = "N")]
+    instances: Option<u64>,
+}
+
+impl GrantArgs {
+    fn grants(self) -> goat_sandbox::Grants {
+        goat_sandbox::Grants {
+            env: self.env,
+            hosts: self.hosts,
+            timeout_secs: self.timeout,
+            memory_mib: self.memory,
+            instances: self.instances,
+        }
+    }
+}
+
 pub fn plugins(command: PluginsCommand) -> anyhow::Result<Outcome> {
     match command {
         PluginsCommand::Add {
             file,
             name,
             yes,
+            grants,
             store,
-        } => add(&file, name.as_deref(), yes, store.db.as_deref()),
+        } => add(
+            &file,
+            name.as_deref(),
+            yes,
+            grants.grants(),
+            store.db.as_deref(),
+        ),
         PluginsCommand::List { json, store } => list(json, store.db.as_deref()),
         PluginsCommand::Inspect { name, json, store } => inspect(&name, json, store.db.as_deref()),
         PluginsCommand::Remove { name, store } => remove(&name, store.db.as_deref()),
@@ -104,7 +151,13 @@ pub fn plugins(command: PluginsCommand) -> anyhow::Result<Outcome> {
     }
 }
 
-fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
+fn add(
+    file: &Path,
+    name: Option<&str>,
+    yes: bool,
+    grants: goat_sandbox::Grants,
+    db: Option<&Path>,
+) -> anyhow::Result<Outcome> {
     let dir = paths::plugin_dir(db)?.into_resolved();
     let wasm =
         goat_catalog::read_capped(file).with_context(|| format!("reading {}", file.display()))?;
@@ -136,7 +189,7 @@ fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow:
             name.as_str()
         );
     }
-    let candidate = Candidate::check(&sandbox, &dir, name, &wasm)?;
+    let candidate = Candidate::check(&sandbox, &dir, name, &wasm, grants)?;
     let (name, exposed) = (candidate.name.to_string(), candidate.exposed.to_string());
 
     show(
@@ -154,9 +207,15 @@ fn add(file: &Path, name: Option<&str>, yes: bool, db: Option<&Path>) -> anyhow:
                  above and run again with --yes to approve it"
             );
         }
+        let grants = candidate.tool.grants();
+        let granted = if grants.is_empty() {
+            String::new()
+        } else {
+            format!(", granted {}", text::escape_controls(&grants.describe()))
+        };
         if !ask(&format!(
-            "Add plugin '{name}' as tool {exposed}, with {} workspace access? [y/N] ",
-            candidate.tool.spec().access
+            "Add plugin '{name}' as tool {exposed}, with {} workspace access{granted}? [y/N] ",
+            candidate.tool.spec().access,
         ))? {
             println!("not added");
             return Ok(Outcome::Failed);
@@ -197,6 +256,23 @@ fn show(out: &mut impl Write, file: &Path, wasm: &[u8], name: &str, tool: &Tool)
         text::escape_controls(&spec.description)
     )?;
     writeln!(out, "access       {access}")?;
+    writeln!(
+        out,
+        "grants       {}",
+        text::escape_controls(&tool.grants().describe())
+    )?;
+    if tool
+        .imports()
+        .iter()
+        .any(|i| i.starts_with("wasi:http/outgoing-handler@"))
+        && tool.grants().hosts.is_empty()
+    {
+        writeln!(
+            out,
+            "network      none: it can send wasi:http requests, and GOAT refuses every one \
+             (grant hosts with --allow-host)"
+        )?;
+    }
     writeln!(
         out,
         "path fields  {}",
@@ -285,6 +361,11 @@ fn inspect(name: &str, json: bool, db: Option<&Path>) -> anyhow::Result<Outcome>
             text::escape_controls(&approval.description)
         )?;
         writeln!(out, "access       {}", approval.access)?;
+        writeln!(
+            out,
+            "grants       {}",
+            text::escape_controls(&approval.grants.describe())
+        )?;
         writeln!(out, "imports      {}", approval.imports.join(", "))?;
         writeln!(out, "sha256       {}", approval.sha256)?;
         writeln!(out, "added        {}", text::utc(approval.added_at))?;

@@ -34,6 +34,7 @@ mod mcp;
 mod network;
 mod patch;
 mod permissions;
+mod plugin_grants;
 mod plugin_specs;
 mod plugins;
 mod probe;

@@ -20,13 +20,13 @@ use crate::{Env, GoatRun, Nobody, call_reply, content_reply, have, json_out, sho
 
 /// An HTTP server on 127.0.0.1 that answers every request with
 /// `served by PORT PATH` and records each request head it received.
-struct Server {
-    port: u16,
+pub(crate) struct Server {
+    pub(crate) port: u16,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -65,7 +65,7 @@ impl Server {
     }
 
     /// Every request head received so far.
-    fn seen(&self) -> Vec<String> {
+    pub(crate) fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
 }

@@ -166,14 +166,12 @@ fn add_without_a_terminal_or_yes_refuses_and_copies_nothing() {
 #[test]
 fn a_plugin_importing_what_goat_never_offers_is_refused_naming_each_import() {
     let env = Env::new();
-    // A plugin gets WASI 0.2 but `wasi:http` (ADR-0096): both of its
-    // imports are named, and nothing is shown for approval.
+    // A plugin gets WASI 0.2 and outgoing `wasi:http` (ADR-0096,
+    // ADR-0097), nothing else: both of its other imports are named, and
+    // nothing is shown for approval.
     for (file, import) in [
-        ("testing/wants_http.wasm", "wasi:http/types@0.2.12"),
-        (
-            "testing/wants_http.wasm",
-            "wasi:http/outgoing-handler@0.2.12",
-        ),
+        ("testing/wants_more.wasm", "evil:host/secrets@0.1.0"),
+        ("testing/wants_more.wasm", "evil:host/launch@0.1.0"),
     ] {
         let out = env.run(&["plugins", "add", dist(file).to_str().unwrap(), "--yes"]);
         assert_eq!(out.status.code(), Some(2), "{file}");

@@ -546,6 +546,7 @@ fn plugins_add_at_a_terminal_shows_what_is_asked_and_only_yes_adds() {
     pty.expect("plugin       wc");
     pty.expect("tool         wc__count");
     pty.expect("access       read (the workspace, read-only)");
+    pty.expect("grants       nothing");
     pty.expect("sha256       ");
     pty.expect("Add plugin 'wc' as tool wc__count, with read workspace access? [y/N] ");
     pty.type_keys("\r");

@@ -198,6 +198,28 @@ fn table() -> Vec<Row> {
             needs_view: false,
         },
         Row {
+            name: "the egress proxy, for a plugin's wasi:http request",
+            setup: |env| {
+                env.add_plugin(
+                    &crate::dist("testing/wants_http.wasm"),
+                    &["--name", "web", "--allow-host", "localhost:1"],
+                )
+            },
+            replies: || {
+                vec![
+                    call_reply("c1", "web__wants_http", r#"{"url": "http://localhost:9/"}"#),
+                    content_reply("Done."),
+                ]
+            },
+            flags: &[],
+            vars: &[],
+            source: "egress",
+            target: Some("localhost:9"),
+            outcome: "completed_with_denials",
+            exit: 3,
+            needs_view: false,
+        },
+        Row {
             name: "a limit (calls per response)",
             setup: no_setup,
             replies: || {

@@ -390,22 +390,46 @@ fn a_hostile_javascript_plugin_gets_nothing_it_was_not_granted() {
         build_js(&source, &wasm, &args);
         wasm
     };
-    // With its features on, the component asks for wasi:http: refused.
+    // With its features on, the component imports wasi:http, and its
+    // `fetch` reaches only the host the person granted, through GOAT's
+    // proxy: the other server never sees a request.
+    let granted = crate::network::Server::start();
+    let other = crate::network::Server::start();
     let all = build("all.wasm", &["--all-features"]);
-    let out = env.run(&[
-        "plugins",
-        "add",
-        all.to_str().unwrap(),
-        "--yes",
-        "--name",
-        "all",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("wasi:http/types") && err.contains("wasi:http/outgoing-handler"),
-        "{err}"
+    env.add_plugin(
+        &all,
+        &[
+            "--name",
+            "all",
+            "--allow-host",
+            &format!("localhost:{}", granted.port),
+        ],
     );
+    let fetch = |port: u16| {
+        let out = env.run(&[
+            "tools",
+            "call",
+            "all__hostile",
+            &format!(r#"{{"action": "fetch", "url": "http://localhost:{port}/x"}}"#),
+        ]);
+        text(&out.stdout)
+    };
+    let said = fetch(granted.port);
+    assert!(
+        said.starts_with(&format!("ok: status 200: served by {} /x", granted.port)),
+        "{said}"
+    );
+    let said = fetch(other.port);
+    assert!(said.starts_with("refused: TypeError"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "localhost:{}: not listed in the plugin's --allow-host grants",
+            other.port
+        )),
+        "{said}"
+    );
+    assert_eq!(granted.seen().len(), 1);
+    assert!(other.seen().is_empty(), "{:?}", other.seen());
     // Built as a plugin should be, it is added; each attempt is refused.
     env.add_plugin(&build("hostile_js.wasm", &[]), &["--name", "hj"]);
     std::fs::write(env.root.join("outside.txt"), "secret outside\n").unwrap();

@@ -10,14 +10,14 @@ use std::time::Instant;
 
 use goat_engine::ToolCall;
 use goat_gate::{self as gate, Boundary, Evaluation, GateRequest, WritePolicy};
-use goat_sandbox::{Access, Pen, SandboxError, Tool};
+use goat_sandbox::{Access, Pen, SandboxError, Tool, ToolKind};
 use goat_store::{CallDecision, CallStatus, Refusal, RefusedBy};
 use serde_json::Value;
 
 use super::road::{Checked, Question, Route};
 use super::{AppToolRouter, Routed, directory_pattern, failed, failure_kind};
-use crate::checkpoint;
 use crate::mode::ApprovalMode;
+use crate::{checkpoint, egress};
 
 /// The road's part for a component (built-in or plugin).
 pub(crate) struct PenRoute<'t>(pub(crate) &'t Tool);
@@ -183,7 +183,29 @@ impl Route for PenRoute<'_> {
         .then(|| checkpoint::Keeper::new(workspace))
         .flatten();
         let policy = Arc::new(GatePolicy::new(boundary, keeper));
-        let pen = Pen::new(workspace, tool.spec().access)?.with_policy(policy.clone());
+        let mut pen = Pen::new(workspace, tool.spec().access)?.with_policy(policy.clone());
+        // A plugin that can send `wasi:http` requests sends them through a
+        // proxy allowing only the hosts the person granted it (none: every
+        // request refused, and recorded).
+        let egress = match plugin_egress(tool) {
+            Ok(egress) => egress,
+            Err(why) => {
+                return Ok(Routed {
+                    decision: Some(decision),
+                    decision_reason: Some(reason),
+                    ..failed(
+                        goat_store::CallErrorKind::Denied,
+                        format!(
+                            "{} was not run: its granted hosts are not usable: {why}",
+                            call.name
+                        ),
+                    )
+                });
+            }
+        };
+        if let Some(egress) = &egress {
+            pen = pen.with_http_egress(egress.clone());
+        }
         // ADR-0073: what the files it will change hold now, taken after the
         // gate allowed the call and before it runs; a file GOAT could not
         // give back stops it here.
@@ -198,9 +220,18 @@ impl Route for PenRoute<'_> {
             }
         };
         let started = Instant::now();
-        let outcome = router.sandbox().call(tool, &args.raw.to_string(), &pen)?;
+        let outcome = router.sandbox().call(tool, &args.raw.to_string(), &pen);
         let duration = started.elapsed();
-        let (status, result, error_kind) = match outcome {
+        // What the proxy decided, recorded against the call whatever it
+        // returned: a refused request is a refusal in its outcome.
+        let mut refusals = Vec::new();
+        let egress_note = egress.and_then(|e| e.finish()).map(|served| {
+            let records = egress::records(&served);
+            router.record_egress(&records);
+            refusals.extend(egress::refusals(&records));
+            egress::refusals_note(&served, egress::PLUGIN_HOSTS, "this plugin")
+        });
+        let (status, mut result, error_kind) = match outcome? {
             Ok(text) => (CallStatus::Ok, text, None),
             Err(failure) => (
                 CallStatus::Error,
@@ -208,6 +239,10 @@ impl Route for PenRoute<'_> {
                 Some(failure_kind(&failure)),
             ),
         };
+        if let Some(note) = egress_note {
+            result.push_str(&note);
+        }
+        refusals.extend(policy.refusals());
         // A built-in changes nothing unless it succeeded; a plugin that
         // failed half-way may have, and what it changed is kept too.
         let changes = match (status, checkpoint, policy.kept()) {
@@ -225,9 +260,23 @@ impl Route for PenRoute<'_> {
             exit_code: None,
             changes,
             changes_stored: goat_store::ChangesStored::WithOutcome,
-            refusals: policy.refusals(),
+            refusals,
         })
     }
+}
+
+/// The way out for a plugin that imports `wasi:http`'s outgoing handler:
+/// a proxy for the hosts granted to it. `None` for every other tool (its
+/// requests, if it could make any, would be refused in the sandbox).
+fn plugin_egress(tool: &Tool) -> Result<Option<Arc<egress::PluginEgress>>, String> {
+    let sends = tool
+        .imports()
+        .iter()
+        .any(|i| i.starts_with("wasi:http/outgoing-handler@"));
+    if tool.kind() != ToolKind::Plugin || !sends {
+        return Ok(None);
+    }
+    egress::PluginEgress::new(&tool.grants().hosts).map(|e| Some(Arc::new(e)))
 }
 
 /// The workspace path `path` (canonical, lexical) leads to on disk,

@@ -1,0 +1,294 @@
+//! A plugin's `wasi:http` requests (ADR-0097): each sent by GOAT through
+//! the egress proxy serving the call, never straight to the network.
+//!
+//! The proxy decides every destination against the hosts the person
+//! granted the plugin at `goat plugins add`, looks the name up itself,
+//! refuses an answer leading to this machine or a private network, and
+//! records each decision for the call's outcome. The caller starts the
+//! proxy when the first request needs it ([`HttpEgress`]); a call given
+//! none has every request refused here, before any connection is made.
+//!
+//! `http://` goes to the proxy as an absolute-form request; `https://` is
+//! a `CONNECT` tunnel through it, with TLS to the origin checked against
+//! the system's roots (rustls-native-certs, which honours
+//! `SSL_CERT_FILE`). A refusal by the proxy reaches the plugin as
+//! `HTTP-request-denied`, an unreachable destination as
+//! `destination-unavailable`; the plugin never reads the proxy's own
+//! answer as the origin's.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::uri::Scheme;
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep, sleep_until, timeout};
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// The header GOAT's egress proxy puts on its own answers (a refusal, an
+/// unreachable destination), so a plugin's request is told it was refused
+/// instead of reading GOAT's words as the origin's.
+pub const PROXY_ANSWER_HEADER: &str = "goat-egress";
+
+/// Longest a proxy's answer to `CONNECT` may be: a status line and a few
+/// headers.
+const MAX_CONNECT_ANSWER_BYTES: usize = 8 * 1024;
+
+/// Where a plugin's `wasi:http` requests leave: the caller's egress proxy
+/// for this call.
+pub trait HttpEgress: Send + Sync {
+    /// Where the proxy serving this call listens, started now if no
+    /// request has needed it yet.
+    fn proxy(&self) -> std::io::Result<SocketAddr>;
+}
+
+/// How one call's `wasi:http` requests leave: through the caller's proxy,
+/// or not at all.
+pub(crate) struct PluginHttp {
+    egress: Option<Arc<dyn HttpEgress>>,
+    /// When the call's time is up: no request outlives its call, even one
+    /// the guest blocks on (epoch interruption does not reach a guest
+    /// waiting in the host).
+    deadline: Instant,
+}
+
+impl PluginHttp {
+    pub(crate) fn new(egress: Option<Arc<dyn HttpEgress>>, time: Duration) -> Self {
+        Self {
+            egress,
+            deadline: Instant::now() + time,
+        }
+    }
+}
+
+type Sent = Result<
+    (
+        Response<WasiBody>,
+        Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ),
+    Error,
+>;
+
+impl WasiHttpHooks for PluginHttp {
+    fn send_request(
+        &mut self,
+        request: Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _: Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ) -> Box<dyn Future<Output = Sent> + Send> {
+        let proxy = match &self.egress {
+            Some(egress) => egress.proxy().map_err(|_| Error::HttpRequestDenied),
+            None => Err(Error::HttpRequestDenied),
+        };
+        let deadline = self.deadline;
+        Box::new(async move {
+            let proxy = proxy?;
+            let within = |limit: Option<Duration>| {
+                let left = deadline.saturating_duration_since(Instant::now());
+                limit.map_or(left, |l| l.min(left))
+            };
+            let connect = within(options.and_then(|o| o.connect_timeout));
+            let first_byte = within(options.and_then(|o| o.first_byte_timeout));
+            let (response, connection) = timeout(
+                connect + first_byte,
+                send(proxy, request, connect, first_byte),
+            )
+            .await
+            .map_err(|_| Error::ConnectionTimeout)??;
+            let response = response.map(|incoming| {
+                Until {
+                    incoming,
+                    deadline: Box::pin(sleep_until(deadline)),
+                }
+                .boxed_unsync()
+            });
+            let connection = async move {
+                match tokio::time::timeout_at(deadline, connection).await {
+                    Ok(done) => done.map_err(Error::from),
+                    Err(_) => Err(Error::HttpResponseTimeout),
+                }
+            };
+            Ok((
+                response,
+                Box::new(connection) as Box<dyn Future<Output = _> + Send>,
+            ))
+        })
+    }
+}
+
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for T {}
+
+type Connection = Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
+
+/// Sends `request` through the proxy at `proxy`: the response's head and
+/// the connection that carries its body.
+async fn send(
+    proxy: SocketAddr,
+    mut request: Request<WasiBody>,
+    connect: Duration,
+    first_byte: Duration,
+) -> Result<(Response<Incoming>, Connection), Error> {
+    let uri = request.uri().clone();
+    let authority = uri.authority().ok_or(Error::HttpRequestUriInvalid)?;
+    let tls = uri.scheme() == Some(&Scheme::HTTPS);
+    let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let host = authority.host();
+    let to_proxy = timeout(connect, TcpStream::connect(proxy))
+        .await
+        .map_err(|_| Error::ConnectionTimeout)?
+        .map_err(Error::Connect)?;
+    let stream: Box<dyn Stream> = if tls {
+        let tunnel = timeout(connect, tunnel(to_proxy, host, port))
+            .await
+            .map_err(|_| Error::ConnectionTimeout)??;
+        let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+            .map_err(|_| Error::HttpRequestUriInvalid)?;
+        let connector = tokio_rustls::TlsConnector::from(tls_config()?);
+        let stream = timeout(connect, connector.connect(name, tunnel))
+            .await
+            .map_err(|_| Error::ConnectionTimeout)?
+            .map_err(Error::Tls)?;
+        // Inside the tunnel the origin is spoken to directly.
+        *request.uri_mut() = origin_form(&uri);
+        Box::new(stream)
+    } else {
+        // The proxy reads the absolute URI to know where it goes.
+        Box::new(to_proxy)
+    };
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(Error::from)?;
+    let mut connection: Connection = Box::pin(connection);
+    let sent = timeout(first_byte, sender.send_request(request));
+    tokio::pin!(sent);
+    // The connection is driven while the response is awaited; it may end
+    // (the origin closes after a short answer) before the response is
+    // read, which is then ready.
+    let (sent, connection): (_, Connection) = tokio::select! {
+        biased;
+        sent = &mut sent => (sent, connection),
+        ended = &mut connection => {
+            ended.map_err(Error::from)?;
+            (sent.await, Box::pin(std::future::ready(Ok(()))))
+        }
+    };
+    let response = sent
+        .map_err(|_| Error::ConnectionReadTimeout)?
+        .map_err(Error::from)?;
+    if !tls && response.headers().contains_key(PROXY_ANSWER_HEADER) {
+        return Err(refused(response.status()));
+    }
+    Ok((response, connection))
+}
+
+/// What the proxy's own answer (`status`) means for the plugin.
+fn refused(status: StatusCode) -> Error {
+    if status == StatusCode::BAD_GATEWAY {
+        Error::DestinationUnavailable
+    } else {
+        Error::HttpRequestDenied
+    }
+}
+
+/// Asks the proxy for a tunnel to `host:port`; the stream once it said yes.
+async fn tunnel(mut stream: TcpStream, host: &str, port: u16) -> Result<TcpStream, Error> {
+    let target = format!("{host}:{port}");
+    let ask = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    stream
+        .write_all(ask.as_bytes())
+        .await
+        .map_err(Error::Connect)?;
+    // Read byte by byte up to the blank line, so nothing of the tunnel's
+    // first bytes is consumed here.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() >= MAX_CONNECT_ANSWER_BYTES {
+            return Err(Error::HttpProtocolError);
+        }
+        match stream.read_u8().await {
+            Ok(byte) => head.push(byte),
+            Err(_) => return Err(Error::ConnectionTerminated),
+        }
+    }
+    let status = head
+        .split(|b| *b == b' ')
+        .nth(1)
+        .and_then(|code| std::str::from_utf8(code).ok())
+        .and_then(|code| code.parse::<u16>().ok())
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .ok_or(Error::HttpProtocolError)?;
+    if status == StatusCode::OK {
+        Ok(stream)
+    } else {
+        Err(refused(status))
+    }
+}
+
+/// `uri` without its scheme and authority.
+fn origin_form(uri: &Uri) -> Uri {
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    Uri::builder()
+        .path_and_query(path)
+        .build()
+        .unwrap_or_else(|_| Uri::from_static("/"))
+}
+
+/// The TLS client every plugin request uses: the system's roots, read
+/// once.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
+    static CONFIG: OnceLock<Option<Arc<rustls::ClientConfig>>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_native_certs::load_native_certs().certs {
+                let _ = roots.add(cert);
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .ok()
+                .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+        })
+        .clone()
+        .ok_or(Error::TlsProtocolError)
+}
+
+/// A response body that ends in an error once the call's time is up.
+struct Until {
+    incoming: Incoming,
+    deadline: Pin<Box<Sleep>>,
+}
+
+impl Body for Until {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(Error::ConnectionReadTimeout)));
+        }
+        Pin::new(&mut self.incoming)
+            .poll_frame(cx)
+            .map_err(Error::from)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.incoming.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.incoming.size_hint()
+    }
+}
