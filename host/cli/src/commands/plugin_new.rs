@@ -1,7 +1,8 @@
-//! `goat plugins new NAME --lang python|js`: a directory holding GOAT's
-//! WIT, a minimal tool (the line counter of `plugins/examples`) and the
-//! one build command, which builds with the registries' tools alone
-//! (componentize-py from PyPI, componentize-js from npm). The same sources
+//! `goat plugins new NAME --lang rust|python|js`: a directory holding
+//! GOAT's WIT, a minimal tool (the line counter of `plugins/examples`) and
+//! the one build command, which builds with the registries' tools alone
+//! (stock Rust with wit-bindgen from crates.io, componentize-py from PyPI,
+//! componentize-js from npm). The same sources
 //! are built and run by GOAT's tests, so what a new author starts from is
 //! known to work.
 //!
@@ -20,6 +21,9 @@ use crate::{Outcome, text};
 /// The languages a new plugin can be written in.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Lang {
+    /// Rust, built by cargo for wasm32-unknown-unknown with wit-bindgen
+    /// (crates.io), linked into a component by wasm-component-ld.
+    Rust,
     /// Python, built with componentize-py (PyPI).
     Python,
     /// JavaScript, built with componentize-js (npm, StarlingMonkey).
@@ -48,6 +52,11 @@ const WIT: &[(&str, &str)] = &[
     ),
 ];
 
+const RUST_LIB: &str = include_str!("../../../../plugins/examples/rust/src/lib.rs");
+const RUST_CARGO_CONFIG: &str =
+    include_str!("../../../../plugins/examples/rust/.cargo/config.toml");
+const RUST_MANIFEST: &str = include_str!("../../../../plugins/examples/rust/Cargo.toml");
+
 const PYTHON_APP: &str = include_str!("../../../../plugins/examples/python/app.py");
 const JS_APP: &str = include_str!("../../../../plugins/examples/javascript/wc.js");
 const JS_BUILD: &str = include_str!("../../../../plugins/examples/javascript/build.mjs");
@@ -59,7 +68,34 @@ fn files(name: &PluginName, lang: Lang) -> Vec<(String, String)> {
         .iter()
         .map(|(path, text)| ((*path).to_owned(), (*text).to_owned()))
         .collect();
+    let mut wasm = format!("{name}.wasm");
     let (build, source) = match lang {
+        Lang::Rust => {
+            // The example's manifest, named for this plugin, without the
+            // note that it is built outside GOAT's guest workspace.
+            let manifest = RUST_MANIFEST
+                .replacen("name = \"wc\"", &format!("name = \"{name}\""), 1)
+                .lines()
+                .filter(|l| !l.starts_with("# "))
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n";
+            out.push(("Cargo.toml".to_owned(), manifest));
+            out.push((
+                ".cargo/config.toml".to_owned(),
+                RUST_CARGO_CONFIG.to_owned(),
+            ));
+            out.push(("src/lib.rs".to_owned(), RUST_LIB.to_owned()));
+            out.push((".gitignore".to_owned(), "target/\n".to_owned()));
+            wasm = format!("target/wasm32-unknown-unknown/release/{name}.wasm");
+            (
+                "rustup target add wasm32-unknown-unknown\ncargo build --release".to_owned(),
+                "`src/lib.rs`: `spec()` says what the tool is and which argument fields are \
+                 workspace paths; `invoke()` gets the arguments as JSON text and returns \
+                 `Ok(text)` or `Err(ToolError::...)`; the workspace is reached through the \
+                 `wasi::filesystem` bindings wit-bindgen generates from `wit/`",
+            )
+        }
         Lang::Python => {
             out.push(("app.py".to_owned(), PYTHON_APP.to_owned()));
             out.push((
@@ -107,7 +143,7 @@ fn files(name: &PluginName, lang: Lang) -> Vec<(String, String)> {
              change {source}.\n\n\
              Build it (the registries' tools alone):\n\n```sh\n{build}\n```\n\n\
              Add it, and its tool is offered to the model as `{name}__count`:\n\n\
-             ```sh\ngoat plugins add {name}.wasm --name {name}\n```\n\n\
+             ```sh\ngoat plugins add {wasm} --name {name}\n```\n\n\
              What a plugin may import and what it gets of each: GOAT's docs/plugins.md.\n"
         ),
     ));
@@ -150,6 +186,7 @@ pub fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<Outcome
         "made '{}': a {} plugin named {}; its README.md says how to build and add it",
         text::escape_controls(&dir.display().to_string()),
         match lang {
+            Lang::Rust => "Rust",
             Lang::Python => "Python",
             Lang::Js => "JavaScript",
         },

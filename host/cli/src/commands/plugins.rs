@@ -67,7 +67,8 @@ pub enum PluginsCommand {
     },
     /// Start a new plugin: a directory with GOAT's WIT, a minimal tool (a
     /// line counter) and the one command that builds it with the
-    /// registries' tools alone (componentize-py, componentize-js).
+    /// registries' tools alone (cargo with wit-bindgen, componentize-py,
+    /// componentize-js).
     New {
         /// The plugin's name: lowercase letters, digits and single
         /// underscores.

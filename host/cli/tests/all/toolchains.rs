@@ -282,6 +282,10 @@ fn a_hostile_python_plugin_gets_nothing_it_was_not_granted() {
 /// new author would, from nothing but the directory it made.
 #[test]
 fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
+    let rust = toolchain(
+        "GOAT_GUEST_RUST",
+        "the pinned Rust toolchain with the wasm32-unknown-unknown standard library",
+    );
     let py = toolchain("GOAT_COMPONENTIZE_PY", "componentize-py from PyPI");
     let js = toolchain(
         "GOAT_COMPONENTIZE_JS",
@@ -289,7 +293,7 @@ fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
     );
     let env = crate::Env::new();
     std::fs::write(env.ws.join("a.txt"), "one two\nthree\n").unwrap();
-    for (lang, toolchain) in [("python", py), ("js", js)] {
+    for (lang, toolchain) in [("rust", rust), ("python", py), ("js", js)] {
         let Some(toolchain) = toolchain else {
             continue;
         };
@@ -305,10 +309,41 @@ fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
             dir.to_str().unwrap(),
         ]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let wasm = match lang {
+            "rust" => format!("target/wasm32-unknown-unknown/release/{name}.wasm"),
+            _ => format!("{name}.wasm"),
+        };
         let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
-        assert!(readme.contains(&format!("goat plugins add {name}.wasm --name {name}")));
+        assert!(
+            readme.contains(&format!("goat plugins add {wasm} --name {name}")),
+            "{readme}"
+        );
         assert!(dir.join("wit/tool.wit").is_file());
         let built = match lang {
+            // `cargo build --release` as the README says, with the pinned
+            // toolchain's cargo first on PATH and nothing of this test
+            // run's cargo settings (crates come from the local cache,
+            // where building GOAT's guests put them).
+            "rust" => Command::new("cargo")
+                .args(["build", "--release", "--offline"])
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        toolchain.join("bin").display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )
+                .env_remove("RUSTC")
+                .env_remove("RUSTC_WRAPPER")
+                .env_remove("RUSTFLAGS")
+                .env_remove("CARGO_ENCODED_RUSTFLAGS")
+                .env_remove("CARGO_TARGET_DIR")
+                .env_remove("CARGO_BUILD_TARGET")
+                .env_remove("RUSTUP_TOOLCHAIN")
+                .current_dir(&dir)
+                .output()
+                .unwrap(),
             "python" => Command::new(&toolchain)
                 .args([
                     "-d",
@@ -338,7 +373,7 @@ fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
             }
         };
         assert!(built.status.success(), "{lang}: {}", text(&built.stderr));
-        env.add_plugin(&dir.join(format!("{name}.wasm")), &["--name", &name]);
+        env.add_plugin(&dir.join(&wasm), &["--name", &name]);
         let out = env.run(&["tools", "call", &format!("{name}__count"), "{}"]);
         assert_eq!(out.status.code(), Some(0), "{lang}: {}", text(&out.stderr));
         assert!(text(&out.stdout).contains("a.txt"), "{}", text(&out.stdout));
@@ -358,7 +393,7 @@ fn goat_plugins_new_makes_a_plugin_that_builds_and_runs_in_each_language() {
             "{}",
             text(&again.stderr)
         );
-        assert!(dir.join(format!("{name}.wasm")).is_file());
+        assert!(dir.join(&wasm).is_file());
     }
 }
 
