@@ -148,6 +148,36 @@ fn a_plugin_granted_no_host_has_every_request_refused() {
     assert!(listener.accept().is_err(), "nothing connected");
 }
 
+/// A plugin waiting inside the host for what never comes (a clock
+/// pollable never ready, a request body never sent) is not reached by
+/// epoch interruption; the call's deadline ends the wait, and the call is
+/// a timeout. (Without it the call, and the session, would wait forever:
+/// the test says so after a minute instead of hanging.)
+#[test]
+fn a_plugin_waiting_inside_the_host_is_stopped_at_its_deadline() {
+    for args in [r#"{"sleep": true}"#, r#"{"stall": true}"#] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let sandbox = SandboxBuilder::new()
+                .cache_dir(cache_dir())
+                .limits(Limits {
+                    timeout: Duration::from_secs(1),
+                    ..Limits::default()
+                })
+                .build()
+                .unwrap();
+            let http = sandbox.load_plugin("http", WANTS_HTTP_WASM).unwrap();
+            let ws = Workspace::new();
+            let _ = tx.send(sandbox.call(&http, args, &ws.pen(Access::None)).unwrap());
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Err(ToolFailure::Timeout { limit })) => assert_eq!(limit, Duration::from_secs(1)),
+            Ok(other) => panic!("{args}: expected a timeout, got {other:?}"),
+            Err(_) => panic!("{args}: the call was still waiting after a minute"),
+        }
+    }
+}
+
 #[test]
 fn a_refused_component_is_never_cached() {
     let dir = tempfile::tempdir().unwrap();

@@ -57,12 +57,19 @@ impl<'a> CallProxy<'a> {
     }
 }
 
+/// Most `wasi:http` requests one plugin call may make. Past it each is
+/// refused before it reaches the proxy, and the call's outcome says how
+/// many: the proxy keeps every decision of a call this size (its own cap
+/// is far higher), so no refusal goes unrecorded.
+pub const MAX_PLUGIN_REQUESTS: usize = 256;
+
 /// A plugin call's way out for its `wasi:http` requests (ADR-0097): a
 /// proxy allowing only the hosts the person granted the plugin, listening
 /// on the loopback from the call's first request until the call ends.
 pub struct PluginEgress {
     proxy: Proxy,
     serving: Mutex<Option<(std::net::SocketAddr, Serving)>>,
+    requests: std::sync::atomic::AtomicUsize,
 }
 
 impl PluginEgress {
@@ -73,6 +80,7 @@ impl PluginEgress {
         Ok(Self {
             proxy: Proxy::new(list),
             serving: Mutex::new(None),
+            requests: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -84,10 +92,31 @@ impl PluginEgress {
             .take()
             .map(|(_, serving)| serving.finish())
     }
+
+    /// The refusal of the requests made past [`MAX_PLUGIN_REQUESTS`], if
+    /// there were any.
+    pub fn over_limit(&self) -> Option<CallRefusal> {
+        let made = self.requests.load(std::sync::atomic::Ordering::Relaxed);
+        let past = made.checked_sub(MAX_PLUGIN_REQUESTS).filter(|n| *n > 0)?;
+        Some(CallRefusal::new(
+            RefusedBy::Limit,
+            None,
+            format!(
+                "{past} wasi:http requests past the {MAX_PLUGIN_REQUESTS} a plugin call may make \
+                 were refused"
+            ),
+        ))
+    }
 }
 
 impl goat_sandbox::HttpEgress for PluginEgress {
     fn proxy(&self) -> std::io::Result<std::net::SocketAddr> {
+        let made = self
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if made >= MAX_PLUGIN_REQUESTS {
+            return Err(std::io::Error::other("too many requests in one call"));
+        }
         let mut serving = self.serving.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((addr, _)) = &*serving {
             return Ok(*addr);

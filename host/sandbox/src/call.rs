@@ -32,6 +32,18 @@ pub(crate) struct Host {
     /// Where the call's `wasi:http` requests go: the egress proxy, or
     /// nowhere.
     http_out: PluginHttp,
+    /// When the call's time is up, for waits inside the host.
+    deadline: tokio::time::Instant,
+}
+
+impl Host {
+    /// `wasi:io` with the call's deadline on every wait.
+    pub(crate) fn bounded_io(&mut self) -> crate::deadline::Bounded<'_> {
+        crate::deadline::Bounded {
+            table: &mut self.table,
+            deadline: self.deadline,
+        }
+    }
 }
 
 impl WasiHttpView for Host {
@@ -280,8 +292,13 @@ impl Sandbox {
             table,
             limiter: Limiter::new(limits.clone()),
             fence,
-            http: WasiHttpCtx::new(),
+            http: {
+                let mut http = WasiHttpCtx::new();
+                http.set_field_size_limit(crate::http::FIELD_BYTES);
+                http
+            },
             http_out: PluginHttp::new(http, limits.timeout),
+            deadline: tokio::time::Instant::now() + limits.timeout,
         };
         let mut store = Store::new(&self.engine, host);
         store.limiter(|h| &mut h.limiter);

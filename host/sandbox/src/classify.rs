@@ -59,13 +59,21 @@ impl Sandbox {
         // The WASI table and the store's component handles share one
         // budget; either may run out first.
         let text = format!("{e:#}");
-        if e.downcast_ref::<wasmtime::component::ResourceTableError>()
-            .is_some()
+        let table = e.downcast_ref::<wasmtime::component::ResourceTableError>();
+        if matches!(table, Some(wasmtime::component::ResourceTableError::Full))
             || text.contains("handle limit exceeded")
         {
             return ToolFailure::LimitExceeded {
                 what: format!("more than {} open WASI resources", limits.resources),
             };
+        }
+        // Any other misuse of a resource (one dropped before its children,
+        // one that is not there) is the tool's own bug, not a limit.
+        if let Some(misuse) = table {
+            return crashed(
+                format!("the tool misused a WASI resource ({misuse})"),
+                stderr,
+            );
         }
         // wasmtime reports these with private error types.
         if text.contains("fuel allocated for hostcalls has been exhausted") {

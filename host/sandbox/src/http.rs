@@ -42,6 +42,21 @@ pub const PROXY_ANSWER_HEADER: &str = "goat-egress";
 /// headers.
 const MAX_CONNECT_ANSWER_BYTES: usize = 8 * 1024;
 
+/// Most bytes one write to an outgoing body may hand the host (wasmtime's
+/// default is 1 MiB): with the one buffered chunk, what a body holds in
+/// GOAT's memory before it is sent. A plugin opening thousands of bodies
+/// and never sending them holds 32 KiB each, not 2 MiB.
+const BODY_CHUNK_BYTES: usize = 16 * 1024;
+
+/// Most bytes of headers one `fields` resource may hold in GOAT's memory
+/// (wasmtime's default is 128 KiB per resource).
+pub(crate) const FIELD_BYTES: usize = 16 * 1024;
+
+/// Largest `http://` request body sent through the proxy: it is read
+/// whole first, so the proxy is given a `Content-Length` (it reads no
+/// chunked body). Inside an `https://` tunnel a body streams.
+const MAX_PLAIN_BODY_BYTES: usize = 1024 * 1024;
+
 /// Where a plugin's `wasi:http` requests leave: the caller's egress proxy
 /// for this call.
 pub trait HttpEgress: Send + Sync {
@@ -78,6 +93,14 @@ type Sent = Result<
 >;
 
 impl WasiHttpHooks for PluginHttp {
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        1
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        BODY_CHUNK_BYTES
+    }
+
     fn send_request(
         &mut self,
         request: Request<WasiBody>,
@@ -91,18 +114,14 @@ impl WasiHttpHooks for PluginHttp {
         let deadline = self.deadline;
         Box::new(async move {
             let proxy = proxy?;
-            let within = |limit: Option<Duration>| {
-                let left = deadline.saturating_duration_since(Instant::now());
-                limit.map_or(left, |l| l.min(left))
-            };
-            let connect = within(options.and_then(|o| o.connect_timeout));
-            let first_byte = within(options.and_then(|o| o.first_byte_timeout));
-            let (response, connection) = timeout(
-                connect + first_byte,
-                send(proxy, request, connect, first_byte),
-            )
-            .await
-            .map_err(|_| Error::ConnectionTimeout)??;
+            let connect = options.and_then(|o| o.connect_timeout);
+            let first_byte = options.and_then(|o| o.first_byte_timeout);
+            // Each step within what the guest asked for, and all of them
+            // within the call's own time.
+            let (response, connection) =
+                tokio::time::timeout_at(deadline, send(proxy, request, connect, first_byte))
+                    .await
+                    .map_err(|_| Error::ConnectionTimeout)??;
             let response = response.map(|incoming| {
                 Until {
                     incoming,
@@ -134,11 +153,18 @@ type Connection = Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>
 async fn send(
     proxy: SocketAddr,
     mut request: Request<WasiBody>,
-    connect: Duration,
-    first_byte: Duration,
+    connect: Option<Duration>,
+    first_byte: Option<Duration>,
 ) -> Result<(Response<Incoming>, Connection), Error> {
+    let connect = connect.unwrap_or(Duration::MAX);
+    let first_byte = first_byte.unwrap_or(Duration::MAX);
     let uri = request.uri().clone();
     let authority = uri.authority().ok_or(Error::HttpRequestUriInvalid)?;
+    // The proxy refuses userinfo in an absolute URI; a tunnel's Host
+    // header would carry it to the origin, so it is refused for both.
+    if authority.as_str().contains('@') {
+        return Err(Error::HttpRequestUriInvalid);
+    }
     let tls = uri.scheme() == Some(&Scheme::HTTPS);
     let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let host = authority.host();
@@ -161,7 +187,9 @@ async fn send(
         *request.uri_mut() = origin_form(&uri);
         Box::new(stream)
     } else {
-        // The proxy reads the absolute URI to know where it goes.
+        // The proxy reads the absolute URI to know where it goes, and a
+        // body of the length it is told.
+        request = with_length(request).await?;
         Box::new(to_proxy)
     };
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -188,6 +216,27 @@ async fn send(
         return Err(refused(response.status()));
     }
     Ok((response, connection))
+}
+
+/// `request` with its body read whole (at most [`MAX_PLAIN_BODY_BYTES`])
+/// and its `Content-Length` set, so hyper does not send it chunked.
+async fn with_length(request: Request<WasiBody>) -> Result<Request<WasiBody>, Error> {
+    let (mut parts, body) = request.into_parts();
+    let limited = http_body_util::Limited::new(body, MAX_PLAIN_BODY_BYTES);
+    let bytes = limited
+        .collect()
+        .await
+        .map_err(|_| Error::HttpRequestBodySize(None))?
+        .to_bytes();
+    if !bytes.is_empty() || parts.method != http::Method::GET {
+        parts
+            .headers
+            .insert(http::header::CONTENT_LENGTH, bytes.len().into());
+    }
+    let body = http_body_util::Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    Ok(Request::from_parts(parts, body))
 }
 
 /// What the proxy's own answer (`status`) means for the plugin.

@@ -38,6 +38,7 @@ mod cache;
 mod call;
 mod classify;
 mod codegen;
+mod deadline;
 mod engine;
 mod error;
 mod fence;

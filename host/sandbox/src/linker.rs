@@ -15,6 +15,7 @@ use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 
 use crate::call::Host;
+use crate::deadline::HasBoundedIo;
 use crate::policy_fs::PolicyFilesystem;
 
 /// The interfaces a tool may import, without their `@0.2.x` version. The
@@ -120,8 +121,9 @@ pub(crate) fn restricted_linker(
     use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, sync};
     let mut l = Linker::<Host>::new(engine);
     sync::io::error::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
-    sync::io::poll::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
-    sync::io::streams::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
+    // Every wait ends at the call's deadline ([`crate::deadline`]).
+    sync::io::poll::add_to_linker::<Host, HasBoundedIo>(&mut l, Host::bounded_io)?;
+    sync::io::streams::add_to_linker::<Host, HasBoundedIo>(&mut l, Host::bounded_io)?;
     clocks::wall_clock::add_to_linker::<Host, WasiClocks>(&mut l, Host::clocks)?;
     // Every path-taking filesystem operation goes through the call's fence
     // (unfenced only in the benchmark that measures the fence).

@@ -294,3 +294,48 @@ async fn an_https_request_is_tunnelled_through_the_proxy_and_its_certificate_che
     );
     assert!(untrusted.probes().is_empty());
 }
+
+/// A plugin call may make 256 requests; past them each is refused before
+/// it reaches the proxy, the server never sees it, and the outcome says
+/// how many as a limit (so a flood cannot push a refusal out of the
+/// proxy's record unseen).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_call_past_its_request_limit_is_refused_and_counted() {
+    let server = Server::start();
+    let port = server.port;
+    let run = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "web__wants_http",
+                &json!({ "url": format!("http://localhost:{port}/n"), "times": 300 }).to_string(),
+            ),
+            content_reply("Done."),
+        ])
+        .json();
+    run.env().add_plugin(
+        &wants_http(),
+        &[
+            "--name",
+            "web",
+            "--allow-host",
+            &format!("localhost:{port}"),
+        ],
+    );
+    let run = run.run("fetch").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert_eq!(server.seen().len(), 256);
+    let sent = run.request_text(1);
+    assert!(sent.contains("44 of 300 refused"), "{sent}");
+    assert!(
+        sent.contains("44 wasi:http requests past the 256 a plugin call may make were refused"),
+        "{sent}"
+    );
+    let refused: Vec<String> = run.summary()["denials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["source"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(refused.contains(&"limit".to_owned()), "{}", run.summary());
+}

@@ -86,6 +86,20 @@ fn example(root: &Path, dir: &str, files: &[&str]) -> PathBuf {
     copied(root, &format!("plugins/examples/{dir}"), files)
 }
 
+/// Every file under `from`, copied to the same place under `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 /// `files` of the repository's directory `from`, copied into a directory
 /// of the same last name under `root`.
 fn copied(root: &Path, from: &str, files: &[&str]) -> PathBuf {
@@ -101,10 +115,16 @@ fn copied(root: &Path, from: &str, files: &[&str]) -> PathBuf {
 /// Builds the Python module `app` in `source` into `wasm` with
 /// componentize-py, against the repository's WIT.
 fn build_python(componentize: &Path, source: &Path, wasm: &Path) {
+    build_python_world(componentize, &repo().join("wit"), "file-tool", source, wasm);
+}
+
+/// Builds the Python module `app` in `source` into `wasm` with
+/// componentize-py, as world `world` of the WIT in `wit`.
+fn build_python_world(componentize: &Path, wit: &Path, world: &str, source: &Path, wasm: &Path) {
     let built = Command::new(componentize)
         .arg("-d")
-        .arg(repo().join("wit"))
-        .args(["-w", "file-tool", "componentize", "-p"])
+        .arg(wit)
+        .args(["-w", world, "componentize", "-p"])
         .arg(source)
         .args(["app", "-o"])
         .arg(wasm)
@@ -218,22 +238,66 @@ fn a_hostile_python_plugin_gets_nothing_it_was_not_granted() {
     };
     let env = crate::Env::new();
     let source = copied(&env.root, "tests/plugins/python_hostile", &["app.py"]);
+    // Its world: GOAT's WIT with the test's world (file-tool and
+    // wasi:http's outgoing handler) and the WASI packages that needs.
+    let wit = env.root.join("wit");
+    copy_tree(&repo().join("wit"), &wit);
+    copy_tree(&repo().join("tests/plugins/python_hostile/wit"), &wit);
     let wasm = env.root.join("hostile_py.wasm");
-    build_python(&componentize, &source, &wasm);
-    env.add_plugin(&wasm, &["--name", "hp"]);
+    build_python_world(&componentize, &wit, "hostile-tool", &source, &wasm);
+    let granted = crate::network::Server::start();
+    let other = crate::network::Server::start();
+    env.add_plugin(
+        &wasm,
+        &[
+            "--name",
+            "hp",
+            "--env",
+            "PATH",
+            "--allow-host",
+            &format!("localhost:{}", granted.port),
+        ],
+    );
     std::fs::write(env.root.join("outside.txt"), "secret outside\n").unwrap();
-    let call = |action: &str| {
-        let args = format!(r#"{{"action": "{action}"}}"#);
+    let call_with = |action: &str, url: &str| {
+        let args = format!(r#"{{"action": "{action}", "url": "{url}"}}"#);
         env.cmd()
             .args(["tools", "call", "hp__hostile", &args, "--allow-writes"])
             .env("GOAT_TOOL_TIMEOUT_SECS", "5")
+            .env("GOAT_TEST_SECRET", "not granted")
             .output()
             .unwrap()
     };
-    // The environment GOAT runs with (its API key, its HOME) is not the
-    // plugin's: it is empty.
+    let call = |action: &str| call_with(action, "");
+    // The environment GOAT runs with (its API key, its HOME, a secret) is
+    // not the plugin's: it sees the one key granted, and nothing else.
     let out = call("env");
-    assert_eq!(text(&out.stdout).trim(), "ok: {}", "{}", text(&out.stderr));
+    let seen: serde_json::Value =
+        serde_json::from_str(text(&out.stdout).trim().trim_start_matches("ok: ")).unwrap();
+    assert_eq!(
+        seen,
+        serde_json::json!({ "PATH": std::env::var("PATH").unwrap() }),
+        "{}",
+        text(&out.stderr)
+    );
+    // wasi:http reaches the granted host through GOAT's proxy, and nothing
+    // else: the other server never sees a request.
+    let out = call_with("http", &format!("http://localhost:{}/py", granted.port));
+    assert!(
+        text(&out.stdout).starts_with(&format!("ok: status 200: served by {} /py", granted.port)),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = call_with("http", &format!("http://localhost:{}/py", other.port));
+    let said = text(&out.stdout);
+    assert!(
+        said.starts_with("refused: PermissionError: wasi:http said"),
+        "{said}"
+    );
+    assert!(said.contains("HttpRequestDenied"), "{said}");
+    assert_eq!(granted.seen().len(), 1);
+    assert!(other.seen().is_empty(), "{:?}", other.seen());
     // Nothing outside the workspace, by absolute path or by `..`.
     for action in ["read-outside", "read-parent"] {
         let out = call(action);

@@ -225,11 +225,22 @@ impl Route for PenRoute<'_> {
         // What the proxy decided, recorded against the call whatever it
         // returned: a refused request is a refusal in its outcome.
         let mut refusals = Vec::new();
-        let egress_note = egress.and_then(|e| e.finish()).map(|served| {
-            let records = egress::records(&served);
-            router.record_egress(&records);
-            refusals.extend(egress::refusals(&records));
-            egress::refusals_note(&served, egress::PLUGIN_HOSTS, "this plugin")
+        let egress_note = egress.and_then(|egress| {
+            let over = egress.over_limit();
+            let note = egress.finish().map(|served| {
+                let records = egress::records(&served);
+                router.record_egress(&records);
+                refusals.extend(egress::refusals(&records));
+                egress::refusals_note(&served, egress::PLUGIN_HOSTS, "this plugin")
+            });
+            match over {
+                Some(over) => {
+                    let said = format!("{}\n[goat: {}]\n", note.unwrap_or_default(), over.reason);
+                    refusals.push(over);
+                    Some(said)
+                }
+                None => note,
+            }
         });
         let (status, mut result, error_kind) = match outcome? {
             Ok(text) => (CallStatus::Ok, text, None),

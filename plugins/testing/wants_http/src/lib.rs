@@ -1,8 +1,12 @@
 //! A test guest that sends one `wasi:http` GET to `{"url": ...}` and says
 //! what came back: `status N: BODY` (the body's first 64 KiB), or the
-//! error code the host answered with. GOAT sends a plugin's requests only
-//! through its egress proxy, to the hosts the person granted; everything
-//! else must come back as a refusal. Never shipped.
+//! error code the host answered with; `"times": N` sends it N times and
+//! says how many were refused. GOAT sends a plugin's requests only through
+//! its egress proxy, to the hosts the person granted; everything else must
+//! come back as a refusal. Two ways to wait inside the host forever, which
+//! the call's deadline must end: `{"sleep": true}` blocks on a clock
+//! pollable that is never ready, `{"stall": true}` writes to a request
+//! body it never sends. Never shipped.
 
 use goat_pen::{Access, Guest, ToolError, ToolResult, ToolSpec};
 use wasip2::http::outgoing_handler;
@@ -31,6 +35,42 @@ impl Guest for WantsHttp {
     fn invoke(arguments: String) -> ToolResult<String> {
         let value: serde_json::Value = serde_json::from_str(&arguments)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        let flag = |key: &str| value.get(key).and_then(serde_json::Value::as_bool) == Some(true);
+        if flag("sleep") {
+            wasip2::clocks::monotonic_clock::subscribe_duration(u64::MAX).block();
+            return Ok("woke".into());
+        }
+        if flag("stall") {
+            let request = OutgoingRequest::new(Fields::new());
+            let body = request.body().map_err(|()| ToolError::Io("no body".into()))?;
+            let stream = body.write().map_err(|()| ToolError::Io("no stream".into()))?;
+            // blocking-write-and-flush takes 4 KiB at a time; 256 KiB is
+            // far more than the body buffers before it is sent.
+            let chunk = vec![b'x'; 4096];
+            for _ in 0..64 {
+                let _ = stream.blocking_write_and_flush(&chunk);
+            }
+            return Ok("written".into());
+        }
+        let times = value.get("times").and_then(serde_json::Value::as_u64).unwrap_or(1);
+        let mut refused = 0;
+        let mut last = String::new();
+        for _ in 0..times {
+            last = get(&value)?;
+            if last.contains("HttpRequestDenied") {
+                refused += 1;
+            }
+        }
+        if times > 1 {
+            return Ok(format!("{refused} of {times} refused; last: {last}"));
+        }
+        Ok(last)
+    }
+}
+
+/// One GET of the `url` in `value`.
+fn get(value: &serde_json::Value) -> ToolResult<String> {
+    {
         let url = value
             .get("url")
             .and_then(serde_json::Value::as_str)
