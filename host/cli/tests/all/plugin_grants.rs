@@ -339,3 +339,20 @@ async fn a_plugin_call_past_its_request_limit_is_refused_and_counted() {
         .collect();
     assert!(refused.contains(&"limit".to_owned()), "{}", run.summary());
 }
+
+/// A granted limit is the call's limit: a plugin granted one second is
+/// stopped after one second, where the default would give it thirty.
+#[test]
+fn a_granted_timeout_is_the_limit_its_calls_run_under() {
+    let env = Env::new();
+    env.add_plugin(&wants_http(), &["--name", "web", "--timeout", "1"]);
+    let out = env.run(&[
+        "tools",
+        "call",
+        "web__wants_http",
+        r#"{"url": "x", "sleep": true}"#,
+    ]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = text(&out.stderr);
+    assert!(err.contains("longer than 1s"), "{err}");
+}
