@@ -1,4 +1,6 @@
-//! `wasi:io` as a call sees it: every wait ends at the call's deadline.
+//! `wasi:io` as a plugin's call sees it: every wait ends at the call's
+//! deadline. (GOAT's own tools wait only on their files, and keep
+//! wasmtime-wasi's implementation.)
 //!
 //! Epoch interruption stops a guest that runs past its time, but not one
 //! waiting inside the host: a pollable that never becomes ready (a clock

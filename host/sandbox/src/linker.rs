@@ -121,9 +121,20 @@ pub(crate) fn restricted_linker(
     use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, sync};
     let mut l = Linker::<Host>::new(engine);
     sync::io::error::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
-    // Every wait ends at the call's deadline ([`crate::deadline`]).
-    sync::io::poll::add_to_linker::<Host, HasBoundedIo>(&mut l, Host::bounded_io)?;
-    sync::io::streams::add_to_linker::<Host, HasBoundedIo>(&mut l, Host::bounded_io)?;
+    match kind {
+        // GOAT's own tools wait only on their files.
+        ToolKind::Builtin => {
+            sync::io::poll::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
+            sync::io::streams::add_to_linker::<Host, HasIo>(&mut l, |h| &mut h.table)?;
+        }
+        // A plugin's every wait ends at its call's deadline
+        // ([`crate::deadline`]): it can wait on clocks, request bodies
+        // and responses that never come.
+        ToolKind::Plugin => {
+            sync::io::poll::add_to_linker::<Host, HasBoundedIo>(&mut l, Host::bounded_io)?;
+            sync::io::streams::add_to_linker::<Host, HasBoundedIo>(&mut l, Host::bounded_io)?;
+        }
+    }
     clocks::wall_clock::add_to_linker::<Host, WasiClocks>(&mut l, Host::clocks)?;
     // Every path-taking filesystem operation goes through the call's fence
     // (unfenced only in the benchmark that measures the fence).
