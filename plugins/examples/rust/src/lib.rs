@@ -7,7 +7,9 @@ wit_bindgen::generate!({ path: "wit", world: "file-tool", generate_all });
 
 use exports::goat::tool::tool::{Access, Guest, ToolError, ToolSpec};
 use wasi::filesystem::preopens::get_directories;
-use wasi::filesystem::types::{Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags};
+use wasi::filesystem::types::{
+    Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+};
 
 /// Most files counted in one call.
 const MAX_FILES: usize = 2000;
@@ -40,14 +42,21 @@ impl Guest for Wc {
         let base = if base == "." { "" } else { base };
         let glob = text("glob").unwrap_or("**");
         let Some((root, _)) = get_directories().into_iter().next() else {
-            return Err(ToolError::PermissionDenied("this tool was given no workspace".into()));
+            return Err(ToolError::PermissionDenied(
+                "this tool was given no workspace".into(),
+            ));
         };
         let mut files = Vec::new();
-        walk(&root, base, &mut files, 0).map_err(|e| fs_error(e, if base.is_empty() { "." } else { base }))?;
+        walk(&root, base, &mut files, 0)
+            .map_err(|e| fs_error(e, if base.is_empty() { "." } else { base }))?;
         files.sort();
         let (mut rows, mut total) = (Vec::new(), [0u64; 3]);
         for file in &files {
-            let relative = if base.is_empty() { file.as_str() } else { &file[base.len() + 1..] };
+            let relative = if base.is_empty() {
+                file.as_str()
+            } else {
+                &file[base.len() + 1..]
+            };
             if !matches(glob.as_bytes(), relative.as_bytes()) {
                 continue;
             }
@@ -61,13 +70,21 @@ impl Guest for Wc {
                 Err(e) => rows.push(format!("(skipped {file}: {e:?})")),
             }
         }
-        rows.push(format!("{:>8} {:>8} {:>8} total", total[0], total[1], total[2]));
+        rows.push(format!(
+            "{:>8} {:>8} {:>8} total",
+            total[0], total[1], total[2]
+        ));
         Ok(rows.join("\n"))
     }
 }
 
 /// Every regular file under `rel`, `.git` left out.
-fn walk(root: &Descriptor, rel: &str, out: &mut Vec<String>, depth: usize) -> Result<(), ErrorCode> {
+fn walk(
+    root: &Descriptor,
+    rel: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) -> Result<(), ErrorCode> {
     if depth > 64 || out.len() > MAX_FILES {
         return Ok(());
     }
@@ -82,7 +99,11 @@ fn walk(root: &Descriptor, rel: &str, out: &mut Vec<String>, depth: usize) -> Re
         if entry.name == ".git" {
             continue;
         }
-        let name = if rel.is_empty() { entry.name } else { format!("{rel}/{}", entry.name) };
+        let name = if rel.is_empty() {
+            entry.name
+        } else {
+            format!("{rel}/{}", entry.name)
+        };
         match entry.type_ {
             DescriptorType::Directory => walk(root, &name, out, depth + 1)?,
             DescriptorType::RegularFile => out.push(name),
@@ -94,7 +115,12 @@ fn walk(root: &Descriptor, rel: &str, out: &mut Vec<String>, depth: usize) -> Re
 
 /// Lines, words and bytes of one file.
 fn count(root: &Descriptor, path: &str) -> Result<[u64; 3], ErrorCode> {
-    let file = root.open_at(PathFlags::empty(), path, OpenFlags::empty(), DescriptorFlags::READ)?;
+    let file = root.open_at(
+        PathFlags::empty(),
+        path,
+        OpenFlags::empty(),
+        DescriptorFlags::READ,
+    )?;
     let (mut c, mut in_word, mut offset) = ([0u64; 3], false, 0u64);
     loop {
         let (chunk, end) = file.read(CHUNK, offset)?;
@@ -123,7 +149,10 @@ fn matches(glob: &[u8], name: &[u8]) -> bool {
         [] => name.is_empty(),
         [b'*', b'*', b'/', rest @ ..] => {
             matches(rest, name)
-                || name.iter().position(|&b| b == b'/').is_some_and(|i| matches(glob, &name[i + 1..]))
+                || name
+                    .iter()
+                    .position(|&b| b == b'/')
+                    .is_some_and(|i| matches(glob, &name[i + 1..]))
         }
         [b'*', b'*', rest @ ..] => (0..=name.len()).any(|i| matches(rest, &name[i..])),
         [b'*', rest @ ..] => (0..=name.len())

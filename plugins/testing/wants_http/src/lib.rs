@@ -42,8 +42,12 @@ impl Guest for WantsHttp {
         }
         if flag("stall") {
             let request = OutgoingRequest::new(Fields::new());
-            let body = request.body().map_err(|()| ToolError::Io("no body".into()))?;
-            let stream = body.write().map_err(|()| ToolError::Io("no stream".into()))?;
+            let body = request
+                .body()
+                .map_err(|()| ToolError::Io("no body".into()))?;
+            let stream = body
+                .write()
+                .map_err(|()| ToolError::Io("no stream".into()))?;
             // blocking-write-and-flush takes 4 KiB at a time; 256 KiB is
             // far more than the body buffers before it is sent.
             let chunk = vec![b'x'; 4096];
@@ -52,7 +56,10 @@ impl Guest for WantsHttp {
             }
             return Ok("written".into());
         }
-        let times = value.get("times").and_then(serde_json::Value::as_u64).unwrap_or(1);
+        let times = value
+            .get("times")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1);
         let mut refused = 0;
         let mut last = String::new();
         for _ in 0..times {
@@ -80,7 +87,9 @@ fn get(value: &serde_json::Value) -> ToolResult<String> {
         } else if let Some(rest) = url.strip_prefix("http://") {
             (Scheme::Http, rest)
         } else {
-            return Err(ToolError::InvalidArguments("url must be http or https".into()));
+            return Err(ToolError::InvalidArguments(
+                "url must be http or https".into(),
+            ));
         };
         let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let path = if path.is_empty() { "/" } else { path };
@@ -120,7 +129,10 @@ fn get(value: &serde_json::Value) -> ToolResult<String> {
             }
         }
         bytes.truncate(MAX_BODY);
-        Ok(format!("status {status}: {}", String::from_utf8_lossy(&bytes)))
+        Ok(format!(
+            "status {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        ))
     }
 }
 
