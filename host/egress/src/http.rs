@@ -157,6 +157,20 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
     )))
 }
 
+/// The value of the `Proxy-Authorization` header in the request head
+/// `head`, if it has exactly one.
+pub fn proxy_authorization(head: &[u8]) -> Option<Vec<u8>> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    req.parse(head).ok()?;
+    let mut found = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("proxy-authorization"));
+    let value = found.next()?.value.to_vec();
+    found.next().is_none().then_some(value)
+}
+
 impl Forward {
     /// The head sent to the server: origin form, `Host` from the checked
     /// authority, `Connection: close`.

@@ -164,6 +164,9 @@ struct Inner {
     list: Allowlist,
     resolver: Arc<dyn Resolve>,
     runtime: OnceLock<Result<Runtime, String>>,
+    /// What a client must send as `Proxy-Authorization` (`Bearer
+    /// TOKEN`), when the proxy listens where others could reach it.
+    token: Option<String>,
 }
 
 /// The runtime, shut down without waiting when the proxy goes (dropping
@@ -187,11 +190,25 @@ impl Proxy {
 
     /// A proxy looking names up with `resolver`.
     pub fn with_resolver(list: Allowlist, resolver: Arc<dyn Resolve>) -> Self {
+        Self::built(list, resolver, None)
+    }
+
+    /// A proxy allowing `list` that serves only a client sending
+    /// `Proxy-Authorization: Bearer TOKEN`, and marks its own answers with
+    /// `token` ([`ANSWER_HEADER`]). For a proxy on the host's loopback,
+    /// which any local process could otherwise use: a request without the
+    /// token is answered `407` and decided nothing (nor recorded).
+    pub fn requiring(list: Allowlist, token: String) -> Self {
+        Self::built(list, Arc::new(SystemResolver), Some(token))
+    }
+
+    fn built(list: Allowlist, resolver: Arc<dyn Resolve>, token: Option<String>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 list,
                 resolver,
                 runtime: OnceLock::new(),
+                token,
             }),
         }
     }
@@ -367,6 +384,19 @@ async fn serve_one(mut client: TcpStream, ctx: &Ctx) {
             return;
         }
     };
+    if let Some(token) = &ctx.proxy.inner.token
+        && http::proxy_authorization(&buf[..len]).as_deref()
+            != Some(format!("Bearer {token}").as_bytes())
+    {
+        let _ = client
+            .write_all(
+                b"HTTP/1.1 407 Proxy Authentication Required\r\n\
+                  Proxy-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await;
+        let _ = client.shutdown().await;
+        return;
+    }
     let rest = buf.split_off(len);
     match head {
         Head::Connect { authority } => tunnel(client, ctx, &authority, rest).await,
@@ -665,7 +695,7 @@ async fn fail(
     };
     let body = format!("GOAT's network proxy: {host}:{port} {text}\n");
     ctx.record(decision(kind, host, port, outcome));
-    answer(client, status, &body).await;
+    answer(client, ctx, status, &body).await;
 }
 
 /// Records a refusal of a request whose host could not be read, and
@@ -690,13 +720,16 @@ async fn refuse(
         would_allow: None,
         outcome: Outcome::Refused(refusal),
     });
-    answer(client, status, &body).await;
+    answer(client, ctx, status, &body).await;
 }
 
-async fn answer(client: &mut TcpStream, status: &str, body: &str) {
+async fn answer(client: &mut TcpStream, ctx: &Ctx, status: &str, body: &str) {
+    // The mark is the client's token where it has one: an origin cannot
+    // forge it.
+    let mark = ctx.proxy.inner.token.as_deref().unwrap_or(status);
     let text = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
-         {ANSWER_HEADER}: {status}\r\nConnection: close\r\n\r\n{body}",
+         {ANSWER_HEADER}: {mark}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = client.write_all(text.as_bytes()).await;

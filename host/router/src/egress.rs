@@ -68,6 +68,7 @@ pub const MAX_PLUGIN_REQUESTS: usize = 256;
 /// on the loopback from the call's first request until the call ends.
 pub struct PluginEgress {
     proxy: Proxy,
+    token: String,
     serving: Mutex<Option<(std::net::SocketAddr, Serving)>>,
     requests: std::sync::atomic::AtomicUsize,
 }
@@ -77,8 +78,10 @@ impl PluginEgress {
     /// list allows nothing, and every request is still recorded).
     pub fn new(hosts: &[String]) -> Result<Self, String> {
         let list = goat_egress::Allowlist::parse(hosts).map_err(|e| e.to_string())?;
+        let token = random_token().map_err(|e| format!("no random token for the proxy: {e}"))?;
         Ok(Self {
-            proxy: Proxy::new(list),
+            proxy: Proxy::requiring(list, token.clone()),
+            token,
             serving: Mutex::new(None),
             requests: std::sync::atomic::AtomicUsize::new(0),
         })
@@ -109,8 +112,17 @@ impl PluginEgress {
     }
 }
 
+/// 128 random bits, hex: what a plugin call's proxy requires of its
+/// client.
+fn random_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 impl goat_sandbox::HttpEgress for PluginEgress {
-    fn proxy(&self) -> std::io::Result<std::net::SocketAddr> {
+    fn proxy(&self) -> std::io::Result<goat_sandbox::ProxyAccess> {
         let made = self
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -118,13 +130,19 @@ impl goat_sandbox::HttpEgress for PluginEgress {
             return Err(std::io::Error::other("too many requests in one call"));
         }
         let mut serving = self.serving.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((addr, _)) = &*serving {
-            return Ok(*addr);
-        }
-        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
-        let addr = listener.local_addr()?;
-        *serving = Some((addr, self.proxy.serve(listener)?));
-        Ok(addr)
+        let addr = match &*serving {
+            Some((addr, _)) => *addr,
+            None => {
+                let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+                let addr = listener.local_addr()?;
+                *serving = Some((addr, self.proxy.serve(listener)?));
+                addr
+            }
+        };
+        Ok(goat_sandbox::ProxyAccess {
+            addr,
+            token: self.token.clone(),
+        })
     }
 }
 

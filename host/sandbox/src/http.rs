@@ -62,7 +62,18 @@ const MAX_PLAIN_BODY_BYTES: usize = 1024 * 1024;
 pub trait HttpEgress: Send + Sync {
     /// Where the proxy serving this call listens, started now if no
     /// request has needed it yet.
-    fn proxy(&self) -> std::io::Result<SocketAddr>;
+    fn proxy(&self) -> std::io::Result<ProxyAccess>;
+}
+
+/// A proxy serving one call, and how to be served by it.
+#[derive(Clone, Debug)]
+pub struct ProxyAccess {
+    /// Where it listens (on the loopback).
+    pub addr: SocketAddr,
+    /// The token it requires (`Proxy-Authorization: Bearer TOKEN`) and
+    /// marks its own answers with: no other local process can use it, and
+    /// no origin can pass its answer off as the proxy's.
+    pub token: String,
 }
 
 /// How one call's `wasi:http` requests leave: through the caller's proxy,
@@ -151,7 +162,7 @@ type Connection = Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>
 /// Sends `request` through the proxy at `proxy`: the response's head and
 /// the connection that carries its body.
 async fn send(
-    proxy: SocketAddr,
+    proxy: ProxyAccess,
     mut request: Request<WasiBody>,
     connect: Option<Duration>,
     first_byte: Option<Duration>,
@@ -168,12 +179,13 @@ async fn send(
     let tls = uri.scheme() == Some(&Scheme::HTTPS);
     let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let host = authority.host();
-    let to_proxy = timeout(connect, TcpStream::connect(proxy))
+    let authorization = format!("Bearer {}", proxy.token);
+    let to_proxy = timeout(connect, TcpStream::connect(proxy.addr))
         .await
         .map_err(|_| Error::ConnectionTimeout)?
         .map_err(Error::Connect)?;
     let stream: Box<dyn Stream> = if tls {
-        let tunnel = timeout(connect, tunnel(to_proxy, host, port))
+        let tunnel = timeout(connect, tunnel(to_proxy, host, port, &authorization))
             .await
             .map_err(|_| Error::ConnectionTimeout)??;
         let name = rustls::pki_types::ServerName::try_from(host.to_owned())
@@ -190,6 +202,11 @@ async fn send(
         // The proxy reads the absolute URI to know where it goes, and a
         // body of the length it is told.
         request = with_length(request).await?;
+        let value =
+            http::HeaderValue::from_str(&authorization).map_err(|_| Error::HttpRequestDenied)?;
+        request
+            .headers_mut()
+            .insert(http::header::PROXY_AUTHORIZATION, value);
         Box::new(to_proxy)
     };
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -212,7 +229,11 @@ async fn send(
     let response = sent
         .map_err(|_| Error::ConnectionReadTimeout)?
         .map_err(Error::from)?;
-    if !tls && response.headers().contains_key(PROXY_ANSWER_HEADER) {
+    let from_proxy = response
+        .headers()
+        .get(PROXY_ANSWER_HEADER)
+        .is_some_and(|mark| mark.as_bytes() == proxy.token.as_bytes());
+    if !tls && from_proxy {
         return Err(refused(response.status()));
     }
     Ok((response, connection))
@@ -249,9 +270,16 @@ fn refused(status: StatusCode) -> Error {
 }
 
 /// Asks the proxy for a tunnel to `host:port`; the stream once it said yes.
-async fn tunnel(mut stream: TcpStream, host: &str, port: u16) -> Result<TcpStream, Error> {
+async fn tunnel(
+    mut stream: TcpStream,
+    host: &str,
+    port: u16,
+    authorization: &str,
+) -> Result<TcpStream, Error> {
     let target = format!("{host}:{port}");
-    let ask = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    let ask = format!(
+        "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nProxy-Authorization: {authorization}\r\n\r\n"
+    );
     stream
         .write_all(ask.as_bytes())
         .await

@@ -61,7 +61,7 @@ pub use engine::{Sandbox, SandboxBuilder};
 pub use error::{SandboxError, ToolError, ToolFailure};
 pub use fence::{MAX_WRITE_LINKS, PathPolicy};
 pub use grants::*;
-pub use http::{HttpEgress, PROXY_ANSWER_HEADER};
+pub use http::{HttpEgress, PROXY_ANSWER_HEADER, ProxyAccess};
 pub use limits::*;
 pub use linker::{ALLOWED_IMPORTS, PLUGIN_IMPORTS, ToolKind};
 pub use load::{CodeOrigin, MAX_PLUGIN_BYTES, Tool, sha256_hex};

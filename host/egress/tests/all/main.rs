@@ -377,3 +377,47 @@ fn finishing_the_serving_ends_its_tunnels_and_stops_accepting() {
     let refused = TcpStream::connect(("127.0.0.1", port));
     assert!(refused.is_err(), "the listener is still open");
 }
+
+/// A proxy requiring a token (a plugin call's, on the loopback) serves
+/// only a client that sends it: without it, or with another, the answer is
+/// `407`, nothing reaches the listed server and nothing is decided or
+/// recorded; with it, the request is served and the proxy's own answers
+/// carry the token as their mark.
+#[test]
+fn a_proxy_requiring_a_token_serves_only_the_client_that_sends_it() {
+    let up =
+        Upstream::start(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    let list = Allowlist::parse(&[format!("localhost:{}", up.port)]).unwrap();
+    let proxy = Proxy::requiring(list, "s3cret".to_owned());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let serving = proxy.serve(listener).unwrap();
+    let request = |auth: &str| {
+        exchange(
+            port,
+            format!("GET http://localhost:{}/x HTTP/1.1\r\n{auth}\r\n", up.port).as_bytes(),
+        )
+    };
+    for auth in [
+        "",
+        "Proxy-Authorization: Bearer wrong\r\n",
+        "Proxy-Authorization: s3cret\r\n",
+    ] {
+        let answer = request(auth);
+        assert!(answer.starts_with("HTTP/1.1 407"), "{auth:?}: {answer}");
+    }
+    let tunnel = through_tunnel(port, &format!("localhost:{}", up.port), &hello("localhost"));
+    assert!(tunnel.starts_with("HTTP/1.1 407"), "{tunnel}");
+    assert!(up.seen().is_empty());
+    let answer = request("Proxy-Authorization: Bearer s3cret\r\n");
+    assert!(answer.ends_with("ok"), "{answer}");
+    let other = exchange(
+        port,
+        b"GET http://localhost:9/x HTTP/1.1\r\nProxy-Authorization: Bearer s3cret\r\n\r\n",
+    );
+    assert!(other.starts_with("HTTP/1.1 403"), "{other}");
+    assert!(other.contains("goat-egress: s3cret\r\n"), "{other}");
+    let served = serving.finish();
+    assert_eq!(served.decisions.len(), 2, "{served:?}");
+    assert_eq!(up.seen().len(), 1);
+}
