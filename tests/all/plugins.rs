@@ -333,6 +333,20 @@ fn a_plugin_reads_a_frozen_clock() {
         .call(&evil, r#"{"action": "clock"}"#, &ws.pen(Access::Read))
         .unwrap();
     assert_eq!(out, Ok("0 0".to_owned()));
+    // Granted the wall clock, it reads the time (past 2026-01-01).
+    let granted = evil
+        .clone()
+        .with_grants(Grants {
+            wall_clock: true,
+            ..Grants::default()
+        })
+        .unwrap();
+    let out = sandbox
+        .call(&granted, r#"{"action": "clock"}"#, &ws.pen(Access::Read))
+        .unwrap()
+        .unwrap();
+    let seconds: u64 = out.split(' ').next().unwrap().parse().unwrap();
+    assert!(seconds > 1_767_225_600, "{out}");
 }
 
 fn tight() -> Limits {

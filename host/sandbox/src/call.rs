@@ -259,7 +259,10 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }));
         if kind == ToolKind::Plugin {
-            wasi.wall_clock(FrozenClock);
+            // Frozen at the epoch unless the person granted the real one.
+            if !grants.wall_clock {
+                wasi.wall_clock(FrozenClock);
+            }
             for key in &grants.env {
                 if let Ok(value) = std::env::var(key) {
                     wasi.env(key, value);

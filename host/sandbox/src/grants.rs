@@ -50,6 +50,9 @@ pub struct Grants {
     /// Core instances per call, instead of the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<u64>,
+    /// The real wall clock, instead of one frozen at the Unix epoch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wall_clock: bool,
 }
 
 impl Grants {
@@ -127,6 +130,9 @@ impl Grants {
         if let Some(n) = self.instances {
             parts.push(format!("{n} instances"));
         }
+        if self.wall_clock {
+            parts.push("the wall clock".to_owned());
+        }
         if parts.is_empty() {
             "nothing".to_owned()
         } else {
@@ -181,6 +187,7 @@ mod tests {
             timeout_secs: Some(600),
             memory_mib: Some(1024),
             instances: Some(64),
+            wall_clock: true,
         };
         assert!(ok.check().is_ok(), "{:?}", ok.check());
         for bad in [

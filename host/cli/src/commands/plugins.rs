@@ -114,6 +114,10 @@ pub struct GrantArgs {
     /// Core instances per call (default 32, at most 64).
     #[arg(long, value_name = "N")]
     instances: Option<u64>,
+    /// The real wall clock (default: frozen at the Unix epoch, so the
+    /// plugin cannot time anything with it).
+    #[arg(long)]
+    wall_clock: bool,
 }
 
 impl GrantArgs {
@@ -124,6 +128,7 @@ impl GrantArgs {
             timeout_secs: self.timeout,
             memory_mib: self.memory,
             instances: self.instances,
+            wall_clock: self.wall_clock,
         }
     }
 }

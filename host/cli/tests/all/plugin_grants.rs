@@ -211,17 +211,20 @@ fn grants_are_shown_kept_and_refused_when_unusable() {
         "90",
         "--memory",
         "256",
+        "--wall-clock",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("grants       environment LANG; timeout 90 s; memory 256 MiB"),
+        text(&out.stdout).contains(
+            "grants       environment LANG; timeout 90 s; memory 256 MiB; the wall clock"
+        ),
         "{}",
         text(&out.stdout)
     );
     let shown = json_out(&env.run(&["plugins", "inspect", "envy", "--json"]));
     assert_eq!(
         shown["grants"],
-        json!({"env": ["LANG"], "timeout_secs": 90, "memory_mib": 256})
+        json!({"env": ["LANG"], "timeout_secs": 90, "memory_mib": 256, "wall_clock": true})
     );
 }
 
