@@ -324,9 +324,14 @@ fn list(json: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     } else {
         let width = approvals.iter().map(|a| a.tool.len()).max().unwrap_or(0);
         for a in &approvals {
+            let granted = if a.grants.is_empty() {
+                String::new()
+            } else {
+                format!("  granted {}", text::escape_controls(&a.grants.describe()))
+            };
             writeln!(
                 out,
-                "{:width$}  {:10}  {}  added {}",
+                "{:width$}  {:10}  {}  added {}{granted}",
                 a.tool,
                 a.access,
                 &a.sha256[..a.sha256.len().min(12)],

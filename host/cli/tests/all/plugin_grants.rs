@@ -221,6 +221,11 @@ fn grants_are_shown_kept_and_refused_when_unusable() {
         "{}",
         text(&out.stdout)
     );
+    let listed = text(&env.run(&["plugins", "list"]).stdout);
+    assert!(
+        listed.contains("granted environment LANG; timeout 90 s; memory 256 MiB; the wall clock"),
+        "{listed}"
+    );
     let shown = json_out(&env.run(&["plugins", "inspect", "envy", "--json"]));
     assert_eq!(
         shown["grants"],
