@@ -30,4 +30,6 @@ pub use addr::AddressClass;
 pub use decide::Refusal;
 pub use host::{Host, NameProblem};
 pub use list::{Allowlist, Entry, EntryError, NAMED_SETS, NamedSet};
-pub use proxy::{Decision, Outcome, Proxy, RequestKind, Resolve, Served, Serving, SystemResolver};
+pub use proxy::{
+    ClientKey, Decision, Outcome, Proxy, RequestKind, Resolve, Served, Serving, SystemResolver,
+};

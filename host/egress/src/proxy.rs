@@ -28,6 +28,11 @@ use crate::sni::{self, Hello, MAX_HELLO_BYTES};
 /// says nothing holds a connection slot, no more.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Longest wait for a request head on a proxy with one client
+/// ([`Proxy::requiring`]): GOAT sends its head at once, and a stranger
+/// holding connections open cannot hold them long.
+pub const KEYED_HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Longest wait for a tunnel's TLS ClientHello after the `200`.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -164,9 +169,19 @@ struct Inner {
     list: Allowlist,
     resolver: Arc<dyn Resolve>,
     runtime: OnceLock<Result<Runtime, String>>,
-    /// What a client must send as `Proxy-Authorization` (`Bearer
-    /// TOKEN`), when the proxy listens where others could reach it.
-    token: Option<String>,
+    /// What a client must send, and how the proxy marks its answers to
+    /// it, when the proxy listens where others could reach it.
+    client: Option<ClientKey>,
+}
+
+/// A proxy's one client, for a proxy on the host's loopback.
+#[derive(Clone, Debug)]
+pub struct ClientKey {
+    /// What the client sends as `Proxy-Authorization: Bearer TOKEN`.
+    pub token: String,
+    /// The value of [`ANSWER_HEADER`] on the proxy's own answers: another
+    /// secret, so that no answer ever shows the token.
+    pub mark: String,
 }
 
 /// The runtime, shut down without waiting when the proxy goes (dropping
@@ -193,22 +208,24 @@ impl Proxy {
         Self::built(list, resolver, None)
     }
 
-    /// A proxy allowing `list` that serves only a client sending
-    /// `Proxy-Authorization: Bearer TOKEN`, and marks its own answers with
-    /// `token` ([`ANSWER_HEADER`]). For a proxy on the host's loopback,
-    /// which any local process could otherwise use: a request without the
-    /// token is answered `407` and decided nothing (nor recorded).
-    pub fn requiring(list: Allowlist, token: String) -> Self {
-        Self::built(list, Arc::new(SystemResolver), Some(token))
+    /// A proxy allowing `list` that serves only the client holding `key`,
+    /// and marks its own answers with `key.mark` ([`ANSWER_HEADER`]). For a
+    /// proxy on the host's loopback, which any local process could
+    /// otherwise use: a connection without the token (whatever it sent,
+    /// readable or not) is answered a bare `407`, decides nothing, is
+    /// recorded nowhere, and is given [`KEYED_HEAD_TIMEOUT`] to send its
+    /// head.
+    pub fn requiring(list: Allowlist, key: ClientKey) -> Self {
+        Self::built(list, Arc::new(SystemResolver), Some(key))
     }
 
-    fn built(list: Allowlist, resolver: Arc<dyn Resolve>, token: Option<String>) -> Self {
+    fn built(list: Allowlist, resolver: Arc<dyn Resolve>, client: Option<ClientKey>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 list,
                 resolver,
                 runtime: OnceLock::new(),
-                token,
+                client,
             }),
         }
     }
@@ -365,11 +382,32 @@ async fn read_head(
 
 async fn serve_one(mut client: TcpStream, ctx: &Ctx) {
     let mut buf = Vec::with_capacity(4096);
-    let head = match timeout(HEAD_TIMEOUT, read_head(&mut client, &mut buf)).await {
+    let key = ctx.proxy.inner.client.as_ref();
+    let wait = if key.is_some() {
+        KEYED_HEAD_TIMEOUT
+    } else {
+        HEAD_TIMEOUT
+    };
+    let head = match timeout(wait, read_head(&mut client, &mut buf)).await {
         Ok(Ok(head)) => head,
         // Silent, slow or gone: there was no request to decide.
         Ok(Err(_)) | Err(_) => return,
     };
+    // Before anything is read into a decision or an answer: a stranger
+    // learns nothing and leaves nothing in the record.
+    if let Some(key) = key {
+        let sent = http::proxy_authorization(&buf).unwrap_or_default();
+        if !same(&sent, format!("Bearer {}", key.token).as_bytes()) {
+            let _ = client
+                .write_all(
+                    b"HTTP/1.1 407 Proxy Authentication Required\r\n\
+                      Proxy-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
+                .await;
+            let _ = client.shutdown().await;
+            return;
+        }
+    }
     let (head, len) = match head {
         Ok(parsed) => parsed,
         Err(why) => {
@@ -384,19 +422,6 @@ async fn serve_one(mut client: TcpStream, ctx: &Ctx) {
             return;
         }
     };
-    if let Some(token) = &ctx.proxy.inner.token
-        && http::proxy_authorization(&buf[..len]).as_deref()
-            != Some(format!("Bearer {token}").as_bytes())
-    {
-        let _ = client
-            .write_all(
-                b"HTTP/1.1 407 Proxy Authentication Required\r\n\
-                  Proxy-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            )
-            .await;
-        let _ = client.shutdown().await;
-        return;
-    }
     let rest = buf.split_off(len);
     match head {
         Head::Connect { authority } => tunnel(client, ctx, &authority, rest).await,
@@ -723,10 +748,21 @@ async fn refuse(
     answer(client, ctx, status, &body).await;
 }
 
+/// Whether `a` and `b` are the same bytes, in time that does not depend
+/// on where they first differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 async fn answer(client: &mut TcpStream, ctx: &Ctx, status: &str, body: &str) {
-    // The mark is the client's token where it has one: an origin cannot
-    // forge it.
-    let mark = ctx.proxy.inner.token.as_deref().unwrap_or(status);
+    // The mark is the client's own secret where it has one: an origin
+    // cannot forge it, and it is not the token.
+    let mark = ctx
+        .proxy
+        .inner
+        .client
+        .as_ref()
+        .map_or(status, |key| key.mark.as_str());
     let text = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
          {ANSWER_HEADER}: {mark}\r\nConnection: close\r\n\r\n{body}",

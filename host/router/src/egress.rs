@@ -68,7 +68,7 @@ pub const MAX_PLUGIN_REQUESTS: usize = 256;
 /// on the loopback from the call's first request until the call ends.
 pub struct PluginEgress {
     proxy: Proxy,
-    token: String,
+    key: goat_egress::ClientKey,
     serving: Mutex<Option<(std::net::SocketAddr, Serving)>>,
     requests: std::sync::atomic::AtomicUsize,
 }
@@ -78,10 +78,14 @@ impl PluginEgress {
     /// list allows nothing, and every request is still recorded).
     pub fn new(hosts: &[String]) -> Result<Self, String> {
         let list = goat_egress::Allowlist::parse(hosts).map_err(|e| e.to_string())?;
-        let token = random_token().map_err(|e| format!("no random token for the proxy: {e}"))?;
+        let secret = || random_token().map_err(|e| format!("no random token for the proxy: {e}"));
+        let key = goat_egress::ClientKey {
+            token: secret()?,
+            mark: secret()?,
+        };
         Ok(Self {
-            proxy: Proxy::requiring(list, token.clone()),
-            token,
+            proxy: Proxy::requiring(list, key.clone()),
+            key,
             serving: Mutex::new(None),
             requests: std::sync::atomic::AtomicUsize::new(0),
         })
@@ -141,7 +145,8 @@ impl goat_sandbox::HttpEgress for PluginEgress {
         };
         Ok(goat_sandbox::ProxyAccess {
             addr,
-            token: self.token.clone(),
+            token: self.key.token.clone(),
+            mark: self.key.mark.clone(),
         })
     }
 }

@@ -70,10 +70,12 @@ pub trait HttpEgress: Send + Sync {
 pub struct ProxyAccess {
     /// Where it listens (on the loopback).
     pub addr: SocketAddr,
-    /// The token it requires (`Proxy-Authorization: Bearer TOKEN`) and
-    /// marks its own answers with: no other local process can use it, and
-    /// no origin can pass its answer off as the proxy's.
+    /// The token it requires (`Proxy-Authorization: Bearer TOKEN`): no
+    /// other local process can use it.
     pub token: String,
+    /// What it marks its own answers with: no origin can pass its answer
+    /// off as the proxy's.
+    pub mark: String,
 }
 
 /// How one call's `wasi:http` requests leave: through the caller's proxy,
@@ -232,7 +234,7 @@ async fn send(
     let from_proxy = response
         .headers()
         .get(PROXY_ANSWER_HEADER)
-        .is_some_and(|mark| mark.as_bytes() == proxy.token.as_bytes());
+        .is_some_and(|mark| mark.as_bytes() == proxy.mark.as_bytes());
     if !tls && from_proxy {
         return Err(refused(response.status()));
     }

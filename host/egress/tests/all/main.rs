@@ -379,16 +379,23 @@ fn finishing_the_serving_ends_its_tunnels_and_stops_accepting() {
 }
 
 /// A proxy requiring a token (a plugin call's, on the loopback) serves
-/// only a client that sends it: without it, or with another, the answer is
-/// `407`, nothing reaches the listed server and nothing is decided or
-/// recorded; with it, the request is served and the proxy's own answers
-/// carry the token as their mark.
+/// only a client that sends it: without it, or with another, even with a
+/// head that does not parse, the answer is a bare `407` that shows
+/// neither secret, nothing reaches the listed server and nothing is
+/// decided or recorded; with it, the request is served and the proxy's
+/// own answers carry the mark, never the token.
 #[test]
 fn a_proxy_requiring_a_token_serves_only_the_client_that_sends_it() {
     let up =
         Upstream::start(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
     let list = Allowlist::parse(&[format!("localhost:{}", up.port)]).unwrap();
-    let proxy = Proxy::requiring(list, "s3cret".to_owned());
+    let proxy = Proxy::requiring(
+        list,
+        goat_egress::ClientKey {
+            token: "s3cret".to_owned(),
+            mark: "m4rk".to_owned(),
+        },
+    );
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let serving = proxy.serve(listener).unwrap();
@@ -408,6 +415,19 @@ fn a_proxy_requiring_a_token_serves_only_the_client_that_sends_it() {
     }
     let tunnel = through_tunnel(port, &format!("localhost:{}", up.port), &hello("localhost"));
     assert!(tunnel.starts_with("HTTP/1.1 407"), "{tunnel}");
+    // A head the proxy cannot read is no way around it, and its answer
+    // gives nothing away.
+    for bad in [
+        &b"GET /x HTTP/1.1\r\n\r\n"[..],
+        b"\x16\x03\x01garbage\r\n\r\n",
+    ] {
+        let answer = exchange(port, bad);
+        assert!(answer.starts_with("HTTP/1.1 407"), "{answer}");
+        assert!(
+            !answer.contains("s3cret") && !answer.contains("m4rk"),
+            "{answer}"
+        );
+    }
     assert!(up.seen().is_empty());
     let answer = request("Proxy-Authorization: Bearer s3cret\r\n");
     assert!(answer.ends_with("ok"), "{answer}");
@@ -416,7 +436,8 @@ fn a_proxy_requiring_a_token_serves_only_the_client_that_sends_it() {
         b"GET http://localhost:9/x HTTP/1.1\r\nProxy-Authorization: Bearer s3cret\r\n\r\n",
     );
     assert!(other.starts_with("HTTP/1.1 403"), "{other}");
-    assert!(other.contains("goat-egress: s3cret\r\n"), "{other}");
+    assert!(other.contains("goat-egress: m4rk\r\n"), "{other}");
+    assert!(!other.contains("s3cret"), "{other}");
     let served = serving.finish();
     assert_eq!(served.decisions.len(), 2, "{served:?}");
     assert_eq!(up.seen().len(), 1);
