@@ -238,15 +238,14 @@ impl Candidate {
             .map_err(|e| refused(format!("--allow-host: {e}")))?;
         let tool = sandbox.load_plugin(name.as_str(), wasm)?;
         // A grant the component cannot use is a mistake, said now.
-        let imports = |prefix: &str| tool.imports().iter().any(|i| i.starts_with(prefix));
-        if !grants.hosts.is_empty() && !imports("wasi:http/outgoing-handler@") {
+        if !grants.hosts.is_empty() && !tool.imports_interface("wasi:http/outgoing-handler") {
             return Err(refused(
                 "it does not import wasi:http/outgoing-handler, so it cannot use --allow-host; \
                  leave it out"
                     .to_owned(),
             ));
         }
-        if !grants.env.is_empty() && !imports("wasi:cli/environment@") {
+        if !grants.env.is_empty() && !tool.imports_interface("wasi:cli/environment") {
             return Err(refused(
                 "it does not import wasi:cli/environment, so it cannot use --env; leave it out"
                     .to_owned(),

@@ -78,7 +78,10 @@ impl PluginEgress {
     /// list allows nothing, and every request is still recorded).
     pub fn new(hosts: &[String]) -> Result<Self, String> {
         let list = goat_egress::Allowlist::parse(hosts).map_err(|e| e.to_string())?;
-        let secret = || random_token().map_err(|e| format!("no random token for the proxy: {e}"));
+        // 128 random bits each.
+        let secret = || {
+            crate::random::random_hex(16).map_err(|e| format!("no random token for the proxy: {e}"))
+        };
         let key = goat_egress::ClientKey {
             token: secret()?,
             mark: secret()?,
@@ -114,15 +117,6 @@ impl PluginEgress {
             ),
         ))
     }
-}
-
-/// 128 random bits, hex: what a plugin call's proxy requires of its
-/// client.
-fn random_token() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 impl goat_sandbox::HttpEgress for PluginEgress {

@@ -32,6 +32,7 @@ mod direct;
 pub mod egress;
 mod external;
 mod mode;
+mod random;
 mod record;
 mod router;
 pub mod schema;

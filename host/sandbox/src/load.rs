@@ -141,6 +141,14 @@ impl Tool {
         &self.imports
     }
 
+    /// Whether the component imports `interface` (`wasi:http/types`), at
+    /// any version.
+    pub fn imports_interface(&self, interface: &str) -> bool {
+        self.imports
+            .iter()
+            .any(|i| i.split_once('@').map_or(i.as_str(), |(name, _)| name) == interface)
+    }
+
     /// The name the component's own spec gives, before any
     /// [`Tool::exposed_as`].
     pub fn declared_name(&self) -> &str {

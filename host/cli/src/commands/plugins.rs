@@ -267,12 +267,7 @@ fn show(out: &mut impl Write, file: &Path, wasm: &[u8], name: &str, tool: &Tool)
         "grants       {}",
         text::escape_controls(&tool.grants().describe())
     )?;
-    if tool
-        .imports()
-        .iter()
-        .any(|i| i.starts_with("wasi:http/outgoing-handler@"))
-        && tool.grants().hosts.is_empty()
-    {
+    if tool.imports_interface("wasi:http/outgoing-handler") && tool.grants().hosts.is_empty() {
         writeln!(
             out,
             "network      none: it can send wasi:http requests, and GOAT refuses every one \

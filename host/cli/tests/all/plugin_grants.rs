@@ -13,6 +13,18 @@ fn wants_http() -> std::path::PathBuf {
     dist("testing/wants_http.wasm")
 }
 
+/// A run (JSON output) whose model calls `web__wants_http` once with each
+/// of `calls`, in order, then answers.
+fn fetching(calls: &[serde_json::Value]) -> crate::GoatRunBuilder {
+    let mut replies: Vec<_> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, args)| call_reply(&format!("c{}", i + 1), "web__wants_http", &args.to_string()))
+        .collect();
+    replies.push(content_reply("Done."));
+    GoatRun::builder().replies(replies).json()
+}
+
 /// A plugin granted `localhost:A` reaches it, and nothing else: another
 /// port and an IP literal are refused by the proxy, each server checked
 /// for what it received; the refusals are in the model's next request,
@@ -23,17 +35,11 @@ async fn a_plugin_reaches_only_the_hosts_it_was_granted_through_the_proxy() {
     let granted = Server::start();
     let other = Server::start();
     let (a, b) = (granted.port, other.port);
-    let call = |id: &str, url: String| {
-        call_reply(id, "web__wants_http", &json!({ "url": url }).to_string())
-    };
-    let run = GoatRun::builder()
-        .replies([
-            call("c1", format!("http://localhost:{a}/ok")),
-            call("c2", format!("http://localhost:{b}/secret")),
-            call("c3", format!("http://127.0.0.1:{a}/literal")),
-            content_reply("Done."),
-        ])
-        .json();
+    let run = fetching(&[
+        json!({ "url": format!("http://localhost:{a}/ok") }),
+        json!({ "url": format!("http://localhost:{b}/secret") }),
+        json!({ "url": format!("http://127.0.0.1:{a}/literal") }),
+    ]);
     run.env().add_plugin(
         &wants_http(),
         &["--name", "web", "--allow-host", &format!("localhost:{a}")],
@@ -102,16 +108,7 @@ async fn a_plugin_reaches_only_the_hosts_it_was_granted_through_the_proxy() {
 async fn a_plugin_granted_no_host_reaches_nothing_and_the_attempt_is_a_denial() {
     let server = Server::start();
     let port = server.port;
-    let run = GoatRun::builder()
-        .replies([
-            call_reply(
-                "c1",
-                "web__wants_http",
-                &json!({ "url": format!("http://localhost:{port}/x") }).to_string(),
-            ),
-            content_reply("Done."),
-        ])
-        .json();
+    let run = fetching(&[json!({ "url": format!("http://localhost:{port}/x") })]);
     let env = run.env();
     let added = env.run(&[
         "plugins",
@@ -258,20 +255,8 @@ async fn an_https_request_is_tunnelled_through_the_proxy_and_its_certificate_che
     )
     .await;
     let other = port_of(&untrusted.base_url());
-    let call = |id: &str, port: &str| {
-        call_reply(
-            id,
-            "web__wants_http",
-            &json!({ "url": format!("https://localhost:{port}/v1/models") }).to_string(),
-        )
-    };
-    let run = GoatRun::builder()
-        .replies([
-            call("c1", &port),
-            call("c2", &other),
-            content_reply("Done."),
-        ])
-        .json();
+    let url = |port: &str| json!({ "url": format!("https://localhost:{port}/v1/models") });
+    let run = fetching(&[url(&port), url(&other)]);
     let env = run.env();
     let ca_file = env.root.join("ca.pem");
     std::fs::write(&ca_file, ca.ca_pem()).unwrap();
@@ -311,16 +296,7 @@ async fn an_https_request_is_tunnelled_through_the_proxy_and_its_certificate_che
 async fn a_plugin_call_past_its_request_limit_is_refused_and_counted() {
     let server = Server::start();
     let port = server.port;
-    let run = GoatRun::builder()
-        .replies([
-            call_reply(
-                "c1",
-                "web__wants_http",
-                &json!({ "url": format!("http://localhost:{port}/n"), "times": 300 }).to_string(),
-            ),
-            content_reply("Done."),
-        ])
-        .json();
+    let run = fetching(&[json!({ "url": format!("http://localhost:{port}/n"), "times": 300 })]);
     run.env().add_plugin(
         &wants_http(),
         &[

@@ -86,6 +86,21 @@ fn example(root: &Path, dir: &str, files: &[&str]) -> PathBuf {
     copied(root, &format!("plugins/examples/{dir}"), files)
 }
 
+/// Asserts `out` (a hostile plugin's attempt at `action`) was refused and
+/// shows nothing of `/etc/passwd` or the file beside the workspace.
+fn assert_refused_unread(action: &str, out: &std::process::Output) {
+    let said = text(&out.stdout);
+    assert!(
+        said.starts_with("refused:"),
+        "{action}: {said}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !said.contains("root:") && !said.contains("secret outside"),
+        "{said}"
+    );
+}
+
 /// Every file under `from`, copied to the same place under `to`.
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -300,17 +315,7 @@ fn a_hostile_python_plugin_gets_nothing_it_was_not_granted() {
     assert!(other.seen().is_empty(), "{:?}", other.seen());
     // Nothing outside the workspace, by absolute path or by `..`.
     for action in ["read-outside", "read-parent"] {
-        let out = call(action);
-        let said = text(&out.stdout);
-        assert!(
-            said.starts_with("refused:"),
-            "{action}: {said}{}",
-            text(&out.stderr)
-        );
-        assert!(
-            !said.contains("root:") && !said.contains("secret outside"),
-            "{said}"
-        );
+        assert_refused_unread(action, &call(action));
     }
     // A plugin that declared read cannot write, whatever the caller allows.
     let out = call("write");
@@ -546,17 +551,7 @@ fn a_hostile_javascript_plugin_gets_nothing_it_was_not_granted() {
             .unwrap()
     };
     for action in ["read-parent", "read-absolute", "write"] {
-        let out = call(action);
-        let said = text(&out.stdout);
-        assert!(
-            said.starts_with("refused:"),
-            "{action}: {said}{}",
-            text(&out.stderr)
-        );
-        assert!(
-            !said.contains("secret outside") && !said.contains("root:"),
-            "{said}"
-        );
+        assert_refused_unread(action, &call(action));
     }
     assert!(!env.ws.join("written.txt").exists());
     for (action, said) in [("loop", "longer than 5s"), ("garbage", "crashed")] {

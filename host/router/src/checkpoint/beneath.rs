@@ -175,10 +175,7 @@ fn split(path: &str) -> (&str, &str) {
 /// random, so it can be neither guessed nor planted in advance, and of a
 /// fixed length, so a file name near the 255-byte limit restores.
 fn random_name() -> io::Result<String> {
-    let mut bytes = [0u8; 12];
-    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())?;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!(".goat-undo-{hex}"))
+    Ok(format!(".goat-undo-{}", crate::random::random_hex(12)?))
 }
 
 /// Tries `make` with fresh random names until one is free.

@@ -280,11 +280,7 @@ impl Route for PenRoute<'_> {
 /// a proxy for the hosts granted to it. `None` for every other tool (its
 /// requests, if it could make any, would be refused in the sandbox).
 fn plugin_egress(tool: &Tool) -> Result<Option<Arc<egress::PluginEgress>>, String> {
-    let sends = tool
-        .imports()
-        .iter()
-        .any(|i| i.starts_with("wasi:http/outgoing-handler@"));
-    if tool.kind() != ToolKind::Plugin || !sends {
+    if tool.kind() != ToolKind::Plugin || !tool.imports_interface("wasi:http/outgoing-handler") {
         return Ok(None);
     }
     egress::PluginEgress::new(&tool.grants().hosts).map(|e| Some(Arc::new(e)))
