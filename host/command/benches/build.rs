@@ -99,6 +99,8 @@ fn contained(containment: &Containment, command: &str) -> (Duration, Duration, u
             timeout: Duration::from_secs(600),
             proxy: None,
             interrupt: None,
+            stdin: None,
+            stdout_apart: false,
         },
     )
     .unwrap();

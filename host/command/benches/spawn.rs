@@ -111,6 +111,8 @@ fn contained(containment: &Containment, command: &str) -> Duration {
             timeout: Duration::from_secs(60),
             proxy: None,
             interrupt: None,
+            stdin: None,
+            stdout_apart: false,
         },
     )
     .unwrap();

@@ -22,7 +22,7 @@ use rustix::process::{Pid, PidfdFlags, Resource, Rlimit, Signal};
 use crate::interrupt::Interrupt;
 use crate::limits::{
     CPU_SECONDS, DATA_BYTES, DRAIN_AFTER_KILL, FILE_BYTES, NPROC, OPEN_FILES, OUTPUT_HEAD_BYTES,
-    OUTPUT_TAIL_BYTES,
+    OUTPUT_TAIL_BYTES, STDOUT_APART_BYTES,
 };
 use crate::output::{Capture, Captured};
 use crate::pids::PidsGroup;
@@ -110,22 +110,41 @@ pub(crate) fn pids_group(
         .transpose()
 }
 
-/// `sh -c`, with the environment, stdin empty and the output in one pipe
-/// (its write end held by the command only).
+/// `sh -c`, with the environment, stdin empty (or the request's, from an
+/// memory file of GOAT's) and the output in one pipe (its write end held
+/// by the command only).
 pub(crate) fn shell(
     request: &CommandRequest<'_>,
     cwd: &Path,
     env: Vec<(OsString, OsString)>,
-) -> Command {
+) -> Result<Command, CommandError> {
     let mut command = Command::new("/bin/sh");
     command
         .arg("-c")
         .arg(request.command)
         .current_dir(cwd)
         .env_clear()
-        .envs(env)
-        .stdin(Stdio::null());
-    command
+        .envs(env);
+    match request.stdin {
+        None => {
+            command.stdin(Stdio::null());
+        }
+        Some(bytes) => {
+            command.stdin(stdin_file(bytes).map_err(CommandError::Spawn)?);
+        }
+    }
+    Ok(command)
+}
+
+/// `bytes` in a memory file, read from its start: the command's stdin,
+/// written whole before it starts (no file on any disk).
+fn stdin_file(bytes: &[u8]) -> io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let fd = rustix::fs::memfd_create("goat-stdin", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    file.rewind()?;
+    Ok(file)
 }
 
 /// In the child, first: its own session, death with GOAT, the cgroup, the
@@ -256,12 +275,21 @@ pub(crate) fn spawn_and_watch_group(
     request: &CommandRequest<'_>,
     pids: Option<&PidsGroup>,
     spawned: &mut dyn FnMut() -> io::Result<()>,
-) -> Result<(Exit, Duration, Captured, Pid), CommandError> {
+) -> Result<(Watched, Pid), CommandError> {
     let mut pgid = None;
-    let (exit, duration, output) =
-        spawn_and_watch_inner(command, request, pids, &mut pgid, spawned)?;
+    let watched = spawn_and_watch_inner(command, request, pids, &mut pgid, spawned)?;
     let pgid = pgid.ok_or_else(|| CommandError::Watch(io::Error::from(io::ErrorKind::NotFound)))?;
-    Ok((exit, duration, output, pgid))
+    Ok((watched, pgid))
+}
+
+/// How a watched command ended, and what it wrote.
+pub(crate) struct Watched {
+    pub(crate) exit: Exit,
+    pub(crate) duration: Duration,
+    /// stdout and stderr, or stderr alone when stdout was kept apart.
+    pub(crate) output: Captured,
+    /// stdout, when kept apart.
+    pub(crate) stdout: Option<Captured>,
 }
 
 /// Spawns `command` with its output in a pipe, watches it to its end (or
@@ -270,7 +298,7 @@ pub(crate) fn spawn_and_watch(
     command: Command,
     request: &CommandRequest<'_>,
     pids: Option<&PidsGroup>,
-) -> Result<(Exit, Duration, Captured), CommandError> {
+) -> Result<Watched, CommandError> {
     spawn_and_watch_inner(command, request, pids, &mut None, &mut || Ok(()))
 }
 
@@ -280,16 +308,22 @@ fn spawn_and_watch_inner(
     pids: Option<&PidsGroup>,
     pgid: &mut Option<Pid>,
     spawned: &mut dyn FnMut() -> io::Result<()>,
-) -> Result<(Exit, Duration, Captured), CommandError> {
+) -> Result<Watched, CommandError> {
     // The view or the snapshot took a while: a turn cancelled meanwhile
     // starts nothing (the watcher stops what starts after this look).
     if request.interrupt.is_some_and(Interrupt::is_fired) {
         return Err(CommandError::Interrupted);
     }
     let (reader, writer) = io::pipe().map_err(CommandError::Spawn)?;
-    command
-        .stdout(writer.try_clone().map_err(CommandError::Spawn)?)
-        .stderr(writer);
+    let stdout_reader = if request.stdout_apart {
+        let (out_reader, out_writer) = io::pipe().map_err(CommandError::Spawn)?;
+        command.stdout(out_writer);
+        Some(out_reader)
+    } else {
+        command.stdout(writer.try_clone().map_err(CommandError::Spawn)?);
+        None
+    };
+    command.stderr(writer);
     let started = Instant::now();
     let mut child = command.spawn().map_err(CommandError::Spawn)?;
     // The parent's copies of the pipe's write end go with the Command, so
@@ -305,13 +339,19 @@ fn spawn_and_watch_inner(
             "the command was stopped as it started: {e}"
         )));
     }
-    let watched = watch(pid, reader, request.timeout, request.interrupt, pids);
+    let watched = watch(
+        pid,
+        (reader, stdout_reader),
+        request.timeout,
+        request.interrupt,
+        pids,
+    );
     // Reap the shell whatever happened above: it was killed with its group.
     if watched.is_err() {
         kill_group(pid, pids);
     }
     let status = child.wait().map_err(CommandError::Watch)?;
-    let (output, stopped) = watched?;
+    let (output, stdout, stopped) = watched?;
     let duration = started.elapsed();
     let exit = if let Some(stopped) = stopped {
         stopped
@@ -320,7 +360,12 @@ fn spawn_and_watch_inner(
     } else {
         Exit::Signal(status.signal().unwrap_or(0))
     };
-    Ok((exit, duration, output))
+    Ok(Watched {
+        exit,
+        duration,
+        output,
+        stdout,
+    })
 }
 
 /// The directory to run in: inside the workspace, by its real path.
@@ -403,15 +448,18 @@ pub(crate) fn kill_group(pid: Pid, pids: Option<&PidsGroup>) {
 /// ([`Exit::TimedOut`] or [`Exit::Interrupted`]).
 fn watch(
     pid: Pid,
-    mut reader: PipeReader,
+    (mut reader, mut stdout_reader): (PipeReader, Option<PipeReader>),
     timeout: Duration,
     interrupt: Option<&Interrupt>,
     pids: Option<&PidsGroup>,
-) -> Result<(Captured, Option<Exit>), CommandError> {
+) -> Result<(Captured, Option<Captured>, Option<Exit>), CommandError> {
     let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())
         .map_err(|e| CommandError::Watch(e.into()))?;
     let started = Instant::now();
     let mut capture = Capture::new(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES);
+    let mut stdout_capture = stdout_reader
+        .as_ref()
+        .map(|_| Capture::new(STDOUT_APART_BYTES, 0));
     let mut buf = vec![0u8; READ_CHUNK_BYTES];
     let mut pipe_open = true;
     let mut exited = false;
@@ -419,7 +467,7 @@ fn watch(
     let mut drain_until: Option<Instant> = None;
     let wake = interrupt.and_then(Interrupt::wake_fd);
     loop {
-        if exited && !pipe_open {
+        if exited && !pipe_open && stdout_reader.is_none() {
             break;
         }
         // Fired: the group is killed at once, as at the timeout (unless it
@@ -460,6 +508,10 @@ fn watch(
             fds.push(PollFd::new(&reader, PollFlags::IN));
             fds.len() - 1
         });
+        let stdout_at = stdout_reader.as_ref().map(|out| {
+            fds.push(PollFd::new(out, PollFlags::IN));
+            fds.len() - 1
+        });
         // Once fired, the descriptor stays readable: it is not watched
         // again, or the drain would spin.
         if let Some(fd) = &wake
@@ -475,6 +527,20 @@ fn watch(
         }
         let shell_done = !fds[0].revents().is_empty();
         let readable = reader_at.is_some_and(|at| !fds[at].revents().is_empty());
+        let stdout_readable = stdout_at.is_some_and(|at| !fds[at].revents().is_empty());
+        drop(fds);
+        if stdout_readable && let Some(out) = stdout_reader.as_mut() {
+            match out.read(&mut buf) {
+                Ok(0) => stdout_reader = None,
+                Ok(n) => {
+                    if let Some(c) = stdout_capture.as_mut() {
+                        c.feed(&buf[..n]);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(CommandError::Watch(e)),
+            }
+        }
         if readable {
             match reader.read(&mut buf) {
                 Ok(0) => pipe_open = false,
@@ -493,7 +559,11 @@ fn watch(
             }
         }
     }
-    Ok((capture.finish(), stopped))
+    Ok((
+        capture.finish(),
+        stdout_capture.map(Capture::finish),
+        stopped,
+    ))
 }
 
 /// The command's own temporary directory, removed with everything in it

@@ -53,6 +53,10 @@ pub const OUTPUT_HEAD_BYTES: usize = 16 * 1024;
 /// context.
 pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
 
+/// Stdout kept apart ([`crate::CommandRequest::stdout_apart`]): a hook's
+/// answer, a small JSON object. Past it the rest is counted, not kept.
+pub const STDOUT_APART_BYTES: usize = 64 * 1024;
+
 /// How long to wait for the output pipe to close after the whole group was
 /// killed. Every writer is dead by then, so this is only a guard against a
 /// descriptor passed outside the group (over a Unix socket to a process that

@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::child::{
-    PrivateTmp, environment, first_steps, install_pre_exec, pids_group, shell, spawn_and_watch,
-    spawn_and_watch_group, wait_group_gone, working_dir,
+    PrivateTmp, Watched, environment, first_steps, install_pre_exec, pids_group, shell,
+    spawn_and_watch, spawn_and_watch_group, wait_group_gone, working_dir,
 };
 use crate::fs::{self, FsPlan, WorkspaceRules};
 use crate::inspect::Inspection;
@@ -187,6 +187,14 @@ pub struct CommandRequest<'a> {
     /// The person's Ctrl-C: fired, it kills the whole group at once, as
     /// the timeout would ([`Exit::Interrupted`]).
     pub interrupt: Option<&'a Interrupt>,
+    /// What the command reads on stdin (`None`: nothing, `/dev/null`).
+    /// Given whole from a file GOAT writes before the command starts, so
+    /// a command that never reads it blocks nothing.
+    pub stdin: Option<&'a [u8]>,
+    /// Keep stdout apart from stderr ([`CommandOutcome::stdout`], at most
+    /// [`crate::limits::STDOUT_APART_BYTES`] kept): for a hook, whose
+    /// answer is its stdout and whose reason is its stderr.
+    pub stdout_apart: bool,
 }
 
 /// How the command ended.
@@ -263,8 +271,11 @@ pub struct CommandOutcome {
     pub exit: Exit,
     /// From spawn to the last process gone.
     pub duration: Duration,
-    /// Its output, capped.
+    /// Its output, capped: stdout and stderr interleaved, or stderr alone
+    /// when [`CommandRequest::stdout_apart`] asked for stdout apart.
     pub output: Captured,
+    /// Its stdout, capped, when [`CommandRequest::stdout_apart`] asked.
+    pub stdout: Option<Captured>,
     /// The timeout it ran under.
     pub timeout: Duration,
     /// The mechanism it ran under.
@@ -447,7 +458,7 @@ fn run_landlock(
     let before = crate::snapshot::Snapshot::take(&containment.workspace, rules);
     let mut env = environment(containment, &tmpdir.0);
     env.extend(proxy_port.map(net::proxy_env).unwrap_or_default());
-    let mut command = shell(request, &cwd, env);
+    let mut command = shell(request, &cwd, env)?;
     let mut ruleset = Some(ruleset);
     let progress =
         std::sync::Arc::new(Progress::new().map_err(|e| CommandError::Containment(e.to_string()))?);
@@ -464,7 +475,12 @@ fn run_landlock(
         lock_down(ruleset, &program, progress)
     };
     install_pre_exec(&mut command, child_setup);
-    let (exit, duration, output) = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))
+    let Watched {
+        exit,
+        duration,
+        output,
+        stdout,
+    } = spawn_and_watch(command, request, pids.as_ref().map(|p| &p.0))
         .map_err(|e| refused_at(e, &progress, &[]))?;
     drop(tmpdir);
     let changes = match before {
@@ -478,6 +494,7 @@ fn run_landlock(
         exit,
         duration,
         output,
+        stdout,
         timeout: request.timeout,
         used: Used::Landlock,
         changes,
@@ -556,12 +573,20 @@ pub(crate) fn run_namespace(
     if launch.proxied() {
         env.extend(net::proxy_env(net::VIEW_PROXY_PORT));
     }
-    let mut command = shell(request, &cwd, env);
+    let mut command = shell(request, &cwd, env)?;
     launch.install(&mut command)?;
     // Once spawned (the listener is sent before the command can start),
     // the proxy serves it; if it cannot, the command is killed unserved.
     let mut proxy = launch.take_proxy();
-    let (exit, duration, output, group) = spawn_and_watch_group(
+    let (
+        Watched {
+            exit,
+            duration,
+            output,
+            stdout,
+        },
+        group,
+    ) = spawn_and_watch_group(
         command,
         request,
         launch.pids.as_ref().map(|p| &p.0),
@@ -586,6 +611,7 @@ pub(crate) fn run_namespace(
         exit,
         duration,
         output,
+        stdout,
         timeout: request.timeout,
         used: Used::Namespace,
         changes,

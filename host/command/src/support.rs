@@ -111,6 +111,8 @@ fn trial_in(base: &Path) -> Result<(), String> {
             timeout: Duration::from_secs(10),
             proxy: None,
             interrupt: None,
+            stdin: None,
+            stdout_apart: false,
         },
     )
     .map_err(|e| e.to_string())?;

@@ -297,53 +297,17 @@ impl Registry {
             path: path.to_path_buf(),
             why,
         };
-        // It says which programs GOAT starts: a link (to anywhere), or a
-        // directory another user may write, is refused before it is read.
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(invalid(
-                "it is a symbolic link; GOAT keeps its MCP server list in a regular file"
-                    .to_owned(),
-            ));
-        }
-        // No list, no server: a store kept in a shared directory (`--db
-        // /tmp/x.db`) still works; only a list found there is refused.
-        if let Some(dir) = path.parent()
-            && path.exists()
-        {
-            goat_state::fs::check_private_dir(dir).map_err(|e| invalid(e.to_string()))?;
-        }
-        let file = match goat_state::fs::open_regular(path) {
-            Ok(file) => file,
-            Err(goat_state::fs::OpenRegularError::Open { source, .. })
-                if source.kind() == io::ErrorKind::NotFound =>
-            {
+        let bytes = match goat_state::fs::read_private_list(path, MAX_FILE_BYTES) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
                 return Ok(Self {
                     path: path.to_path_buf(),
                     servers: Vec::new(),
                 });
             }
-            Err(e) => {
-                return Err(RegistryError::Invalid {
-                    path: path.to_path_buf(),
-                    why: e.to_string(),
-                });
-            }
+            Err(goat_state::fs::ListReadError::Io(source)) => return Err(io_error(source)),
+            Err(e) => return Err(invalid(e.to_string())),
         };
-        // It says which programs GOAT starts: a file another user owns or
-        // may write is refused before it is read.
-        goat_state::fs::check_private_file(&file, path).map_err(|e| RegistryError::Invalid {
-            path: path.to_path_buf(),
-            why: e.to_string(),
-        })?;
-        let mut bytes = Vec::new();
-        io::Read::read_to_end(&mut io::Read::take(file, MAX_FILE_BYTES + 1), &mut bytes)
-            .map_err(io_error)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(RegistryError::Invalid {
-                path: path.to_path_buf(),
-                why: format!("larger than {MAX_FILE_BYTES} bytes"),
-            });
-        }
         let parsed: File = serde_json::from_slice(&bytes).map_err(|e| RegistryError::Invalid {
             path: path.to_path_buf(),
             why: e.to_string(),
@@ -372,22 +336,19 @@ impl Registry {
             path: self.path.clone(),
             source,
         };
-        if let Some(dir) = self.path.parent() {
-            goat_state::fs::create_private_dir(dir).map_err(io_error)?;
-            // Written where only its owner may write, or it would be
-            // refused when read.
-            goat_state::fs::check_private_dir(dir).map_err(|e| RegistryError::Unsafe {
-                path: self.path.clone(),
-                why: e.to_string(),
-            })?;
-        }
         let file = File {
             version: 1,
             servers: self.servers.clone(),
         };
         let mut bytes = serde_json::to_vec_pretty(&file).map_err(|e| io_error(e.into()))?;
         bytes.push(b'\n');
-        goat_state::fs::write_private_atomic(&self.path, &bytes).map_err(io_error)
+        goat_state::fs::write_private_list(&self.path, &bytes).map_err(|e| match e {
+            goat_state::fs::ListWriteError::Io(source) => io_error(source),
+            goat_state::fs::ListWriteError::Unsafe(why) => RegistryError::Unsafe {
+                path: self.path.clone(),
+                why,
+            },
+        })
     }
 
     /// The file.

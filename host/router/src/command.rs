@@ -300,6 +300,8 @@ impl Route for CommandRoute<'_> {
                 timeout,
                 proxy: proxy.as_ref().map(|p| p as &dyn goat_command::ProxyLink),
                 interrupt: Some(router.interrupt()),
+                stdin: None,
+                stdout_apart: false,
             },
         );
         let mut refusals = Vec::new();
@@ -409,6 +411,7 @@ impl Route for CommandRoute<'_> {
                     changes,
                     changes_stored,
                     refusals,
+                    hooks: Vec::new(),
                 }
             }
             Err(e) => CallOutcome {
@@ -431,6 +434,7 @@ impl Route for CommandRoute<'_> {
                 changes: Vec::new(),
                 changes_stored: goat_store::ChangesStored::WithOutcome,
                 refusals: Vec::new(),
+                hooks: Vec::new(),
             },
         })
     }

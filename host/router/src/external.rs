@@ -319,6 +319,7 @@ impl Route for ExternalRoute {
             changes,
             changes_stored: goat_store::ChangesStored::WithOutcome,
             refusals,
+            hooks: Vec::new(),
         })
     }
 }

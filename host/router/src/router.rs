@@ -22,6 +22,7 @@ use goat_gate::{
 };
 
 mod approval;
+mod hooks;
 mod outcome;
 mod pen;
 mod road;
@@ -71,6 +72,10 @@ pub struct AppToolRouter {
     /// The person's Ctrl-C for the call being routed (ADR-0087): a
     /// command or an MCP call stops when it fires.
     interrupt: goat_command::Interrupt,
+    /// The person's hooks (issue 41), fired on every call.
+    hooks: Option<Arc<goat_hooks::Hooks>>,
+    /// The hooks run for the call being routed, for its record.
+    hook_runs: Vec<goat_store::HookRan>,
 }
 
 impl AppToolRouter {
@@ -88,7 +93,15 @@ impl AppToolRouter {
             journal: None,
             external: None,
             interrupt: goat_command::Interrupt::new(),
+            hooks: None,
+            hook_runs: Vec::new(),
         }
+    }
+
+    /// Runs the person's `hooks` on every call routed (none when empty).
+    pub fn with_hooks(mut self, hooks: goat_hooks::Hooks) -> Self {
+        self.hooks = (!hooks.is_empty()).then(|| Arc::new(hooks));
+        self
     }
 
     /// Writes command change sets to `store` before they land, against the
@@ -342,6 +355,14 @@ impl AppToolRouter {
     /// with what the model is told. `Err` is a host failure that ends the
     /// turn (the workspace cannot be opened).
     pub fn route(&mut self, call: &ToolCall) -> Result<Routed, SandboxError> {
+        self.hook_runs.clear();
+        let mut routed = self.route_kind(call)?;
+        routed.hooks = self.take_hook_runs();
+        Ok(routed)
+    }
+
+    /// [`route`](Self::route) with the call's kind found.
+    fn route_kind(&mut self, call: &ToolCall) -> Result<Routed, SandboxError> {
         if call.name == RUN_COMMAND
             && let Some(tool) = self.commands.clone()
         {

@@ -153,6 +153,8 @@ pub struct Parts<'a> {
     pub context: goat_shepherd::WindowChoice,
     /// ADR-0086: the trusted MCP servers' tools, if any.
     pub external: Option<Arc<dyn goat_router::ExternalTools>>,
+    /// Issue 41: the person's hooks ([`hooks`]), fired on every call.
+    pub hooks: Option<goat_hooks::Hooks>,
 }
 
 /// Builds the sandbox and tools, creates or resumes the session in the
@@ -186,6 +188,7 @@ pub fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
         mode,
         context,
         external,
+        hooks,
     } = parts;
     let (resume, announce) = match start {
         Start::Resume(info) => (Some((store.lock_session(&info.id)?, info)), false),
@@ -228,6 +231,7 @@ pub fn open(parts: Parts<'_>) -> anyhow::Result<Opened> {
             writes,
             commands,
             mode: mode.clone(),
+            hooks,
         },
         &session_id,
         approver,
@@ -300,6 +304,8 @@ pub(crate) struct RouterParts {
     pub(crate) commands: Option<goat_router::CommandTool>,
     /// The approval mode, read at every call.
     pub(crate) mode: ModeSwitch,
+    /// The person's hooks, if any.
+    pub(crate) hooks: Option<goat_hooks::Hooks>,
 }
 
 /// The one way a session's router is put together, for a chat's Shepherd
@@ -317,6 +323,7 @@ pub(crate) fn router(
         writes,
         commands,
         mode,
+        hooks,
     } = parts;
     // With someone to ask, a write no rule decides is asked of them (once
     // per call); without one it is denied. It never runs unasked.
@@ -338,6 +345,10 @@ pub(crate) fn router(
     .with_mode(mode);
     let router = match approver {
         Some(approver) => router.with_approver(approver),
+        None => router,
+    };
+    let router = match hooks {
+        Some(hooks) => router.with_hooks(hooks),
         None => router,
     };
     match commands {
@@ -434,7 +445,29 @@ pub fn for_turn(
             db,
             notes,
         )?,
+        hooks: Some(hooks(
+            &settings,
+            db,
+            &workspace,
+            &[&store_path_for_commands, &permissions_for_commands],
+        )?),
     })
+}
+
+/// The person's hooks (issue 41): read from the hooks file beside the
+/// store, never from a workspace, contained as commands are here but with
+/// the network closed. A hooks file that cannot be read stops the session:
+/// it never runs without the hooks the person added.
+pub fn hooks(
+    settings: &Settings,
+    db: Option<&Path>,
+    workspace: &Path,
+    host_files: &[&Path],
+) -> anyhow::Result<goat_hooks::Hooks> {
+    let file = goat_state::paths::hooks_file(db)?;
+    let registry = goat_hooks::Registry::load(file.resolved())?;
+    let containment = settings.command_containment(workspace, host_files)?;
+    Ok(goat_hooks::Hooks::new(registry.hooks, containment))
 }
 
 /// Where a session works and keeps its record, checked: everything

@@ -63,6 +63,7 @@ pub struct Prepared {
     commands: Option<goat_router::CommandTool>,
     allow_commands: bool,
     offer_undo: bool,
+    hooks: goat_hooks::Hooks,
 }
 
 /// A direct session, open and locked.
@@ -117,6 +118,12 @@ pub fn prepare(opts: &DirectOptions, notes: Notes<'_>) -> anyhow::Result<Prepare
         opts.allow_commands,
         notes,
     )?;
+    let hooks = crate::assemble::hooks(
+        &checked.settings,
+        db,
+        &checked.workspace,
+        &[&checked.store_path, &checked.permissions_db],
+    )?;
     let (tools, commands) = match &opts.tools {
         None => (tools, commands),
         Some(names) => only(names, tools, commands)?,
@@ -128,6 +135,7 @@ pub fn prepare(opts: &DirectOptions, notes: Notes<'_>) -> anyhow::Result<Prepare
         commands,
         allow_commands: opts.allow_commands,
         offer_undo: opts.offer_undo,
+        hooks,
     })
 }
 
@@ -184,6 +192,7 @@ impl Prepared {
             commands,
             allow_commands,
             offer_undo,
+            hooks,
         } = self;
         let Checked {
             workspace,
@@ -210,6 +219,7 @@ impl Prepared {
                 },
                 commands,
                 mode: ModeSwitch::new(mode),
+                hooks: Some(hooks),
             },
             &session_id,
             approver,

@@ -423,6 +423,7 @@ pub fn refusal_source(by: RefusedBy) -> RefusalSource {
         RefusedBy::Egress => RefusalSource::Egress,
         RefusedBy::Suspended => RefusalSource::Suspended,
         RefusedBy::Limit => RefusalSource::Limit,
+        RefusedBy::Hook => RefusalSource::Hook,
     }
 }
 
@@ -649,6 +650,17 @@ impl<'a> Track<'a> {
             exit_code: routed.exit_code,
             files_changed: files,
             refused,
+            hooks: routed
+                .hooks
+                .iter()
+                .map(|h| protocol::HookRun {
+                    hook: h.hook.clone(),
+                    event: h.event.clone(),
+                    verdict: h.verdict.clone(),
+                    reason: h.reason.clone(),
+                    duration_ms: h.duration_ms,
+                })
+                .collect(),
             duration_ms: millis(routed.duration),
         }
     }

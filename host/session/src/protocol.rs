@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol's version, `MAJOR.MINOR`: in `session.started`. A new
 /// minor version only adds; a new major one may change or remove.
-pub const SCHEMA_VERSION: &str = "1.1";
+pub const SCHEMA_VERSION: &str = "1.2";
 
 /// Most characters of a tool's result in `tool_call.completed`; the store
 /// keeps it whole (`goat sessions show`).
@@ -318,7 +318,28 @@ pub struct ToolCallCompleted {
     /// refused a host).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<Refused>,
+    /// The person's hooks run for the call (issue 41), in order, whatever
+    /// each answered; left out when none ran. A hook's denial is also in
+    /// `refused`; an `allow` never allowed anything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun>,
     /// How long it ran.
+    pub duration_ms: u64,
+}
+
+/// One hook run for a call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRun {
+    /// The hook's name.
+    pub hook: String,
+    /// The event: `pre_tool_use`.
+    pub event: String,
+    /// What it answered: `none`, `allow` (which changes nothing), `ask`,
+    /// `deny`, or `failed` (which denies).
+    pub verdict: String,
+    /// Its reason, or why it failed, as it said it.
+    pub reason: String,
+    /// How long it ran (0: it did not run, being suspended).
     pub duration_ms: u64,
 }
 
@@ -362,6 +383,8 @@ pub enum RefusalSource {
     Suspended,
     /// A host limit (calls per response).
     Limit,
+    /// A hook the person added: it denied, failed, or is suspended.
+    Hook,
 }
 
 /// How a call went.

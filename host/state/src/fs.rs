@@ -356,6 +356,79 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         })
 }
 
+/// Why a host list (the MCP servers', the hooks') was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ListReadError {
+    /// A symbolic link, not a regular file, or where others may write.
+    #[error("{0}")]
+    Unsafe(String),
+    /// Reading failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// Larger than its cap.
+    #[error("larger than {0} bytes")]
+    TooLarge(u64),
+}
+
+/// Reads a list of what GOAT starts (the MCP servers, the hooks): `None`
+/// when there is none.
+///
+/// # Security
+///
+/// It says which programs GOAT runs: a symbolic link (to anywhere), a
+/// file another user owns or may write, or one in a directory others may
+/// write, is refused before it is read; it is read up to `max` bytes. No
+/// file is no list, so a store kept in a shared directory still works;
+/// only a list found there is refused.
+pub fn read_private_list(path: &Path, max: u64) -> Result<Option<Vec<u8>>, ListReadError> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(ListReadError::Unsafe(
+            "it is a symbolic link; GOAT keeps its lists in regular files".to_owned(),
+        ));
+    }
+    if let Some(dir) = path.parent()
+        && path.exists()
+    {
+        check_private_dir(dir).map_err(|e| ListReadError::Unsafe(e.to_string()))?;
+    }
+    let file = match open_regular(path) {
+        Ok(file) => file,
+        Err(OpenRegularError::Open { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(e) => return Err(ListReadError::Unsafe(e.to_string())),
+    };
+    check_private_file(&file, path).map_err(|e| ListReadError::Unsafe(e.to_string()))?;
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, max + 1), &mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(ListReadError::TooLarge(max));
+    }
+    Ok(Some(bytes))
+}
+
+/// Why a host list was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum ListWriteError {
+    /// Writing failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// Its directory is where others may write: it would be refused when
+    /// read.
+    #[error("{0}")]
+    Unsafe(String),
+}
+
+/// Writes a list [`read_private_list`] reads, whole or not at all (mode
+/// 0600), making its directory private if it is new.
+pub fn write_private_list(path: &Path, bytes: &[u8]) -> Result<(), ListWriteError> {
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
+        check_private_dir(dir).map_err(|e| ListWriteError::Unsafe(e.to_string()))?;
+    }
+    Ok(write_private_atomic(path, bytes)?)
+}
+
 /// A temporary name beside `path`, unique per write and not only per
 /// process: two threads (two sandboxes caching one component, say) may
 /// write one target at once, and sharing a temporary file would have one

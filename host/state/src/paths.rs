@@ -22,6 +22,9 @@ pub const PLUGIN_DIR: &str = "plugins";
 /// The MCP servers the person added (ADR-0086), beside the store.
 pub const MCP_FILE: &str = "mcp.json";
 
+/// The hooks the person added (issue 41, ADR-0098), beside the store.
+pub const HOOKS_FILE: &str = "hooks.json";
+
 /// The plugin registry's file name inside the plugin directory.
 pub const PLUGIN_REGISTRY_FILE: &str = "plugins.db";
 
@@ -257,6 +260,12 @@ pub fn plugin_dir(db_flag: Option<&Path>) -> Result<HostPath, PathError> {
 /// added, how each starts, and the tool definitions they trusted.
 pub fn mcp_file(db_flag: Option<&Path>) -> Result<HostPath, PathError> {
     store_path(db_flag)?.sibling(MCP_FILE)
+}
+
+/// The hooks' file: [`HOOKS_FILE`] beside the store, resolved: which
+/// programs run at which events, and the bytes the person trusted.
+pub fn hooks_file(db_flag: Option<&Path>) -> Result<HostPath, PathError> {
+    store_path(db_flag)?.sibling(HOOKS_FILE)
 }
 
 /// GOAT's compiled-code cache: `$GOAT_CACHE_DIR`, else

@@ -48,7 +48,8 @@ pub use goat_state::fs::create_private_dir;
 pub use history::{HistoryEntry, HistoryTurn, INTERRUPTED_RESULT, UNDONE_NOTE, dropped_unrun_note};
 pub use lock::SessionLock;
 pub use records::{
-    CallOutcome, CallRecord, NewCall, Recovery, RoundOk, RoundRecord, SessionInfo, TurnRecord,
+    CallOutcome, CallRecord, HookRan, NewCall, Recovery, RoundOk, RoundRecord, SessionInfo,
+    TurnRecord,
 };
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
 pub use stats::{MARKUP_FAILURE_PREFIX, SessionTokens, Stats};

@@ -88,6 +88,25 @@ pub struct CallOutcome {
     /// Everything that refused part or all of the call, each named at its
     /// source; empty when nothing was refused.
     pub refusals: Vec<crate::Refusal>,
+    /// The hooks run for the call (issue 41), in order, whatever each
+    /// answered; a hook's denial is also among the refusals.
+    pub hooks: Vec<HookRan>,
+}
+
+/// One hook run for a call, as the store keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookRan {
+    /// The hook's name.
+    pub hook: String,
+    /// The event (`pre_tool_use`, ...).
+    pub event: String,
+    /// What it answered: `none`, `allow`, `ask`, `deny`, `failed`.
+    pub verdict: String,
+    /// Its reason, or why it failed, as it said it (raw: escaped where
+    /// shown).
+    pub reason: String,
+    /// How long it ran, in milliseconds (0: it did not run).
+    pub duration_ms: u64,
 }
 
 /// What ADR-0065 recovery recorded about a malformed response.
@@ -532,6 +551,35 @@ impl Store {
         Ok(rows)
     }
 
+    /// Every hook run recorded against session `id`'s calls, oldest
+    /// first, each with the row of its call.
+    pub fn hook_runs(&self, session_id: &str) -> Result<Vec<(i64, HookRan)>, StoreError> {
+        self.session(session_id)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT h.call_row, h.hook, h.event, h.verdict, h.reason, h.duration_ms
+             FROM hook_runs h
+             JOIN tool_calls c ON h.call_row = c.id
+             JOIN rounds r ON c.round_id = r.id
+             JOIN turns t ON r.turn_id = t.id
+             WHERE t.session_id = ?1 ORDER BY h.id",
+        )?;
+        let rows = stmt
+            .query_map([session_id], |r| {
+                Ok((
+                    r.get(0)?,
+                    HookRan {
+                        hook: r.get(1)?,
+                        event: r.get(2)?,
+                        verdict: r.get(3)?,
+                        reason: r.get(4)?,
+                        duration_ms: u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
+                    },
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
     /// Records how a call ended.
     pub fn finish_call(&mut self, call_row: i64, outcome: &CallOutcome) -> Result<(), StoreError> {
         let tx = self.write()?;
@@ -553,6 +601,20 @@ impl Store {
         ])?;
         if outcome.changes_stored == crate::ChangesStored::WithOutcome {
             crate::changes::insert(&tx, call_row, &outcome.changes, true)?;
+        }
+        for ran in &outcome.hooks {
+            tx.prepare_cached(
+                "INSERT INTO hook_runs (call_row, hook, event, verdict, reason, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                call_row,
+                ran.hook,
+                ran.event,
+                ran.verdict,
+                ran.reason,
+                i64::try_from(ran.duration_ms).unwrap_or(i64::MAX)
+            ])?;
         }
         for refusal in &outcome.refusals {
             tx.prepare_cached(

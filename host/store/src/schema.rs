@@ -223,6 +223,21 @@ const MIGRATIONS: &[Migration] = &[
          );
          CREATE INDEX call_refusals_by_call ON call_refusals(call_row);",
     ),
+    // 13: the hooks run for a call (issue 41, ADR-0098), whatever each
+    // answered: its name and event, its verdict, its reason as it said it,
+    // how long it ran.
+    Migration::sql(
+        "CREATE TABLE hook_runs (
+             id INTEGER PRIMARY KEY,
+             call_row INTEGER NOT NULL REFERENCES tool_calls(id),
+             hook TEXT NOT NULL,
+             event TEXT NOT NULL,
+             verdict TEXT NOT NULL CHECK (verdict IN ('none', 'allow', 'ask', 'deny', 'failed')),
+             reason TEXT NOT NULL,
+             duration_ms INTEGER NOT NULL
+         );
+         CREATE INDEX hook_runs_by_call ON hook_runs(call_row);",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -141,6 +141,9 @@ pub enum RefusedBy {
     Suspended,
     /// A host limit kept it from running (calls per response).
     Limit,
+    /// A hook the person added denied it, failed (which denies), or is
+    /// suspended (issue 41).
+    Hook,
 }
 
 /// One refusal, where it happened.
@@ -280,6 +283,7 @@ text_enum!(RefusedBy {
     Egress => "egress",
     Suspended => "suspended",
     Limit => "limit",
+    Hook => "hook",
 });
 text_enum!(MarkupChannel { Content => "content", Reasoning => "reasoning" });
 text_enum!(RoundFailure {

@@ -209,6 +209,9 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<Outcome> {
     let limits = crate::config::Settings::load()?.limits();
     let opened = session::open(Parts {
         external: None,
+        // The demo replays a recorded session in a scratch workspace: the
+        // person's hooks are for their own work.
+        hooks: None,
         notes: &crate::stderr_note,
         workspace: workspace.clone(),
         store: Store::open(&store_path)?,

@@ -283,7 +283,7 @@ fn absolute_argument(arg: &str) -> String {
 /// The program (found in `PATH` now, absolute) and its arguments (a
 /// relative path made absolute), so the server started later is the one
 /// added here, whatever directory a session runs in.
-fn absolute_command(command: &[String]) -> Vec<String> {
+pub(crate) fn absolute_command(command: &[String]) -> Vec<String> {
     let mut absolute: Vec<String> = Vec::with_capacity(command.len());
     if let Some((program, args)) = command.split_first() {
         absolute.push(

@@ -10,6 +10,7 @@ mod demo;
 mod detect;
 pub(crate) mod diff;
 mod export;
+mod hooks;
 mod mcp;
 mod mcp_servers;
 mod permissions;
@@ -81,6 +82,13 @@ pub enum Command {
         #[command(subcommand)]
         command: plugins::PluginsCommand,
     },
+    /// Add, list, trust and remove hooks: programs run before each tool
+    /// call, given Claude Code's JSON, that can deny or ask but never
+    /// allow more than the rules do.
+    Hooks {
+        #[command(subcommand)]
+        command: hooks::HooksCommand,
+    },
     /// Inspect and run tools directly, without a model.
     Tools {
         #[command(subcommand)]
@@ -109,6 +117,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Permissions { command } => permissions::permissions(command),
         Command::Plugins { command } => plugins::plugins(command),
         Command::Tools { command } => tools::tools(command),
+        Command::Hooks { command } => hooks::hooks(command),
         Command::Detect(args) => detect::detect(args),
     }
 }

@@ -319,6 +319,7 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
     let permissions_db = permissions_db.into_resolved();
     paths::prepare_permissions(&permissions_db)?;
     let permissions_for_commands = permissions_db.clone();
+    let permissions_for_hooks = permissions_db.clone();
 
     let router = AppToolRouter::new(
         Arc::new(sandbox),
@@ -348,7 +349,14 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
     } else {
         router
     };
-    let mut router = router;
+    // The person's hooks run on a direct call too: nothing bypasses one.
+    let store_for_hooks = paths::store_path(call.db.as_deref())?.into_resolved();
+    let mut router = router.with_hooks(session::hooks(
+        &settings,
+        call.db.as_deref(),
+        &workspace,
+        &[&store_for_hooks, &permissions_for_hooks],
+    )?);
     let routed = router.route(&ToolCall {
         index: 0,
         id: DIRECT_SESSION.to_owned(),

@@ -25,6 +25,7 @@ mod detect;
 mod docs;
 mod engine;
 mod harbor_docker;
+mod hooks;
 mod instructions;
 mod jsonl;
 mod listing;
@@ -466,8 +467,14 @@ pub(crate) struct GoatRun {
 impl GoatRun {
     /// A run in a fresh [`Env`], model `qwen`, no flags, no answers yet.
     pub(crate) fn builder() -> GoatRunBuilder {
+        Self::builder_in(Env::new())
+    }
+
+    /// [`builder`](Self::builder) in an existing `env` (a later run on the
+    /// same store and workspace).
+    pub(crate) fn builder_in(env: Env) -> GoatRunBuilder {
         GoatRunBuilder {
-            env: Env::new(),
+            env,
             replies: Vec::new(),
             model: "qwen".to_owned(),
             args: Vec::new(),

@@ -56,6 +56,8 @@ fn run_landed(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
             timeout: Duration::from_secs(20),
             proxy: None,
             interrupt: None,
+            stdin: None,
+            stdout_apart: false,
         },
     )
     .unwrap();
@@ -120,6 +122,8 @@ fn run(workspace: &Path, command: &str) -> goat_command::CommandOutcome {
             timeout: Duration::from_secs(10),
             proxy: None,
             interrupt: None,
+            stdin: None,
+            stdout_apart: false,
         },
     )
     .unwrap()
@@ -183,6 +187,8 @@ fn a_file_changed_after_the_command_is_never_replaced_by_its_landing() {
             timeout: Duration::from_secs(20),
             proxy: None,
             interrupt: None,
+            stdin: None,
+            stdout_apart: false,
         },
     )
     .unwrap();
@@ -287,6 +293,8 @@ fn a_proxied_command_reaches_the_proxy_and_nothing_else() {
                 timeout: Duration::from_secs(20),
                 proxy: Some(&greeter),
                 interrupt: None,
+                stdin: None,
+                stdout_apart: false,
             },
         )
         .unwrap();
@@ -340,6 +348,8 @@ fn a_proxied_command_without_a_proxy_does_not_run() {
             timeout: Duration::from_secs(20),
             proxy: None,
             interrupt: None,
+            stdin: None,
+            stdout_apart: false,
         },
     );
     assert!(out.is_err());
@@ -395,6 +405,8 @@ fn run_interrupted(
             timeout: Duration::from_secs(30),
             proxy: None,
             interrupt: Some(&interrupt),
+            stdin: None,
+            stdout_apart: false,
         },
     );
     fired.join().unwrap();

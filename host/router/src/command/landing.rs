@@ -12,7 +12,7 @@ use super::{
 impl AppToolRouter {
     /// A view's change set: inspected, put to the person when it removes
     /// or replaces much, written to the store, then landed (all or none).
-    pub(super) fn settle(
+    pub(crate) fn settle(
         &mut self,
         mut pending: Pending,
         command: &str,
@@ -212,18 +212,18 @@ impl AppToolRouter {
 
 /// What settling a change set came to.
 #[derive(Debug, Default)]
-pub(super) struct Settled {
+pub(crate) struct Settled {
     /// Lines for the result.
-    pub(super) note: String,
+    pub(crate) note: String,
     /// Whether nothing landed because something was refused (or the
     /// person said no, or the landing failed).
-    pub(super) refused: bool,
+    pub(crate) refused: bool,
     /// The changes that landed, for the call's outcome.
-    pub(super) changes: Vec<FileChange>,
+    pub(crate) changes: Vec<FileChange>,
     /// Whether they were written before landing.
-    pub(super) stored: ChangesStored,
+    pub(crate) stored: ChangesStored,
     /// What refused the set (empty when it landed).
-    pub(super) refusals: Vec<Refusal>,
+    pub(crate) refusals: Vec<Refusal>,
 }
 
 /// One line of the change-set listing the person can view.

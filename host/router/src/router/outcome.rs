@@ -25,6 +25,7 @@ pub(crate) fn failed(kind: CallErrorKind, result: String) -> Routed {
         changes: Vec::new(),
         changes_stored: goat_store::ChangesStored::WithOutcome,
         refusals: Vec::new(),
+        hooks: Vec::new(),
     }
 }
 
@@ -87,6 +88,7 @@ pub(crate) fn succeeded(result: String) -> Routed {
         changes: Vec::new(),
         changes_stored: goat_store::ChangesStored::WithOutcome,
         refusals: Vec::new(),
+        hooks: Vec::new(),
     }
 }
 
@@ -113,6 +115,7 @@ pub(crate) fn denied(by: RefusedBy, decision: CallDecision, reason: String) -> R
         exit_code: None,
         changes: Vec::new(),
         changes_stored: goat_store::ChangesStored::WithOutcome,
+        hooks: Vec::new(),
     }
 }
 

@@ -272,6 +272,7 @@ impl Route for PenRoute<'_> {
             changes,
             changes_stored: goat_store::ChangesStored::WithOutcome,
             refusals,
+            hooks: Vec::new(),
         })
     }
 }

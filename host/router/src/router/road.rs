@@ -12,7 +12,7 @@
 use goat_engine::ToolCall;
 use goat_gate::{self as gate, Boundary, Decision, Evaluation};
 use goat_sandbox::SandboxError;
-use goat_store::{CallDecision, CallErrorKind, RefusedBy};
+use goat_store::{CallDecision, CallErrorKind, CallStatus, RefusedBy};
 use serde_json::Value;
 
 use super::{
@@ -201,13 +201,40 @@ impl AppToolRouter {
             Decision::Ask { asked } => Verdict::Ask(asked.clone()),
         };
         let verdict = narrowed(gate_said, route.narrow(self, &evaluation, &args));
+        // The person's hooks, on what the rules let through, or refused
+        // only for want of someone to ask (where a hook that answers allow
+        // is told it is no approval): they narrow as a kind does, never
+        // lifting a refusal or skipping a question.
+        let unasked = |routed: &Routed| {
+            routed
+                .refusals
+                .first()
+                .is_some_and(|r| r.by == RefusedBy::NeedsApproval)
+        };
+        let verdict = match verdict {
+            Verdict::Refuse(routed) if !unasked(&routed) => return Ok(routed),
+            other => other,
+        };
+        let hooks = self.pre_tool_use_hooks(checked.name, checked.value, &call.id);
+        let verdict = narrowed(verdict, hooks.verdict);
         let granted = match verdict {
             Verdict::Allow => (CallDecision::Allow, evaluation.reason()),
-            Verdict::Refuse(routed) => return Ok(routed),
-            Verdict::Ask(asked) => match self.ask(route, &evaluation, &asked, &args) {
-                Ok(granted) => granted,
-                Err(routed) => return Ok(routed),
-            },
+            Verdict::Refuse(mut routed) => {
+                if let Some(note) = hooks.allow_note.filter(|_| unasked(&routed)) {
+                    routed.result.push_str(&note);
+                    if let Some(reason) = routed.decision_reason.as_mut() {
+                        reason.push_str(&note);
+                    }
+                }
+                return Ok(routed);
+            }
+            Verdict::Ask(asked) => {
+                let said = (hooks.asked.as_deref(), hooks.allow_note.as_deref());
+                match self.ask(route, &evaluation, &asked, &args, said) {
+                    Ok(granted) => granted,
+                    Err(routed) => return Ok(routed),
+                }
+            }
         };
         // The gate gives a boundary with every call it lets through;
         // without one, nothing runs.
@@ -218,19 +245,40 @@ impl AppToolRouter {
                 route.unbounded().to_owned(),
             ));
         };
-        route.run(self, call, &args, granted, boundary)
+        let for_hooks = self.hooks.is_some().then(|| boundary.clone());
+        let mut routed = route.run(self, call, &args, granted, boundary)?;
+        if routed.status == CallStatus::Ok
+            && let Some(boundary) = for_hooks
+        {
+            self.post_tool_use_hooks(
+                (checked.name, checked.value, &call.id),
+                &mut routed,
+                boundary,
+            );
+        }
+        Ok(routed)
     }
 
     /// Puts the route's question to the approver, and saves a "session"
     /// or "always" answer as the route's rules for exactly what was asked.
+    /// `(hook_asked, hook_allowed)`: what a hook that asked said, shown
+    /// with the question; what is said of a hook's allow when no one is
+    /// there to approve.
     fn ask<R: Route>(
         &mut self,
         route: &R,
         evaluation: &Evaluation,
         asked: &[String],
         args: &R::Args<'_>,
+        (hook_asked, hook_allowed): (Option<&str>, Option<&str>),
     ) -> Result<(CallDecision, String), Routed> {
-        let question = route.question(self, evaluation, asked, args);
+        let mut question = route.question(self, evaluation, asked, args);
+        if let Some(hook) = hook_asked {
+            question.prompt = format!("{} ({hook})", question.prompt);
+        }
+        if let Some(note) = hook_allowed {
+            question.unasked_hint.push_str(note);
+        }
         let can_remember = question.remember.is_some();
         let workspace = self.config().workspace.clone();
         let Some(answer) = self.approve_with(&ApprovalRequest {

@@ -59,6 +59,7 @@ pub(super) fn too_many_calls_outcome() -> CallOutcome {
             None,
             too_many_calls_result(),
         )],
+        hooks: Vec::new(),
     }
 }
 

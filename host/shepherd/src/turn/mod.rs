@@ -619,6 +619,7 @@ impl Shepherd {
             changes: Vec::new(),
             changes_stored: goat_store::ChangesStored::WithOutcome,
             refusals: Vec::new(),
+            hooks: Vec::new(),
         };
         self.store(move |s| s.finish_call(row, &outcome)).await
     }

@@ -41,6 +41,7 @@ fn ok(result: &str) -> CallOutcome {
         changes: Vec::new(),
         changes_stored: goat_store::ChangesStored::WithOutcome,
         refusals: Vec::new(),
+        hooks: Vec::new(),
     }
 }
 
@@ -71,6 +72,7 @@ fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
             "call_refusals",
             "egress_decisions",
             "file_changes",
+            "hook_runs",
             "recovery_events",
             "rounds",
             "sessions",
@@ -249,6 +251,7 @@ fn a_turn_is_recorded_and_history_rebuilt_in_order() {
                 changes: Vec::new(),
                 changes_stored: goat_store::ChangesStored::WithOutcome,
                 refusals: Vec::new(),
+                hooks: Vec::new(),
             },
         )
         .unwrap();
@@ -665,7 +668,8 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE call_refusals;
+        "DROP TABLE hook_runs;
+         DROP TABLE call_refusals;
          DROP TABLE egress_decisions;
          DROP TABLE summaries;
          DROP TABLE file_changes;
@@ -683,7 +687,8 @@ fn store_at_version_1(db: &Path) {
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE call_refusals;
+        "DROP TABLE hook_runs;
+         DROP TABLE call_refusals;
          DROP TABLE egress_decisions;
          DROP TABLE summaries;
          DROP TABLE file_changes;

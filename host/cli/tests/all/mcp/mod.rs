@@ -486,3 +486,39 @@ fn an_elicited_approval_writes_and_a_declined_one_does_not() {
         .collect();
     assert_eq!(decisions, ["ask-denied", "ask-denied", "ask-allowed"]);
 }
+
+#[test]
+fn the_persons_hook_stops_a_clients_call_through_goat_mcp_serve() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let env = Env::new();
+    let guard = crate::hooks::script(
+        &env,
+        "no-secrets.sh",
+        "#!/bin/sh\ncase \"$(cat)\" in *secret*) echo 'not the secrets file' >&2; exit 2;; esac\n",
+    );
+    crate::hooks::add(&env, "no-secrets", &["--match", "Write"], &guard);
+    let calls = [
+        (
+            "write_file",
+            json!({"path": "secret.txt", "content": "x\n"}),
+        ),
+        ("write_file", json!({"path": "open.txt", "content": "y\n"})),
+    ];
+    let Some(report) = sdk(&env, &["--allow-writes"], Elicit::Unable, &calls) else {
+        return;
+    };
+    let refused = result(&report, 0, true);
+    assert!(
+        refused.contains("the hook 'no-secrets' denied it, saying 'not the secrets file'"),
+        "{refused}"
+    );
+    assert!(!env.ws.join("secret.txt").exists());
+    result(&report, 1, false);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("open.txt")).unwrap(),
+        "y\n"
+    );
+}

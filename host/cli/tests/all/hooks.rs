@@ -1,0 +1,584 @@
+//! Issue 41: the person's hooks, through the real binary. A Claude
+//! Code-style `PreToolUse` script stops `rm -rf`; a hook's allow never
+//! approves; a hook that hangs, crashes, floods or answers garbage denies;
+//! a script changed after it was trusted is suspended until trusted again;
+//! a hook configuration planted in the workspace never runs.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::jsonl::lines;
+use crate::{Env, GoatRun, call_reply, content_reply, text};
+
+/// Claude Code's documented example, in sh: deny a command line holding
+/// `rm -rf`, with an escape sequence in the reason to check it is escaped.
+const BLOCK_RM: &str = r#"#!/bin/sh
+input=$(cat)
+case "$input" in
+  *'rm -rf'*)
+    printf '%s' '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"Destructive command blocked by hook \u001b[31m"}}'
+    ;;
+esac
+exit 0
+"#;
+
+/// Writes an executable script `name` outside the workspace, in the
+/// test's host directory; its path.
+pub(crate) fn script(env: &Env, name: &str, body: &str) -> PathBuf {
+    let dir = env.root.join("hookbin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// `goat hooks add NAME --on pre_tool_use [FLAGS] -- PATH`, which must work.
+pub(crate) fn add(env: &Env, name: &str, flags: &[&str], path: &Path) {
+    let mut args = vec!["hooks", "add", name, "--on", "pre_tool_use"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.push(path.to_str().unwrap());
+    let out = env.run(&args);
+    assert!(out.status.success(), "hooks add: {}", text(&out.stderr));
+}
+
+/// The hook runs stored for `session`: (hook, verdict, reason).
+pub(crate) fn stored_runs(env: &Env, session: &str) -> Vec<(String, String, String)> {
+    let store = goat_store::Store::open(&env.db).unwrap();
+    store
+        .hook_runs(session)
+        .unwrap()
+        .into_iter()
+        .map(|(_, h)| (h.hook, h.verdict, h.reason))
+        .collect()
+}
+
+fn session_of(lines: &[Value]) -> String {
+    lines[0]["session_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claude_code_pre_tool_use_script_stops_rm_rf_and_the_model_hears_why_escaped() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: commands cannot be contained here");
+        return;
+    }
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "run_command",
+                &json!({ "command": "rm -rf sub" }).to_string(),
+            ),
+            call_reply(
+                "c2",
+                "run_command",
+                &json!({ "command": "ls sub" }).to_string(),
+            ),
+            content_reply("Done."),
+        ])
+        .arg("--allow-commands")
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    std::fs::create_dir(env.ws.join("sub")).unwrap();
+    std::fs::write(env.ws.join("sub/keep.txt"), "kept\n").unwrap();
+    let guard = script(env, "block-rm.sh", BLOCK_RM);
+    add(env, "block-rm", &["--match", "Bash"], &guard);
+    let run = builder.run("Clean up").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert_eq!(run.read("sub/keep.txt"), "kept\n");
+    let lines = lines(&run.out.stdout);
+    let end = lines.last().unwrap();
+    assert_eq!(end["outcome"], "completed_with_denials", "{end}");
+    let denial = &end["denials"][0];
+    assert_eq!(denial["source"], "hook", "{end}");
+    assert_eq!(denial["refused"][0]["target"], "block-rm", "{end}");
+    // The next request carries the hook's reason, framed as the hook's and
+    // escaped: the escape byte never reaches the model raw.
+    let second = run.request_text(1);
+    assert!(
+        second.contains("the hook 'block-rm' denied it, saying")
+            && second.contains("Destructive command blocked by hook"),
+        "{second}"
+    );
+    assert!(
+        !second.contains(r"\u001b") && second.contains(r"\\u{1b}"),
+        "{second}"
+    );
+    // The second call was not stopped: the hook ran, and had no opinion.
+    let calls: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "tool_call.completed")
+        .collect();
+    assert_eq!(calls[1]["status"], "ok", "{}", calls[1]);
+    assert_eq!(calls[1]["hooks"][0]["verdict"], "none", "{}", calls[1]);
+    let runs = stored_runs(&run.env, &session_of(&lines));
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(
+        (runs[0].0.as_str(), runs[0].1.as_str()),
+        ("block-rm", "deny")
+    );
+    assert_eq!(runs[1].1, "none");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hooks_allow_approves_nothing_the_rules_would_not() {
+    let allow = r#"#!/bin/sh
+cat > /dev/null
+printf '%s' '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"looks fine to me"}}'
+"#;
+    // No rule decides the write and no one is there: it needs approval,
+    // and the hook's allow is not one.
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "write_file",
+                &json!({ "path": "a.txt", "content": "x\n" }).to_string(),
+            ),
+            content_reply("Done."),
+        ])
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    let path = script(env, "allow.sh", allow);
+    add(env, "yes-man", &[], &path);
+    let run = builder.run("Write it").await;
+    assert_eq!(run.code(), Some(4), "{}", run.stderr());
+    assert!(!run.exists("a.txt"));
+    let second = run.request_text(1);
+    assert!(
+        second.contains("the hook 'yes-man' answered allow; a hook's allow is never an approval"),
+        "{second}"
+    );
+    let events = lines(&run.out.stdout);
+    let runs = stored_runs(&run.env, &session_of(&events));
+    assert_eq!(runs[0].1, "allow", "{runs:?}");
+
+    // A deny rule: the write is refused by the rule, whatever the hook.
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "write_file",
+                &json!({ "path": "secret/a.txt", "content": "x\n" }).to_string(),
+            ),
+            content_reply("Done."),
+        ])
+        .allow_writes()
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    std::fs::create_dir(env.ws.join("secret")).unwrap();
+    let out = env.run(&["permissions", "deny", "*", "secret", "--write"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let path = script(env, "allow.sh", allow);
+    add(env, "yes-man", &[], &path);
+    let run = builder.run("Write it").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(!run.exists("secret/a.txt"));
+    let end = lines(&run.out.stdout).last().cloned().unwrap();
+    assert_eq!(end["denials"][0]["source"], "rule", "{end}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_that_hangs_crashes_floods_or_answers_garbage_denies() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    for (name, body, says) in [
+        (
+            "hangs",
+            "#!/bin/sh\nsleep 100\n",
+            "it did not answer within 2 s",
+        ),
+        // In a view the hook is its namespace's first process, which a
+        // signal from inside does not kill: its child crashes instead.
+        (
+            "crashes",
+            "#!/bin/sh\nsh -c 'kill -SEGV $$'\nexit $?\n",
+            "it exited 139",
+        ),
+        (
+            "exits-1",
+            "#!/bin/sh\necho 'bad input' >&2\nexit 1\n",
+            "it exited 1 (bad input)",
+        ),
+        (
+            "floods",
+            "#!/bin/sh\nhead -c 100000000 /dev/zero\n",
+            "printed more than",
+        ),
+        (
+            "garbles",
+            "#!/bin/sh\necho 'sure, go ahead'\n",
+            "not a JSON object",
+        ),
+    ] {
+        let builder = GoatRun::builder()
+            .replies([
+                call_reply(
+                    "c1",
+                    "write_file",
+                    &json!({ "path": "a.txt", "content": "x\n" }).to_string(),
+                ),
+                content_reply("Done."),
+            ])
+            .allow_writes()
+            .arg("--output")
+            .arg("jsonl");
+        let env = builder.env();
+        let path = script(env, &format!("{name}.sh"), body);
+        add(env, name, &["--timeout", "2"], &path);
+        let run = builder.run("Write it").await;
+        assert_eq!(run.code(), Some(3), "{name}: {}", run.stderr());
+        assert!(!run.exists("a.txt"), "{name}");
+        let end = lines(&run.out.stdout).last().cloned().unwrap();
+        assert_eq!(end["denials"][0]["source"], "hook", "{name}: {end}");
+        let second = run.request_text(1);
+        assert!(
+            second.contains("the hook failed, which denies") && second.contains(says),
+            "{name}: {second}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_script_is_suspended_until_trusted_and_planted_hooks_never_run() {
+    let quiet = "#!/bin/sh\ncat > /dev/null\nexit 0\n";
+    let write = |path: &str| {
+        vec![
+            call_reply(
+                "c1",
+                "write_file",
+                &json!({ "path": path, "content": "x\n" }).to_string(),
+            ),
+            content_reply("Done."),
+        ]
+    };
+    let env = Env::new();
+    let path = script(&env, "quiet.sh", quiet);
+    add(&env, "quiet", &[], &path);
+    // Planted in the workspace, in the forms other hosts read: a hook that
+    // would leave a mark outside the workspace if it ever ran.
+    let mark = env.root.join("planted-ran");
+    let planted = format!("touch {}", mark.display());
+    std::fs::create_dir_all(env.ws.join(".claude")).unwrap();
+    std::fs::write(
+        env.ws.join(".claude/settings.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": planted}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.ws.join(".goat")).unwrap();
+    std::fs::write(
+        env.ws.join(".goat/hooks.json"),
+        json!({"version": 1, "hooks": [{"name": "planted", "event": "pre_tool_use", "matcher": null,
+            "argv": ["/bin/sh", "-c", planted], "timeout_secs": 5,
+            "pins": {"definition": "x", "files": []}}]})
+        .to_string(),
+    )
+    .unwrap();
+
+    let run = GoatRun::builder_in(env)
+        .replies(write("a.txt"))
+        .allow_writes()
+        .run("Write it")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.read("a.txt"), "x\n");
+    assert!(!mark.exists(), "a hook planted in the workspace ran");
+
+    // The script is changed after it was trusted: the hook is suspended,
+    // and the call it matches is denied, not let through unguarded.
+    std::fs::write(&path, "#!/bin/sh\ncat > /dev/null\ntouch /tmp/x\nexit 0\n").unwrap();
+    let env = run.env;
+    let shown = env.run(&["hooks", "list"]);
+    assert!(
+        text(&shown.stdout).contains("SUSPENDED")
+            && text(&shown.stdout).contains("quiet.sh changed"),
+        "{}",
+        text(&shown.stdout)
+    );
+    let run = GoatRun::builder_in(env)
+        .replies(write("b.txt"))
+        .allow_writes()
+        .run("Write it")
+        .await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(!run.exists("b.txt"));
+    assert!(
+        run.request_text(1).contains("the hook is suspended"),
+        "{}",
+        run.request_text(1)
+    );
+
+    // Trusted again, by the person, it runs.
+    let env = run.env;
+    let refused = env.run(&["hooks", "trust", "quiet"]);
+    assert!(
+        !refused.status.success(),
+        "trust without a terminal or --yes"
+    );
+    let trusted = env.run(&["hooks", "trust", "quiet", "--yes"]);
+    assert!(trusted.status.success(), "{}", text(&trusted.stderr));
+    let run = GoatRun::builder_in(env)
+        .replies(write("c.txt"))
+        .allow_writes()
+        .run("Write it")
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.read("c.txt"), "x\n");
+
+    // A hook whose script lies in the workspace never runs from there.
+    let env = run.env;
+    let inside = env.ws.join("guard.sh");
+    std::fs::write(&inside, quiet).unwrap();
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o755)).unwrap();
+    add(&env, "inside", &[], &inside);
+    let run = GoatRun::builder_in(env)
+        .replies(write("d.txt"))
+        .allow_writes()
+        .run("Write it")
+        .await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(!run.exists("d.txt"));
+    assert!(
+        run.request_text(1)
+            .contains("inside the workspace, where the agent writes"),
+        "{}",
+        run.request_text(1)
+    );
+}
+
+#[test]
+fn adding_a_hook_refuses_what_it_could_not_run_as_asked() {
+    let env = Env::new();
+    let path = script(&env, "ok.sh", "#!/bin/sh\nexit 0\n");
+    let p = path.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["hooks", "add", "x", "--on", "Stop", "--", p],
+            "does not fire stop hooks yet",
+        ),
+        (
+            vec!["hooks", "add", "x", "--on", "Sometimes", "--", p],
+            "is not an event",
+        ),
+        (
+            vec![
+                "hooks",
+                "add",
+                "x",
+                "--on",
+                "pre_tool_use",
+                "--match",
+                "^Bash$",
+                "--",
+                p,
+            ],
+            "does not read in a matcher",
+        ),
+        (
+            vec![
+                "hooks",
+                "add",
+                "x",
+                "--on",
+                "pre_tool_use",
+                "--",
+                "sh",
+                "missing.sh",
+            ],
+            "looks like a script",
+        ),
+        (
+            vec!["hooks", "add", "x y", "--on", "pre_tool_use", "--", p],
+            "is not a hook name",
+        ),
+        (
+            vec![
+                "hooks",
+                "add",
+                "x",
+                "--on",
+                "pre_tool_use",
+                "--timeout",
+                "601",
+                "--",
+                p,
+            ],
+            "outside 1 to 600",
+        ),
+    ] {
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let listed = env.run(&["hooks", "list", "--json"]);
+    assert_eq!(text(&listed.stdout).trim(), "[]");
+}
+
+/// A Claude Code-style formatter: it reads the edited file's absolute
+/// `file_path` from stdin and rewrites the file in upper case.
+const UPPERCASE: &str = r#"#!/bin/sh
+path=$(sed -n 's/.*"file_path":"\([^"]*\)".*/\1/p')
+tr a-z A-Z < "$path" > "$path.tmp" && mv "$path.tmp" "$path"
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_post_tool_use_formatter_lands_as_a_change_set_and_undo_takes_it_back_with_the_edit() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "write_file",
+                &json!({ "path": "notes.txt", "content": "new words\n" }).to_string(),
+            ),
+            content_reply("Done."),
+        ])
+        .allow_writes()
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    std::fs::write(env.ws.join("notes.txt"), "old words\n").unwrap();
+    let fmt = script(env, "upper.sh", UPPERCASE);
+    let out = env.run(&[
+        "hooks",
+        "add",
+        "upper",
+        "--on",
+        "post_tool_use",
+        "--match",
+        "Edit|Write",
+        "--",
+        fmt.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = builder.run("Rewrite the notes").await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    // The edit, then the formatter's rewrite, both landed.
+    assert_eq!(run.read("notes.txt"), "NEW WORDS\n");
+    assert!(!run.exists("notes.txt.tmp"));
+    let events = lines(&run.out.stdout);
+    let call = events
+        .iter()
+        .find(|l| l["type"] == "tool_call.completed")
+        .unwrap();
+    assert_eq!(call["hooks"][0]["hook"], "upper", "{call}");
+    assert_eq!(call["hooks"][0]["event"], "post_tool_use", "{call}");
+    assert!(
+        run.request_text(1)
+            .contains("the hook 'upper' ran after the call"),
+        "{}",
+        run.request_text(1)
+    );
+    // Undone with the edit, byte for byte, to what was there before both.
+    let undone = run.env.run(&["undo"]);
+    assert!(undone.status.success(), "{}", text(&undone.stderr));
+    assert_eq!(run.read("notes.txt"), "old words\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_failing_post_tool_use_hook_changed_is_dropped_and_said() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "c1",
+                "write_file",
+                &json!({ "path": "a.txt", "content": "mine\n" }).to_string(),
+            ),
+            content_reply("Done."),
+        ])
+        .allow_writes()
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    let bad = script(
+        env,
+        "bad.sh",
+        "#!/bin/sh\ncat > /dev/null\necho clobbered > a.txt\necho 'half way' >&2\nexit 1\n",
+    );
+    let out = env.run(&[
+        "hooks",
+        "add",
+        "bad",
+        "--on",
+        "PostToolUse",
+        "--",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = builder.run("Write it").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert_eq!(run.read("a.txt"), "mine\n");
+    let end = lines(&run.out.stdout).last().cloned().unwrap();
+    assert_eq!(end["denials"][0]["source"], "hook", "{end}");
+    assert!(
+        run.request_text(1)
+            .contains("ran after the call and failed; nothing it changed was kept"),
+        "{}",
+        run.request_text(1)
+    );
+}
+
+/// Exits 2 with its reason on stderr, Claude Code's other way to block.
+const NO_EDITS: &str = "#!/bin/sh\ncat > /dev/null\necho 'no edits on Fridays' >&2\nexit 2\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_hook_stops_an_editors_call_through_goat_acp() {
+    let Some(sdk) = crate::acp::sdk() else { return };
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let env = Env::new();
+    std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
+    let path = script(&env, "no-edits.sh", NO_EDITS);
+    add(&env, "no-edits", &["--match", "Edit|Write"], &path);
+    let server = goat_testkit::ScriptedServer::start(vec![
+        crate::acp::edit_one_to_two(),
+        goat_testkit::Reply::text("I could not."),
+    ])
+    .await;
+    let t = crate::acp::client(
+        &env,
+        &sdk,
+        &server.base_url(),
+        json!({"steps": crate::acp::steps(crate::acp::opening(), &[crate::acp::prompt("Edit it")]),
+               "permissions": []}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    // No one was asked: the hook denied it first.
+    assert!(!t.iter().any(|m| m["type"] == "permission"), "{t:?}");
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(
+        second.contains("the hook 'no-edits' denied it, saying 'no edits on Fridays'"),
+        "{second}"
+    );
+    let store = goat_store::Store::open(&env.db).unwrap();
+    let session = store.list_sessions().unwrap()[0].id.clone();
+    let runs = stored_runs(&env, &session);
+    assert_eq!(runs[0].1, "deny", "{runs:?}");
+}

@@ -1,0 +1,423 @@
+//! Running the hooks of an event: each matching hook's pins checked, then
+//! the hook run contained, given Claude Code's JSON on stdin, and its
+//! answer read; the answers folded into one [`Verdict`] that can only
+//! narrow.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use goat_command::{CommandRequest, Containment, Interrupt, Network, WorkspaceRules};
+use serde_json::{Value, json};
+
+use crate::answer::{Answer, read_answer};
+use crate::event::Event;
+use crate::matcher::matches;
+use crate::pin;
+use crate::registry::HookEntry;
+
+/// The hooks of one session, and how they are contained.
+#[derive(Clone, Debug)]
+pub struct Hooks {
+    entries: Vec<HookEntry>,
+    /// The session's command containment, with the network closed.
+    containment: Containment,
+}
+
+/// A call about to run, as `pre_tool_use` hooks are told of it.
+#[derive(Clone, Copy, Debug)]
+pub struct PreToolUse<'a> {
+    /// The session.
+    pub session_id: &'a str,
+    /// The tool, by GOAT's name.
+    pub tool: &'a str,
+    /// Its arguments, as checked against its schema.
+    pub tool_input: &'a Value,
+    /// The call's id.
+    pub tool_use_id: &'a str,
+    /// The approval mode, by GOAT's name.
+    pub mode: &'a str,
+}
+
+/// A call that ran, as `post_tool_use` hooks are told of it.
+#[derive(Clone, Copy, Debug)]
+pub struct PostToolUse<'a> {
+    /// The call, as before it ran.
+    pub call: PreToolUse<'a>,
+    /// What it came to: `{status, result, files_changed}`.
+    pub tool_response: &'a Value,
+}
+
+/// One hook's run, for the record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookRun {
+    /// The hook.
+    pub name: String,
+    /// The event it ran at.
+    pub event: Event,
+    /// What it answered.
+    pub answer: Answer,
+    /// How long it took (zero when it did not run).
+    pub duration: Duration,
+    /// Whether it ran (a suspended hook does not).
+    pub ran: bool,
+}
+
+/// The hooks' answers to one call, folded: the first deny (or failure)
+/// wins, then the first ask; an allow is only recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No hook objected.
+    Go,
+    /// `hook` asks the person, because of `reason`.
+    Ask {
+        /// The hook.
+        hook: String,
+        /// Its reason.
+        reason: String,
+    },
+    /// `hook` denied the call, because of `reason`.
+    Deny {
+        /// The hook.
+        hook: String,
+        /// Its reason (or why it failed).
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// The verdict of `runs`, in order.
+    pub fn of(runs: &[HookRun]) -> Self {
+        if let Some(run) = runs
+            .iter()
+            .find(|r| matches!(r.answer, Answer::Deny(_) | Answer::Failed(_)))
+        {
+            let reason = match &run.answer {
+                Answer::Failed(why) => format!("the hook failed, which denies: {why}"),
+                other => other.reason().to_owned(),
+            };
+            return Self::Deny {
+                hook: run.name.clone(),
+                reason,
+            };
+        }
+        runs.iter()
+            .find_map(|r| match &r.answer {
+                Answer::Ask(reason) => Some(Self::Ask {
+                    hook: r.name.clone(),
+                    reason: reason.clone(),
+                }),
+                _ => None,
+            })
+            .unwrap_or(Self::Go)
+    }
+}
+
+/// The workspace as a policy hook sees it: readable, never writable.
+struct ReadOnly;
+
+impl WorkspaceRules for ReadOnly {
+    fn visible(&self, _: &str) -> bool {
+        true
+    }
+
+    fn writable_why(&self, _: &str) -> Result<(), String> {
+        Err("a policy hook does not change the workspace".to_owned())
+    }
+
+    fn hides_anything(&self) -> bool {
+        false
+    }
+
+    fn governs_below(&self, _: &str) -> bool {
+        false
+    }
+
+    fn is_protected_name(&self, _: &str) -> bool {
+        false
+    }
+}
+
+impl Hooks {
+    /// `entries` (those fired at some event), contained as `containment`
+    /// says, with the network closed whatever commands get.
+    pub fn new(entries: Vec<HookEntry>, containment: Containment) -> Self {
+        Self {
+            entries: entries.into_iter().filter(|h| h.event.fired()).collect(),
+            containment: Containment {
+                network: Network::Closed,
+                ..containment
+            },
+        }
+    }
+
+    /// Whether no hook is fired.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Runs every `pre_tool_use` hook that matches `call`, in the order
+    /// they were added, and says what each answered. A hook that denies
+    /// ends the run: the later ones are not asked. The workspace is
+    /// read-only to them: what one writes is dropped.
+    pub fn pre_tool_use(
+        &self,
+        call: &PreToolUse<'_>,
+        interrupt: Option<&Interrupt>,
+    ) -> Vec<HookRun> {
+        let stdin = self.input(Event::PreToolUse, call, None);
+        let mut runs = Vec::new();
+        for hook in self.matching(Event::PreToolUse, call.tool) {
+            let (run, changes) = self.run_one(hook, stdin.as_bytes(), &ReadOnly, interrupt);
+            drop_changes(changes);
+            let denies = matches!(run.answer, Answer::Deny(_) | Answer::Failed(_));
+            runs.push(run);
+            if denies {
+                break;
+            }
+        }
+        runs
+    }
+
+    /// Runs every `post_tool_use` hook that matches the call, in order,
+    /// each with the workspace writable as `rules` let the call write it.
+    /// What each changed is given back with its run, for the caller to
+    /// inspect and land (or drop) before the next hook runs, through
+    /// `settle`; the next hook sees the workspace as the last one left it.
+    pub fn post_tool_use(
+        &self,
+        call: &PostToolUse<'_>,
+        rules: &dyn WorkspaceRules,
+        interrupt: Option<&Interrupt>,
+        settle: &mut dyn FnMut(&HookRun, Option<goat_command::Changes>),
+    ) {
+        let stdin = self.input(
+            Event::PostToolUse,
+            &call.call,
+            Some(("tool_response", call.tool_response.clone())),
+        );
+        for hook in self.matching(Event::PostToolUse, call.call.tool) {
+            let (run, changes) = self.run_one(hook, stdin.as_bytes(), rules, interrupt);
+            settle(&run, changes);
+        }
+    }
+
+    /// The hooks at `event` that match `tool`, in the order they were
+    /// added.
+    fn matching<'s>(&'s self, event: Event, tool: &'s str) -> impl Iterator<Item = &'s HookEntry> {
+        self.entries
+            .iter()
+            .filter(move |h| h.event == event && matches(h.matcher.as_deref(), tool))
+    }
+
+    /// Claude Code's stdin for `event` about `call`, with `extra`.
+    fn input(&self, event: Event, call: &PreToolUse<'_>, extra: Option<(&str, Value)>) -> String {
+        let workspace = &self.containment.workspace;
+        let mut input = call.tool_input.clone();
+        // Claude Code's file tools take an absolute `file_path`; GOAT's
+        // take a workspace `path`. Both are given.
+        if let (Some(map), Some(path)) = (
+            input.as_object_mut(),
+            call.tool_input.get("path").and_then(Value::as_str),
+        ) && !map.contains_key("file_path")
+        {
+            map.insert(
+                "file_path".to_owned(),
+                Value::String(workspace.join(path).display().to_string()),
+            );
+        }
+        let mut stdin = json!({
+            "session_id": call.session_id,
+            "transcript_path": "",
+            "cwd": workspace.display().to_string(),
+            "permission_mode": permission_mode(call.mode),
+            "hook_event_name": event.claude_name(),
+            "tool_name": call.tool,
+            "tool_input": input,
+            "tool_use_id": call.tool_use_id,
+        });
+        if let (Some(map), Some((key, value))) = (stdin.as_object_mut(), extra) {
+            map.insert(key.to_owned(), value);
+        }
+        stdin.to_string()
+    }
+
+    /// One hook: its pins checked, then run contained, held to `rules`;
+    /// its run and what it changed (nothing when it did not run).
+    fn run_one(
+        &self,
+        hook: &HookEntry,
+        stdin: &[u8],
+        rules: &dyn WorkspaceRules,
+        interrupt: Option<&Interrupt>,
+    ) -> (HookRun, Option<goat_command::Changes>) {
+        let not_run = |why: String| {
+            let run = HookRun {
+                name: hook.name.clone(),
+                event: hook.event,
+                answer: Answer::Failed(why),
+                duration: Duration::ZERO,
+                ran: false,
+            };
+            (run, None)
+        };
+        let now = pin::take(
+            hook.event,
+            hook.matcher.as_deref(),
+            &hook.argv,
+            hook.timeout_secs,
+        );
+        if let Some(why) = pin::changed(&hook.pins, &now) {
+            return not_run(format!(
+                "the hook is suspended: {why} since it was trusted; nothing of it ran (the \
+                 person can look and trust it again: goat hooks trust {})",
+                hook.name
+            ));
+        }
+        let workspace = &self.containment.workspace;
+        if let Some(inside) = hook
+            .pins
+            .files
+            .iter()
+            .find(|f| f.path.starts_with(workspace))
+        {
+            return not_run(format!(
+                "the hook runs {}, which is inside the workspace, where the agent writes; GOAT \
+                 never runs a hook from there",
+                inside.path.display()
+            ));
+        }
+        let mut containment = self.containment.clone();
+        containment
+            .read_paths
+            .extend(hook.pins.files.iter().map(|f| f.path.clone()));
+        let command = format!(
+            "exec {}",
+            hook.argv
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let started = Instant::now();
+        let ran = goat_command::run(
+            &containment,
+            rules,
+            &CommandRequest {
+                command: &command,
+                cwd: None,
+                timeout: Duration::from_secs(hook.timeout_secs),
+                proxy: None,
+                interrupt,
+                stdin: Some(stdin),
+                stdout_apart: true,
+            },
+        );
+        let (answer, changes) = match ran {
+            Ok(outcome) => {
+                let stdout = outcome.stdout.unwrap_or_else(|| goat_command::Captured {
+                    text: String::new(),
+                    total_bytes: 0,
+                    cut: false,
+                });
+                let answer = read_answer(
+                    outcome.exit,
+                    hook.timeout_secs,
+                    (&stdout.text, stdout.cut),
+                    &outcome.output.text,
+                );
+                (answer, Some(outcome.changes))
+            }
+            Err(e) => (
+                Answer::Failed(format!("it could not be run contained: {e}")),
+                None,
+            ),
+        };
+        let run = HookRun {
+            name: hook.name.clone(),
+            event: hook.event,
+            answer,
+            duration: started.elapsed(),
+            ran: true,
+        };
+        (run, changes)
+    }
+
+    /// The hooks' files, for a check that none is inside `workspace`.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.entries
+            .iter()
+            .flat_map(|h| h.pins.files.iter().map(|f| f.path.as_path()))
+    }
+}
+
+/// Drops what a hook changed: a view's layer goes; Landlock let a policy
+/// hook write nothing.
+pub fn drop_changes(changes: Option<goat_command::Changes>) {
+    if let Some(goat_command::Changes::Pending(pending)) = changes {
+        pending.discard();
+    }
+}
+
+/// Claude Code's `permission_mode` for GOAT's approval mode.
+fn permission_mode(mode: &str) -> &'static str {
+    match mode {
+        "accept-edits" => "acceptEdits",
+        "read-only" => "plan",
+        _ => "default",
+    }
+}
+
+/// `arg` quoted for `sh`, as one word whatever it holds.
+fn shell_quote(arg: &str) -> String {
+    format!("'{}'", arg.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, answer: Answer) -> HookRun {
+        HookRun {
+            name: name.to_owned(),
+            event: Event::PreToolUse,
+            answer,
+            duration: Duration::ZERO,
+            ran: true,
+        }
+    }
+
+    #[test]
+    fn a_deny_or_a_failure_wins_then_an_ask_and_an_allow_is_nothing() {
+        assert_eq!(Verdict::of(&[]), Verdict::Go);
+        assert_eq!(
+            Verdict::of(&[run("a", Answer::Allow("ok".to_owned()))]),
+            Verdict::Go
+        );
+        assert_eq!(
+            Verdict::of(&[
+                run("a", Answer::Allow("ok".to_owned())),
+                run("b", Answer::Ask("sure?".to_owned())),
+                run("c", Answer::Failed("crashed".to_owned())),
+            ]),
+            Verdict::Deny {
+                hook: "c".to_owned(),
+                reason: "the hook failed, which denies: crashed".to_owned()
+            }
+        );
+        assert_eq!(
+            Verdict::of(&[
+                run("a", Answer::NoOpinion),
+                run("b", Answer::Ask("sure?".to_owned())),
+            ]),
+            Verdict::Ask {
+                hook: "b".to_owned(),
+                reason: "sure?".to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn an_argument_is_one_word_whatever_it_holds() {
+        assert_eq!(shell_quote("it's $HOME"), r"'it'\''s $HOME'");
+    }
+}
