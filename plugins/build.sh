@@ -61,9 +61,9 @@ BUILT="$TARGET_DIR/wasm32-unknown-unknown/release"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 TOOLS=(read_file write_file edit_file list_directory find_files search_files move_file delete_file)
-TESTING=(hostile hostile_rw wants_env wants_socket wants_http wants_more hostile_plugin plugin_writer)
+TESTING=(hostile hostile_rw wants_env wants_socket wants_http wants_more hostile_plugin plugin_writer hook_hostile)
 # Example plugins: shipped as files for `goat plugins add`, never embedded.
-EXAMPLES=(wc)
+EXAMPLES=(wc hook_guard)
 mkdir -p "$OUT/testing" "$OUT/examples"
 for t in "${TOOLS[@]}"; do cp "$BUILT/$t.wasm" "$OUT/$t.wasm"; done
 for t in "${TESTING[@]}"; do cp "$BUILT/$t.wasm" "$OUT/testing/$t.wasm"; done

@@ -39,19 +39,36 @@ pub struct PinnedFile {
     pub sha256: String,
 }
 
+/// What a hook runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Runs<'a> {
+    /// A program and its arguments.
+    Command(&'a [String]),
+    /// A component, by its absolute path.
+    Component(&'a Path),
+}
+
 /// The sha256 of a definition, over a fixed layout of its parts.
 pub fn definition_hash(
     event: Event,
     matcher: Option<&str>,
-    argv: &[String],
+    runs: Runs<'_>,
     timeout_secs: u64,
 ) -> String {
-    let canonical = serde_json::json!({
-        "event": event.name(),
-        "matcher": matcher,
-        "argv": argv,
-        "timeout_secs": timeout_secs,
-    });
+    let canonical = match runs {
+        Runs::Command(argv) => serde_json::json!({
+            "event": event.name(),
+            "matcher": matcher,
+            "argv": argv,
+            "timeout_secs": timeout_secs,
+        }),
+        Runs::Component(path) => serde_json::json!({
+            "event": event.name(),
+            "matcher": matcher,
+            "component": path.display().to_string(),
+            "timeout_secs": timeout_secs,
+        }),
+    };
     hex(&Sha256::digest(canonical.to_string().as_bytes()))
 }
 
@@ -112,6 +129,11 @@ fn executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// The sha256 of `bytes`, in hex.
+pub fn bytes_hash(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 /// The sha256 of the file at `path`, read whole (at most 256 MiB).
 pub fn file_hash(path: &Path) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -142,10 +164,17 @@ pub fn file_hash(path: &Path) -> Result<String, String> {
 pub fn take(
     event: Event,
     matcher: Option<&str>,
-    argv: &[String],
+    runs: Runs<'_>,
     timeout_secs: u64,
 ) -> Result<Pins, String> {
-    let files = files_run(argv)?
+    let files = match runs {
+        Runs::Command(argv) => files_run(argv)?,
+        Runs::Component(path) => vec![
+            path.canonicalize()
+                .map_err(|e| format!("{}: {e}", path.display()))?,
+        ],
+    };
+    let files = files
         .into_iter()
         .map(|path| {
             let sha256 = file_hash(&path)?;
@@ -153,7 +182,7 @@ pub fn take(
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(Pins {
-        definition: definition_hash(event, matcher, argv, timeout_secs),
+        definition: definition_hash(event, matcher, runs, timeout_secs),
         files,
     })
 }
@@ -202,24 +231,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let script = dir.path().join("guard.sh");
         std::fs::write(&script, "exit 0\n").unwrap_or_else(|e| panic!("{e}"));
-        let argv = vec!["sh".to_owned(), script.display().to_string()];
+        let command = vec!["sh".to_owned(), script.display().to_string()];
+        let argv = Runs::Command(&command);
         let trusted =
-            take(Event::PreToolUse, Some("Bash"), &argv, 30).unwrap_or_else(|e| panic!("{e}"));
+            take(Event::PreToolUse, Some("Bash"), argv, 30).unwrap_or_else(|e| panic!("{e}"));
         // The shell and the script, both pinned.
         assert_eq!(trusted.files.len(), 2, "{trusted:?}");
-        let same = take(Event::PreToolUse, Some("Bash"), &argv, 30);
+        let same = take(Event::PreToolUse, Some("Bash"), argv, 30);
         assert_eq!(changed(&trusted, &same), None);
         std::fs::write(&script, "exit 2\n").unwrap_or_else(|e| panic!("{e}"));
-        let now = take(Event::PreToolUse, Some("Bash"), &argv, 30);
+        let now = take(Event::PreToolUse, Some("Bash"), argv, 30);
         let why = changed(&trusted, &now).unwrap_or_default();
         assert!(why.ends_with("guard.sh changed"), "{why}");
-        let other = take(Event::PreToolUse, Some("Write"), &argv, 30);
+        let other = take(Event::PreToolUse, Some("Write"), argv, 30);
         assert_eq!(
             changed(&trusted, &other).as_deref(),
             Some("its definition changed")
         );
         std::fs::remove_file(&script).unwrap_or_else(|e| panic!("{e}"));
-        let gone = take(Event::PreToolUse, Some("Bash"), &argv, 30);
+        let gone = take(Event::PreToolUse, Some("Bash"), argv, 30);
         assert!(
             changed(&trusted, &gone).is_some_and(|w| w.contains("gone")),
             "{gone:?}"

@@ -30,8 +30,12 @@ pub struct HookEntry {
     /// Which tools it runs for (`None`: every one).
     pub matcher: Option<String>,
     /// The program and its arguments, the program by its absolute path
-    /// and every argument that named a file as an absolute path.
+    /// and every argument that named a file as an absolute path; empty
+    /// for a component hook.
     pub argv: Vec<String>,
+    /// A component hook's file, absolute (`None`: a command hook).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<PathBuf>,
     /// Its wall-clock limit.
     pub timeout_secs: u64,
     /// What the person trusted: the definition's hash and every file's.
@@ -96,6 +100,16 @@ pub enum RegistryError {
     },
 }
 
+impl HookEntry {
+    /// What it runs.
+    pub fn runs(&self) -> crate::pin::Runs<'_> {
+        match &self.component {
+            Some(path) => crate::pin::Runs::Component(path),
+            None => crate::pin::Runs::Command(&self.argv),
+        }
+    }
+}
+
 impl Registry {
     /// Reads `path`; no file is no hook.
     pub fn load(path: &Path) -> Result<Self, RegistryError> {
@@ -117,8 +131,11 @@ impl Registry {
         }
         for hook in &file.hooks {
             check_name(&hook.name).map_err(&invalid)?;
-            if hook.argv.is_empty() {
-                return Err(invalid(format!("hook '{}' runs nothing", hook.name)));
+            if hook.argv.is_empty() == hook.component.is_none() {
+                return Err(invalid(format!(
+                    "hook '{}' must run either a command or a component",
+                    hook.name
+                )));
             }
             if hook.timeout_secs == 0 || hook.timeout_secs > MAX_TIMEOUT_SECS {
                 return Err(invalid(format!(

@@ -3,10 +3,13 @@
 //! answer read; the answers folded into one [`Verdict`] that can only
 //! narrow.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use goat_command::{CommandRequest, Containment, Interrupt, Network, WorkspaceRules};
+use goat_sandbox::{HookComponent, HookVerdict, Sandbox};
 use serde_json::{Value, json};
 
 use crate::answer::{Answer, read_answer};
@@ -16,12 +19,27 @@ use crate::pin;
 use crate::registry::HookEntry;
 
 /// The hooks of one session, and how they are contained.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Hooks {
     entries: Vec<HookEntry>,
     /// The session's command containment, with the network closed.
     containment: Containment,
+    /// Where component hooks run: the session's sandbox.
+    sandbox: Option<Arc<Sandbox>>,
+    /// Component hooks compiled, by the sha256 of their bytes.
+    compiled: Arc<Mutex<HashMap<String, HookComponent>>>,
 }
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("entries", &self.entries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most a component hook's file may hold.
+const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A call about to run, as `pre_tool_use` hooks are told of it.
 #[derive(Clone, Copy, Debug)]
@@ -147,7 +165,17 @@ impl Hooks {
                 network: Network::Closed,
                 ..containment
             },
+            sandbox: None,
+            compiled: Arc::default(),
         }
+    }
+
+    /// Runs component hooks in `sandbox` (without one, a component hook
+    /// fails, which denies).
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// Whether no hook is fired.
@@ -263,7 +291,7 @@ impl Hooks {
         let now = pin::take(
             hook.event,
             hook.matcher.as_deref(),
-            &hook.argv,
+            hook.runs(),
             hook.timeout_secs,
         );
         if let Some(why) = pin::changed(&hook.pins, &now) {
@@ -285,6 +313,18 @@ impl Hooks {
                  never runs a hook from there",
                 inside.path.display()
             ));
+        }
+        if let Some(path) = &hook.component {
+            let started = Instant::now();
+            let answer = self.decide(hook, path, stdin);
+            let run = HookRun {
+                name: hook.name.clone(),
+                event: hook.event,
+                answer,
+                duration: started.elapsed(),
+                ran: true,
+            };
+            return (run, None);
         }
         let mut containment = self.containment.clone();
         containment
@@ -342,12 +382,80 @@ impl Hooks {
         (run, changes)
     }
 
+    /// A component hook's answer: its bytes read once, checked against
+    /// the pin, compiled (once per session), asked in a fresh store.
+    fn decide(&self, hook: &HookEntry, path: &Path, event: &[u8]) -> Answer {
+        let Some(sandbox) = &self.sandbox else {
+            return Answer::Failed(
+                "there is no sandbox here to run a component hook in".to_owned(),
+            );
+        };
+        let bytes = match read_capped(path) {
+            Ok(bytes) => bytes,
+            Err(why) => return Answer::Failed(why),
+        };
+        // The bytes compiled are the bytes checked: the file may change
+        // after the pin was taken.
+        let sha256 = pin::bytes_hash(&bytes);
+        if hook.pins.files.first().is_none_or(|f| f.sha256 != sha256) {
+            return Answer::Failed(format!(
+                "the hook is suspended: {} changed since it was trusted; nothing of it ran",
+                path.display()
+            ));
+        }
+        let mut compiled = self
+            .compiled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let component = match compiled.get(&sha256) {
+            Some(component) => component.clone(),
+            None => match sandbox.load_hook(&hook.name, &bytes) {
+                Ok(component) => {
+                    compiled.insert(sha256, component.clone());
+                    component
+                }
+                Err(e) => return Answer::Failed(format!("it could not be loaded: {e}")),
+            },
+        };
+        drop(compiled);
+        let event = String::from_utf8_lossy(event);
+        match sandbox.decide(&component, &event, Duration::from_secs(hook.timeout_secs)) {
+            Ok((verdict, reason)) => match verdict {
+                HookVerdict::None => Answer::NoOpinion,
+                HookVerdict::Allow => Answer::Allow(reason),
+                HookVerdict::Ask => Answer::Ask(reason),
+                HookVerdict::Deny if reason.trim().is_empty() => {
+                    Answer::Deny("it answered deny".to_owned())
+                }
+                HookVerdict::Deny => Answer::Deny(reason),
+            },
+            Err(failure) => Answer::Failed(failure.to_string()),
+        }
+    }
+
     /// The hooks' files, for a check that none is inside `workspace`.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
         self.entries
             .iter()
             .flat_map(|h| h.pins.files.iter().map(|f| f.path.as_path()))
     }
+}
+
+/// The file at `path`, at most [`MAX_COMPONENT_BYTES`].
+fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(format!(
+            "{} is larger than {MAX_COMPONENT_BYTES} bytes",
+            path.display()
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Drops what a hook changed: a view's layer goes; Landlock let a policy

@@ -100,7 +100,8 @@ impl AppToolRouter {
 
     /// Runs the person's `hooks` on every call routed (none when empty).
     pub fn with_hooks(mut self, hooks: goat_hooks::Hooks) -> Self {
-        self.hooks = (!hooks.is_empty()).then(|| Arc::new(hooks));
+        self.hooks =
+            (!hooks.is_empty()).then(|| Arc::new(hooks.with_sandbox(self.sandbox.clone())));
         self
     }
 

@@ -7,7 +7,7 @@
 //! and denies the calls it matches, until `trust` pins it again.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
@@ -76,10 +76,18 @@ pub struct AddArgs {
     /// Seconds it may take; past them it denies.
     #[arg(long, value_name = "SECS", default_value_t = goat_hooks::DEFAULT_TIMEOUT_SECS)]
     timeout: u64,
+    /// A component hook instead of a program: a WASI component exporting
+    /// goat:hook/hook and importing nothing (wit/hook/hook.wit).
+    #[arg(long, value_name = "FILE.wasm", conflicts_with = "command")]
+    component: Option<PathBuf>,
     #[command(flatten)]
     store: DbArg,
     /// The program and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        required_unless_present = "component",
+        value_name = "COMMAND"
+    )]
     command: Vec<String>,
 }
 
@@ -126,7 +134,10 @@ fn add(args: AddArgs) -> anyhow::Result<Outcome> {
             goat_hooks::MAX_TIMEOUT_SECS
         );
     }
-    let argv = super::mcp_servers::absolute_command(&args.command);
+    let (argv, component) = match &args.component {
+        Some(file) => (Vec::new(), Some(checked_component(&args.name, file)?)),
+        None => (super::mcp_servers::absolute_command(&args.command), None),
+    };
     for arg in argv.iter().skip(1) {
         if looks_like_a_script(arg) && !Path::new(arg).is_file() {
             bail!(
@@ -136,7 +147,11 @@ fn add(args: AddArgs) -> anyhow::Result<Outcome> {
             );
         }
     }
-    let pins = pin::take(event, args.matcher.as_deref(), &argv, args.timeout)
+    let runs = match &component {
+        Some(path) => pin::Runs::Component(path),
+        None => pin::Runs::Command(&argv),
+    };
+    let pins = pin::take(event, args.matcher.as_deref(), runs, args.timeout)
         .map_err(|why| anyhow::anyhow!("{}", text::escape_controls(&why)))?;
     let mut registry = load(args.store.db.as_deref())?;
     if registry.get(&args.name).is_some() {
@@ -150,6 +165,7 @@ fn add(args: AddArgs) -> anyhow::Result<Outcome> {
         event,
         matcher: args.matcher,
         argv,
+        component,
         timeout_secs: args.timeout,
         pins,
     };
@@ -159,6 +175,20 @@ fn add(args: AddArgs) -> anyhow::Result<Outcome> {
     registry.hooks.push(entry);
     registry.save()?;
     Ok(Outcome::Ok)
+}
+
+/// A component hook's file, absolute, checked to be a hook component
+/// that imports nothing.
+fn checked_component(name: &str, file: &Path) -> anyhow::Result<PathBuf> {
+    let path = file
+        .canonicalize()
+        .with_context(|| format!("--component {}", file.display()))?;
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let sandbox = goat_sandbox::SandboxBuilder::new().build()?;
+    sandbox
+        .load_hook(name, &bytes)
+        .map_err(|e| anyhow::anyhow!("{}", text::escape_controls(&e.to_string())))?;
+    Ok(path)
 }
 
 /// Whether an argument names a file the hook runs (a script), judged by
@@ -181,15 +211,22 @@ fn describe(out: &mut dyn Write, hook: &HookEntry, status: Option<&str>) -> io::
             .as_deref()
             .map_or_else(|| "every tool".to_owned(), text::escape_controls)
     )?;
-    writeln!(
-        out,
-        "  runs: {}",
-        hook.argv
-            .iter()
-            .map(|a| text::escape_controls(a))
-            .collect::<Vec<_>>()
-            .join(" ")
-    )?;
+    match &hook.component {
+        Some(path) => writeln!(
+            out,
+            "  runs: the component {}",
+            text::escape_controls(&path.display().to_string())
+        )?,
+        None => writeln!(
+            out,
+            "  runs: {}",
+            hook.argv
+                .iter()
+                .map(|a| text::escape_controls(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )?,
+    }
     writeln!(out, "  timeout: {} s", hook.timeout_secs)?;
     writeln!(out, "  pinned: definition {}", short(&hook.pins.definition))?;
     for file in &hook.pins.files {
@@ -215,7 +252,7 @@ fn status(hook: &HookEntry) -> (bool, String) {
     let now = pin::take(
         hook.event,
         hook.matcher.as_deref(),
-        &hook.argv,
+        hook.runs(),
         hook.timeout_secs,
     );
     match pin::changed(&hook.pins, &now) {
@@ -245,6 +282,7 @@ fn list(json_out: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
                     "event": h.event.name(),
                     "matcher": h.matcher,
                     "argv": h.argv,
+                    "component": h.component,
                     "timeout_secs": h.timeout_secs,
                     "trusted": trusted,
                     "status": why,
@@ -291,7 +329,7 @@ fn trust(name: &str, yes: bool, db: Option<&Path>) -> anyhow::Result<Outcome> {
     let now = pin::take(
         hook.event,
         hook.matcher.as_deref(),
-        &hook.argv,
+        hook.runs(),
         hook.timeout_secs,
     )
     .map_err(|why| anyhow::anyhow!("{}", text::escape_controls(&why)))?;
