@@ -139,11 +139,21 @@ pub(crate) fn shell(
 /// `bytes` in a memory file, read from its start: the command's stdin,
 /// written whole before it starts (no file on any disk).
 fn stdin_file(bytes: &[u8]) -> io::Result<std::fs::File> {
+    use rustix::fs::{MemfdFlags, SealFlags};
     use std::io::{Seek, Write};
-    let fd = rustix::fs::memfd_create("goat-stdin", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let fd = rustix::fs::memfd_create(
+        "goat-stdin",
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
     let mut file = std::fs::File::from(fd);
     file.write_all(bytes)?;
     file.rewind()?;
+    // Sealed: the command can read it, never write it or make it grow in
+    // GOAT's memory.
+    rustix::fs::fcntl_add_seals(
+        &file,
+        SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
+    )?;
     Ok(file)
 }
 

@@ -90,6 +90,19 @@ fn read_json((stdout, cut): (&str, bool)) -> Answer {
             short(text)
         ));
     };
+    // Wrong types are nonsense, and nonsense denies.
+    if let Some(wrong) = ["continue", "suppressOutput"]
+        .into_iter()
+        .find(|k| answer.get(*k).is_some_and(|v| !v.is_boolean()))
+    {
+        return Answer::Failed(format!("its {wrong} is not true or false"));
+    }
+    if answer
+        .get("hookSpecificOutput")
+        .is_some_and(|v| !v.is_object() && !v.is_null())
+    {
+        return Answer::Failed("its hookSpecificOutput is not an object".to_owned());
+    }
     if answer.get("continue") == Some(&Value::Bool(false)) {
         let why = text_of(answer.get("stopReason"));
         return Answer::Deny(if why.is_empty() {
@@ -112,6 +125,15 @@ fn read_json((stdout, cut): (&str, bool)) -> Answer {
         );
     }
     let specific = answer.get("hookSpecificOutput");
+    let both = specific.and_then(|o| o.get("permissionDecision")).is_some()
+        && answer.get("decision").is_some_and(|d| !d.is_null());
+    if both {
+        return Answer::Failed(
+            "it answered both permissionDecision and decision; GOAT does not guess which it \
+             meant"
+                .to_owned(),
+        );
+    }
     if let Some(decision) = specific.and_then(|o| o.get("permissionDecision")) {
         let reason = text_of(specific.and_then(|o| o.get("permissionDecisionReason")));
         return match decision.as_str() {
@@ -249,6 +271,24 @@ mod tests {
             ),
             (Exit::TimedOut, "", "", "within 30 s"),
             (Exit::Signal(9), "", "", "signal 9"),
+            (
+                Exit::Code(0),
+                r#"{"continue":"false"}"#,
+                "",
+                "not true or false",
+            ),
+            (
+                Exit::Code(0),
+                r#"{"hookSpecificOutput":"deny"}"#,
+                "",
+                "not an object",
+            ),
+            (
+                Exit::Code(0),
+                r#"{"hookSpecificOutput":{"permissionDecision":"allow"},"decision":"block"}"#,
+                "",
+                "both",
+            ),
         ] {
             match read(exit, stdout, stderr) {
                 Answer::Failed(why) => assert!(why.contains(says), "{why}"),

@@ -90,7 +90,39 @@ pub fn files_run(argv: &[String]) -> Result<Vec<PathBuf>, String> {
             files.push(real);
         }
     }
+    // What a script's `#!` line runs is run too.
+    for interpreter in files.clone().iter().flat_map(|f| interpreters(f)) {
+        if !files.contains(&interpreter) {
+            files.push(interpreter);
+        }
+    }
     Ok(files)
+}
+
+/// What the `#!` line of `file` runs, resolved: the interpreter, and for
+/// `env` the program it looks up on `PATH` (as it finds it now).
+fn interpreters(file: &Path) -> Vec<PathBuf> {
+    let mut head = [0u8; 256];
+    let Ok(n) = std::fs::File::open(file).and_then(|mut f| f.read(&mut head)) else {
+        return Vec::new();
+    };
+    let Some(line) = head[..n].strip_prefix(b"#!") else {
+        return Vec::new();
+    };
+    let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let Some(first) = words.next() else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = resolve_program(first).into_iter().collect();
+    if Path::new(first).file_name().is_some_and(|n| n == "env")
+        && let Some(program) = words.find(|w| !w.starts_with('-'))
+        && let Ok(real) = resolve_program(program)
+    {
+        found.push(real);
+    }
+    found
 }
 
 /// `program` as the file the kernel would execute: an absolute path
@@ -237,6 +269,24 @@ mod tests {
             take(Event::PreToolUse, Some("Bash"), argv, 30).unwrap_or_else(|e| panic!("{e}"));
         // The shell and the script, both pinned.
         assert_eq!(trusted.files.len(), 2, "{trusted:?}");
+        // A script's interpreter is pinned with it, `env`'s program too.
+        std::fs::write(&script, "#!/usr/bin/env sh\nexit 0\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let direct = vec![script.display().to_string()];
+        let pinned = take(Event::PreToolUse, None, Runs::Command(&direct), 30)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = pinned
+            .files
+            .iter()
+            .filter_map(|f| f.path.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        assert!(names.iter().any(|n| n == "env"), "{names:?}");
+        assert!(
+            names.iter().any(|n| n.contains("sh") && n != "guard.sh"),
+            "{names:?}"
+        );
+        std::fs::write(&script, "exit 0\n").unwrap_or_else(|e| panic!("{e}"));
         let same = take(Event::PreToolUse, Some("Bash"), argv, 30);
         assert_eq!(changed(&trusted, &same), None);
         std::fs::write(&script, "exit 2\n").unwrap_or_else(|e| panic!("{e}"));

@@ -26,6 +26,8 @@ pub struct Hooks {
     containment: Containment,
     /// Where component hooks run: the session's sandbox.
     sandbox: Option<Arc<Sandbox>>,
+    /// The PATH hooks get: GOAT's absolute entries outside the workspace.
+    path: String,
     /// Component hooks compiled, by the sha256 of their bytes.
     compiled: Arc<Mutex<HashMap<String, HookComponent>>>,
 }
@@ -42,7 +44,7 @@ impl std::fmt::Debug for Hooks {
 const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A call about to run, as `pre_tool_use` hooks are told of it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct PreToolUse<'a> {
     /// The session.
     pub session_id: &'a str,
@@ -54,10 +56,18 @@ pub struct PreToolUse<'a> {
     pub tool_use_id: &'a str,
     /// The approval mode, by GOAT's name.
     pub mode: &'a str,
+    /// Another name the tool matches by (an MCP tool's Claude Code name,
+    /// `mcp__SERVER__TOOL`).
+    pub alias: Option<&'a str>,
+    /// A Pen tool's workspace path, resolved and absolute: given as
+    /// `file_path` (over anything of that name in the arguments).
+    pub file_path: Option<&'a str>,
+    /// What the rules hide from the call: hidden from the hook too.
+    pub visible: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
 }
 
 /// A call that ran, as `post_tool_use` hooks are told of it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct PostToolUse<'a> {
     /// The call, as before it ran.
     pub call: PreToolUse<'a>,
@@ -130,12 +140,13 @@ impl Verdict {
     }
 }
 
-/// The workspace as a policy hook sees it: readable, never writable.
-struct ReadOnly;
+/// The workspace as a policy hook sees it: what the call may see,
+/// never writable.
+struct ReadOnly<'a>(Option<&'a (dyn Fn(&str) -> bool + Sync)>);
 
-impl WorkspaceRules for ReadOnly {
-    fn visible(&self, _: &str) -> bool {
-        true
+impl WorkspaceRules for ReadOnly<'_> {
+    fn visible(&self, path: &str) -> bool {
+        self.0.is_none_or(|visible| visible(path))
     }
 
     fn writable_why(&self, _: &str) -> Result<(), String> {
@@ -143,11 +154,11 @@ impl WorkspaceRules for ReadOnly {
     }
 
     fn hides_anything(&self) -> bool {
-        false
+        self.0.is_some()
     }
 
     fn governs_below(&self, _: &str) -> bool {
-        false
+        self.0.is_some()
     }
 
     fn is_protected_name(&self, _: &str) -> bool {
@@ -159,7 +170,23 @@ impl Hooks {
     /// `entries` (those fired at some event), contained as `containment`
     /// says, with the network closed whatever commands get.
     pub fn new(entries: Vec<HookEntry>, containment: Containment) -> Self {
+        let path = std::env::var_os("PATH")
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .filter(|dir| {
+                        dir.is_absolute()
+                            && !dir.starts_with(&containment.workspace)
+                            && !dir
+                                .canonicalize()
+                                .is_ok_and(|real| real.starts_with(&containment.workspace))
+                    })
+                    .filter_map(|dir| dir.to_str().map(str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(":")
+            })
+            .unwrap_or_default();
         Self {
+            path,
             entries: entries.into_iter().filter(|h| h.event.fired()).collect(),
             containment: Containment {
                 network: Network::Closed,
@@ -194,8 +221,9 @@ impl Hooks {
     ) -> Vec<HookRun> {
         let stdin = self.input(Event::PreToolUse, call, None);
         let mut runs = Vec::new();
-        for hook in self.matching(Event::PreToolUse, call.tool) {
-            let (run, changes) = self.run_one(hook, stdin.as_bytes(), &ReadOnly, interrupt);
+        for hook in self.matching(Event::PreToolUse, call) {
+            let rules = ReadOnly(call.visible);
+            let (run, changes) = self.run_one(hook, stdin.as_bytes(), &rules, interrupt);
             drop_changes(changes);
             let denies = matches!(run.answer, Answer::Deny(_) | Answer::Failed(_));
             runs.push(run);
@@ -223,18 +251,26 @@ impl Hooks {
             &call.call,
             Some(("tool_response", call.tool_response.clone())),
         );
-        for hook in self.matching(Event::PostToolUse, call.call.tool) {
+        for hook in self.matching(Event::PostToolUse, &call.call) {
             let (run, changes) = self.run_one(hook, stdin.as_bytes(), rules, interrupt);
             settle(&run, changes);
         }
     }
 
-    /// The hooks at `event` that match `tool`, in the order they were
-    /// added.
-    fn matching<'s>(&'s self, event: Event, tool: &'s str) -> impl Iterator<Item = &'s HookEntry> {
-        self.entries
-            .iter()
-            .filter(move |h| h.event == event && matches(h.matcher.as_deref(), tool))
+    /// The hooks at `event` that match the call's tool, in the order
+    /// they were added.
+    fn matching<'s>(
+        &'s self,
+        event: Event,
+        call: &'s PreToolUse<'s>,
+    ) -> impl Iterator<Item = &'s HookEntry> {
+        self.entries.iter().filter(move |h| {
+            h.event == event
+                && (matches(h.matcher.as_deref(), call.tool)
+                    || call
+                        .alias
+                        .is_some_and(|alias| matches(h.matcher.as_deref(), alias)))
+        })
     }
 
     /// Claude Code's stdin for `event` about `call`, with `extra`.
@@ -242,16 +278,10 @@ impl Hooks {
         let workspace = &self.containment.workspace;
         let mut input = call.tool_input.clone();
         // Claude Code's file tools take an absolute `file_path`; GOAT's
-        // take a workspace `path`. Both are given.
-        if let (Some(map), Some(path)) = (
-            input.as_object_mut(),
-            call.tool_input.get("path").and_then(Value::as_str),
-        ) && !map.contains_key("file_path")
-        {
-            map.insert(
-                "file_path".to_owned(),
-                Value::String(workspace.join(path).display().to_string()),
-            );
+        // take a workspace `path`. Both are given, `file_path` as GOAT
+        // resolved `path` (never as the arguments said it).
+        if let (Some(map), Some(path)) = (input.as_object_mut(), call.file_path) {
+            map.insert("file_path".to_owned(), Value::String(path.to_owned()));
         }
         let mut stdin = json!({
             "session_id": call.session_id,
@@ -301,17 +331,11 @@ impl Hooks {
                 hook.name
             ));
         }
-        let workspace = &self.containment.workspace;
-        if let Some(inside) = hook
-            .pins
-            .files
-            .iter()
-            .find(|f| f.path.starts_with(workspace))
-        {
+        if let Some(inside) = reaches_workspace(hook, &self.containment.workspace) {
             return not_run(format!(
                 "the hook runs {}, which is inside the workspace, where the agent writes; GOAT \
                  never runs a hook from there",
-                inside.path.display()
+                inside.display()
             ));
         }
         if let Some(path) = &hook.component {
@@ -330,8 +354,13 @@ impl Hooks {
         containment
             .read_paths
             .extend(hook.pins.files.iter().map(|f| f.path.clone()));
+        // Nothing of the workspace on the way to the program: a PATH of
+        // absolute directories outside it, the private temporary directory
+        // as the working directory (the JSON's `cwd` names the workspace),
+        // and Python never importing from where it runs.
         let command = format!(
-            "exec {}",
+            "export PATH={} PYTHONSAFEPATH=1; cd \"${{TMPDIR:-/tmp}}\" || exit 97; exec {}",
+            shell_quote(&self.path),
             hook.argv
                 .iter()
                 .map(|a| shell_quote(a))
@@ -439,6 +468,43 @@ impl Hooks {
             .iter()
             .flat_map(|h| h.pins.files.iter().map(|f| f.path.as_path()))
     }
+}
+
+/// The first path `hook` runs or names that lies in `workspace` (where the
+/// agent writes): a pinned file, or any absolute path in its arguments
+/// (also after a `=`), as written, through each link on the way, or
+/// resolved.
+fn reaches_workspace(hook: &HookEntry, workspace: &Path) -> Option<std::path::PathBuf> {
+    let inside = |p: &Path| {
+        p.starts_with(workspace)
+            || p.canonicalize()
+                .is_ok_and(|real| real.starts_with(workspace))
+    };
+    if let Some(file) = hook.pins.files.iter().find(|f| inside(&f.path)) {
+        return Some(file.path.clone());
+    }
+    let named = hook
+        .argv
+        .iter()
+        .flat_map(|arg| [Some(arg.as_str()), arg.rsplit_once('=').map(|(_, v)| v)])
+        .flatten()
+        .map(Path::new)
+        .chain(hook.component.as_deref())
+        .filter(|p| p.is_absolute());
+    for path in named {
+        let mut hop = path.to_path_buf();
+        for _ in 0..40 {
+            if inside(&hop) {
+                return Some(hop);
+            }
+            match std::fs::read_link(&hop) {
+                Ok(next) if next.is_absolute() => hop = next,
+                Ok(next) => hop = hop.parent().map(|d| d.join(&next)).unwrap_or(next),
+                Err(_) => break,
+            }
+        }
+    }
+    None
 }
 
 /// The file at `path`, at most [`MAX_COMPONENT_BYTES`].

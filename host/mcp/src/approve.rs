@@ -86,6 +86,11 @@ impl Approver for ElicitApprover {
         "the MCP client's person, asked through elicitation,"
     }
 
+    /// Another program answers: a hook's ask is not put to it.
+    fn is_the_person(&self) -> bool {
+        false
+    }
+
     fn interrupted_by(&mut self, interrupt: &goat_command::Interrupt) {
         self.interrupt = Some(interrupt.clone());
     }

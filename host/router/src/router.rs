@@ -260,6 +260,12 @@ impl AppToolRouter {
             .to_owned()
     }
 
+    /// Whether the approver is a program answering in the person's place
+    /// (see [`Approver::is_the_person`]).
+    pub(crate) fn approver_stands_in(&self) -> bool {
+        self.approver.as_ref().is_some_and(|a| !a.is_the_person())
+    }
+
     /// Sets who answers the gate's questions.
     pub fn with_approver(mut self, approver: Box<dyn Approver>) -> Self {
         self.approver = Some(approver);

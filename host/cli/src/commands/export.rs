@@ -40,7 +40,7 @@ pub(super) fn export(id: &str, format: Format, db: Option<&Path>) -> anyhow::Res
             &mut out,
             &session,
             &store.turns(&session.id)?,
-            &store.egress(&session.id)?,
+            &super::sessions::Around::read(&store, &session.id)?,
         )?,
         Format::Md => markdown(&mut out, &session, &store.turns(&session.id)?)?,
         Format::Atif => atif::write(&mut out, &atif::trajectory(&store, &session.id)?)?,

@@ -20,9 +20,10 @@ use crate::{Outcome, text};
 /// `goat hooks ...`.
 #[derive(Subcommand)]
 pub enum HooksCommand {
-    /// Add a hook: the program after `--` runs at EVENT, given Claude
-    /// Code's JSON on stdin, contained, with the workspace read-only.
-    /// It is pinned to the bytes of every file it runs now.
+    /// Add a hook: the program after `--` (or a component) runs at EVENT,
+    /// given Claude Code's JSON, contained: before a call with the
+    /// workspace read-only, after one with what it changes landing as a
+    /// change set. It is pinned to the bytes of every file it runs now.
     Add(AddArgs),
     /// The hooks, each with whether it is trusted or suspended.
     List {
@@ -65,7 +66,8 @@ pub struct AddArgs {
     /// The hook's name: letters, digits, '-' and '_', up to 64.
     name: String,
     /// When it runs: pre_tool_use (or PreToolUse), before each call the
-    /// rules let through.
+    /// rules let through; post_tool_use (PostToolUse), after each call
+    /// that succeeded.
     #[arg(long = "on", value_name = "EVENT")]
     on: String,
     /// The tools it runs for: names joined by '|' (GOAT's, or Claude
@@ -118,8 +120,8 @@ fn add(args: AddArgs) -> anyhow::Result<Outcome> {
     })?;
     if !event.fired() {
         bail!(
-            "GOAT does not fire {} hooks yet (only pre_tool_use); a hook added for it would \
-             never run, so it is not added",
+            "GOAT does not fire {} hooks yet (only pre_tool_use and post_tool_use); a hook \
+             added for it would never run, so it is not added",
             event.name()
         );
     }

@@ -267,15 +267,32 @@ pub(super) fn load(id: &str, db: Option<&Path>) -> anyhow::Result<(SessionInfo, 
 
 /// A session and its turns as JSON, full texts included, each call with
 /// the network decisions its command's proxy made (ADR-0082).
+/// What a session's calls met beyond themselves: the proxy's decisions
+/// and the hooks run, each with the row of its call.
+pub(super) struct Around {
+    pub(super) egress: Vec<goat_store::EgressRow>,
+    pub(super) hooks: Vec<(i64, goat_store::HookRan)>,
+}
+
+impl Around {
+    /// Both, read from `store` for `session`.
+    pub(super) fn read(store: &Store, session: &str) -> anyhow::Result<Self> {
+        Ok(Self {
+            egress: store.egress(session)?,
+            hooks: store.hook_runs(session)?,
+        })
+    }
+}
+
 pub(super) fn write_json(
     out: &mut impl Write,
     session: &SessionInfo,
     turns: &[TurnRecord],
-    egress: &[goat_store::EgressRow],
+    around: &Around,
 ) -> anyhow::Result<()> {
     let value = json!({
         "session": session_json(session),
-        "turns": turns.iter().map(|t| turn_json(t, egress)).collect::<Vec<_>>(),
+        "turns": turns.iter().map(|t| turn_json(t, around)).collect::<Vec<_>>(),
     });
     serde_json::to_writer_pretty(&mut *out, &value)?;
     writeln!(out)?;
@@ -286,25 +303,30 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
     let (session, turns) = load(id, db)?;
     let mut out = io::stdout().lock();
     if json {
-        let egress = match open_existing(db)? {
-            Some(store) => store.egress(&session.id)?,
-            None => Vec::new(),
+        let around = match open_existing(db)? {
+            Some(store) => Around::read(&store, &session.id)?,
+            None => Around {
+                egress: Vec::new(),
+                hooks: Vec::new(),
+            },
         };
-        write_json(&mut out, &session, &turns, &egress)?;
+        write_json(&mut out, &session, &turns, &around)?;
     } else {
         // Where a summary begins (ADR-0074): the turns it covers stay here
         // whole; later prompts carried the summary instead of them.
-        let (summaries, changes, egress) = match open_existing(db)? {
+        let (summaries, changes, egress, hooks) = match open_existing(db)? {
             Some(store) => (
                 store.summaries(&session.id)?,
                 store.file_changes(&session.id)?,
                 store.egress(&session.id)?,
+                store.hook_runs(&session.id)?,
             ),
-            None => (Vec::new(), Vec::new(), Vec::new()),
+            None => (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
         };
         write_session(&mut out, &session, &turns, &summaries)?;
         write_unlanded(&mut out, &session, &changes)?;
         write_egress(&mut out, &egress)?;
+        write_hooks(&mut out, &turns, &hooks)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -386,6 +408,42 @@ fn write_unlanded(
             "  {}: {}",
             text::escape_controls(&record.change.path),
             state.as_str()
+        )?;
+    }
+    Ok(())
+}
+
+/// The hooks run for the session's calls (issue 41), one line each: the
+/// call, the hook, its event, its verdict and its reason (the hook's words,
+/// escaped).
+fn write_hooks(
+    out: &mut impl Write,
+    turns: &[TurnRecord],
+    runs: &[(i64, goat_store::HookRan)],
+) -> io::Result<()> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nhooks run (the person's; an allow changes nothing):")?;
+    for (row, ran) in runs {
+        let tool = turns
+            .iter()
+            .flat_map(|t| t.rounds.iter().flat_map(|r| r.calls.iter()))
+            .find(|c| c.id == *row)
+            .map_or("?", |c| c.call.tool.as_str());
+        let reason = if ran.reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", text::snippet(&ran.reason, EXCERPT_CHARS))
+        };
+        writeln!(
+            out,
+            "  {} at {} of {} (call #{row}): {} ({} ms){reason}",
+            text::escape_controls(&ran.hook),
+            ran.event,
+            text::escape_controls(tool),
+            ran.verdict,
+            ran.duration_ms
         )?;
     }
     Ok(())
@@ -521,7 +579,8 @@ fn session_json(s: &SessionInfo) -> Value {
     })
 }
 
-fn turn_json(t: &TurnRecord, egress: &[goat_store::EgressRow]) -> Value {
+fn turn_json(t: &TurnRecord, around: &Around) -> Value {
+    let egress = &around.egress;
     json!({
         "id": t.id,
         "prompt": t.prompt,
@@ -556,6 +615,13 @@ fn turn_json(t: &TurnRecord, egress: &[goat_store::EgressRow]) -> Value {
                     "detail": e.record.detail,
                     "entry": e.record.entry,
                     "address": e.record.address,
+                })).collect::<Vec<_>>(),
+                "hooks": around.hooks.iter().filter(|(row, _)| *row == c.id).map(|(_, h)| json!({
+                    "hook": h.hook,
+                    "event": h.event,
+                    "verdict": h.verdict,
+                    "reason": h.reason,
+                    "duration_ms": h.duration_ms,
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),

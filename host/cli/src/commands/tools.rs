@@ -350,7 +350,11 @@ fn call(call: &Call) -> anyhow::Result<Outcome> {
         router
     };
     // The person's hooks run on a direct call too: nothing bypasses one.
-    let store_for_hooks = paths::store_path(call.db.as_deref())?.into_resolved();
+    // The hooks file is beside the store: a store in the workspace would
+    // let the model plant the hooks.
+    let store_for_hooks = paths::store_path(call.db.as_deref())?;
+    paths::ensure_store_outside(&store_for_hooks, &workspace)?;
+    let store_for_hooks = store_for_hooks.into_resolved();
     let mut router = router.with_hooks(session::hooks(
         &settings,
         call.db.as_deref(),

@@ -116,8 +116,21 @@ async fn a_claude_code_pre_tool_use_script_stops_rm_rf_and_the_model_hears_why_e
         .collect();
     assert_eq!(calls[1]["status"], "ok", "{}", calls[1]);
     assert_eq!(calls[1]["hooks"][0]["verdict"], "none", "{}", calls[1]);
-    let runs = stored_runs(&run.env, &session_of(&lines));
+    let session = session_of(&lines);
+    let runs = stored_runs(&run.env, &session);
     assert_eq!(runs.len(), 2, "{runs:?}");
+    // `goat sessions show` says which hook ran for which call and what it
+    // answered, its words escaped.
+    let shown = run.env.run(&["sessions", "show", &session]);
+    let shown = text(&shown.stdout);
+    assert!(
+        shown.contains("block-rm at pre_tool_use of run_command") && shown.contains("deny"),
+        "{shown}"
+    );
+    assert!(!shown.contains('\u{1b}'), "{shown}");
+    let json = crate::json_out(&run.env.run(&["sessions", "show", &session, "--json"]));
+    let call = &json["turns"][0]["rounds"][0]["tool_calls"][0];
+    assert_eq!(call["hooks"][0]["verdict"], "deny", "{call}");
     assert_eq!(
         (runs[0].0.as_str(), runs[0].1.as_str()),
         ("block-rm", "deny")
@@ -334,6 +347,39 @@ async fn a_changed_script_is_suspended_until_trusted_and_planted_hooks_never_run
         .await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     assert_eq!(run.read("c.txt"), "x\n");
+
+    // A hook that runs its program through a link in the workspace (a
+    // virtual environment's `bin/python` is one) never runs either: the
+    // link, not only what it resolves to, is where the agent writes.
+    let env = run.env;
+    std::fs::create_dir_all(env.ws.join(".venv/bin")).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", env.ws.join(".venv/bin/sh")).unwrap();
+    let out = env.run(&[
+        "hooks",
+        "add",
+        "venv",
+        "--on",
+        "pre_tool_use",
+        "--",
+        env.ws.join(".venv/bin/sh").to_str().unwrap(),
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = GoatRun::builder_in(env)
+        .replies(write("e.txt"))
+        .allow_writes()
+        .run("Write it")
+        .await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(!run.exists("e.txt"));
+    assert!(
+        run.request_text(1)
+            .contains(".venv/bin/sh, which is inside the workspace"),
+        "{}",
+        run.request_text(1)
+    );
+    let out = run.env.run(&["hooks", "remove", "venv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
 
     // A hook whose script lies in the workspace never runs from there.
     let env = run.env;
@@ -683,4 +729,38 @@ async fn a_component_hook_that_loops_traps_or_eats_memory_denies_and_its_allow_i
     // allow is only recorded.
     assert_eq!(calls[3]["status"], "ok", "{}", calls[3]);
     assert_eq!(calls[3]["hooks"][0]["verdict"], "allow", "{}", calls[3]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_runs_away_from_the_workspace_and_its_path() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let builder = GoatRun::builder().replies([
+        call_reply("c1", "read_file", &json!({ "path": "a.txt" }).to_string()),
+        content_reply("Done."),
+    ]);
+    let env = builder.env();
+    std::fs::write(env.ws.join("a.txt"), "text\n").unwrap();
+    // A directory of the workspace first on GOAT's PATH.
+    std::fs::create_dir(env.ws.join("bin")).unwrap();
+    let path = format!(
+        "{}:{}",
+        env.ws.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let tell = script(
+        env,
+        "tell.sh",
+        "#!/bin/sh\ncat > /dev/null\necho \"cwd=$(pwd) path=$PATH safe=$PYTHONSAFEPATH\" >&2\nexit 2\n",
+    );
+    add(env, "tell", &[], &tell);
+    let ws = env.ws.display().to_string();
+    let run = builder.var("PATH", &path).run("Read it").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    let said = run.request_text(1);
+    assert!(said.contains("safe=1"), "{said}");
+    assert!(!said.contains(&format!("cwd={ws}")), "{said}");
+    assert!(!said.contains(&format!("{ws}/bin")), "{said}");
 }

@@ -115,6 +115,14 @@ pub trait Approver: Send {
         AT_THE_TERMINAL
     }
 
+    /// Whether the one who answers is the person GOAT works for (at the
+    /// terminal, in their editor), not another program answering in
+    /// their place (an MCP client of `goat mcp serve`). A hook's ask is
+    /// put only to the person (issue 41).
+    fn is_the_person(&self) -> bool {
+        true
+    }
+
     /// The interrupt of the call about to be routed (ADR-0087): an
     /// approver that waits on something the turn's own cancellation does
     /// not reach (an MCP client's answer) stops waiting, and denies, when

@@ -32,9 +32,8 @@ impl AppToolRouter {
     /// say) and keeps their runs for the call's record.
     pub(crate) fn pre_tool_use_hooks(
         &mut self,
-        tool: &str,
-        input: &Value,
-        call_id: &str,
+        (tool, input, call_id): (&str, &Value, &str),
+        boundary: Option<&Boundary>,
     ) -> HookSaid {
         let none = HookSaid {
             verdict: None,
@@ -45,14 +44,18 @@ impl AppToolRouter {
             return none;
         };
         let session_id = self.config().session_id.clone();
-        let mode = self.mode().name();
+        let (alias, file_path) = self.hook_names(tool, input);
+        let visible = |path: &str| boundary.is_some_and(|b| b.visible(path));
         let runs = hooks.pre_tool_use(
             &PreToolUse {
                 session_id: &session_id,
                 tool,
                 tool_input: input,
                 tool_use_id: call_id,
-                mode,
+                mode: self.mode().name(),
+                alias: alias.as_deref(),
+                file_path: file_path.as_deref(),
+                visible: Some(&visible),
             },
             Some(self.interrupt()),
         );
@@ -69,6 +72,28 @@ impl AppToolRouter {
             });
         match HookVerdict::of(&runs) {
             HookVerdict::Go => HookSaid { allow_note, ..none },
+            // A hook's ask is for the person: an MCP client of `goat mcp
+            // serve` answering it would let another agent approve what the
+            // person's hook held back.
+            HookVerdict::Ask { hook, reason } if self.approver_stands_in() => {
+                let mut routed = denied(
+                    RefusedBy::Hook,
+                    CallDecision::Deny,
+                    format!(
+                        "denied: {}; the person is not here to be asked (an MCP client is not \
+                         asked in their place)",
+                        framed(&hook, &reason, "asks the person")
+                    ),
+                );
+                if let Some(refusal) = routed.refusals.first_mut() {
+                    refusal.target = Some(hook);
+                }
+                HookSaid {
+                    verdict: Some(Verdict::Refuse(routed)),
+                    asked: None,
+                    allow_note,
+                }
+            }
             HookVerdict::Ask { hook, reason } => HookSaid {
                 verdict: Some(Verdict::Ask(Vec::new())),
                 asked: Some(framed(&hook, &reason, "asks")),
@@ -114,6 +139,7 @@ impl AppToolRouter {
         };
         let session_id = self.config().session_id.clone();
         let mode = self.mode().name();
+        let (alias, file_path) = self.hook_names(tool, input);
         let response = json!({
             "status": routed.status.as_str(),
             "result": routed.result.chars().take(MAX_RESPONSE_CHARS).collect::<String>(),
@@ -141,8 +167,13 @@ impl AppToolRouter {
                         "nothing it changed was kept"
                     }
                 };
+                let did = if run.ran {
+                    "ran after the call and failed"
+                } else {
+                    "did not run"
+                };
                 routed.result.push_str(&format!(
-                    "\n[goat: the hook {name} ran after the call and failed; {kept}: {}]\n",
+                    "\n[goat: the hook {name} {did}; {kept}: {}]\n",
                     goat_gate::quoted(why)
                 ));
                 routed.refusals.push(Refusal::new(
@@ -171,6 +202,9 @@ impl AppToolRouter {
             tool_input: input,
             tool_use_id: call_id,
             mode,
+            alias: alias.as_deref(),
+            file_path: file_path.as_deref(),
+            visible: None,
         };
         // The hooks run one after the other, each landing before the next
         // starts.
@@ -237,6 +271,29 @@ impl AppToolRouter {
             self.mark_landed();
             routed.changes_stored = ChangesStored::BeforeLanding;
         }
+    }
+
+    /// The other name `tool` matches by (an MCP tool's Claude Code name),
+    /// and a Pen tool's `path` as GOAT resolves it, absolute.
+    fn hook_names(&self, tool: &str, input: &Value) -> (Option<String>, Option<String>) {
+        let alias = self.is_external(tool).then(|| format!("mcp__{tool}"));
+        let builtin = self
+            .offered()
+            .iter()
+            .any(|t| t.name == tool && t.kind == super::ToolKind::Builtin);
+        let file_path = input
+            .get("path")
+            .and_then(Value::as_str)
+            .filter(|_| builtin)
+            .and_then(|p| goat_workpath::resolve(p).ok())
+            .map(|p| {
+                self.config()
+                    .workspace
+                    .join(p.as_str())
+                    .display()
+                    .to_string()
+            });
+        (alias, file_path)
     }
 
     /// The hook runs kept for the call being routed, taken.

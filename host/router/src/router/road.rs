@@ -215,8 +215,15 @@ impl AppToolRouter {
             Verdict::Refuse(routed) if !unasked(&routed) => return Ok(routed),
             other => other,
         };
-        let hooks = self.pre_tool_use_hooks(checked.name, checked.value, &call.id);
-        let verdict = narrowed(verdict, hooks.verdict);
+        let hooks =
+            self.pre_tool_use_hooks((checked.name, checked.value, &call.id), boundary.as_ref());
+        // A hook's ask keeps the gate's question as it was (its paths), so
+        // what "session" or "always" saves is never widened by it.
+        let hook_verdict = match (&verdict, hooks.verdict) {
+            (Verdict::Ask(_), Some(Verdict::Ask(_))) => None,
+            (_, said) => said,
+        };
+        let verdict = narrowed(verdict, hook_verdict);
         let granted = match verdict {
             Verdict::Allow => (CallDecision::Allow, evaluation.reason()),
             Verdict::Refuse(mut routed) => {

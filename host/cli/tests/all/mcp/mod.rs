@@ -522,3 +522,29 @@ fn the_persons_hook_stops_a_clients_call_through_goat_mcp_serve() {
         "y\n"
     );
 }
+
+#[test]
+fn a_hooks_ask_is_never_put_to_an_mcp_client_in_the_persons_place() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let env = Env::new();
+    let asks = crate::hooks::script(
+        &env,
+        "asks.sh",
+        "#!/bin/sh\ncat > /dev/null\nprintf '%s' '{\"hookSpecificOutput\":{\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"check with me\"}}'\n",
+    );
+    crate::hooks::add(&env, "asks", &["--match", "Write"], &asks);
+    // The client would accept anything it is asked.
+    let calls = [("write_file", json!({"path": "a.txt", "content": "x\n"}))];
+    let Some(report) = sdk(&env, &[], Elicit::Accept, &calls) else {
+        return;
+    };
+    let refused = result(&report, 0, true);
+    assert!(
+        refused.contains("an MCP client is not asked in their place"),
+        "{refused}"
+    );
+    assert!(!env.ws.join("a.txt").exists());
+}
