@@ -51,6 +51,10 @@ pub enum HooksCommand {
         #[command(flatten)]
         store: DbArg,
     },
+    /// Show a Claude Code settings file's hooks (a repository's
+    /// `.claude/settings.json`) without running any, and add the ones you
+    /// pick with --take N.
+    Import(super::hooks_import::ImportArgs),
     /// Remove a hook.
     Remove {
         /// The hook.
@@ -101,6 +105,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<Outcome> {
         HooksCommand::Show { name, store } => show(&name, store.db.as_deref()),
         HooksCommand::Trust { name, yes, store } => trust(&name, yes, store.db.as_deref()),
         HooksCommand::Remove { name, store } => remove(&name, store.db.as_deref()),
+        HooksCommand::Import(args) => super::hooks_import::import(args),
     }
 }
 

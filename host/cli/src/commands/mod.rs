@@ -11,6 +11,7 @@ mod detect;
 pub(crate) mod diff;
 mod export;
 mod hooks;
+mod hooks_import;
 mod mcp;
 mod mcp_servers;
 mod permissions;
