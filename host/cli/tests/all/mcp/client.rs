@@ -779,33 +779,3 @@ async fn ctrl_c_stops_a_hanging_mcp_call_and_the_server_is_told() {
     assert_eq!(wait["error_kind"], "cancelled", "{wait}");
     assert_eq!(session["turns"][1]["status"], "cancelled");
 }
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_hook_matching_claude_codes_mcp_names_guards_an_mcp_servers_tool() {
-    let builder = GoatRun::builder().arg("--output").arg("jsonl");
-    let env = builder.env();
-    hostile(env, "scribe", &["probe"], &["--writes"]);
-    allow(env, "scribe__write_file");
-    let guard = crate::hooks::script(
-        env,
-        "no-mcp-writes.sh",
-        "#!/bin/sh\ncat > /dev/null\necho 'no MCP writes' >&2\nexit 2\n",
-    );
-    // Claude Code names this tool mcp__scribe__write_file.
-    crate::hooks::add(env, "no-mcp-writes", &["--match", "mcp__scribe__*"], &guard);
-    let run = calling(
-        builder,
-        &[(
-            "scribe__write_file",
-            json!({"path": "made.txt", "text": "by the server"}),
-        )],
-    )
-    .await;
-    assert_eq!(run.code(), Some(3), "{}", run.stderr());
-    assert!(!run.exists("made.txt"));
-    assert!(
-        tool_result(&run, 1).contains("the hook 'no-mcp-writes' denied it, saying 'no MCP writes'"),
-        "{}",
-        tool_result(&run, 1)
-    );
-}

@@ -548,3 +548,34 @@ fn a_hooks_ask_is_never_put_to_an_mcp_client_in_the_persons_place() {
     );
     assert!(!env.ws.join("a.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_matching_claude_codes_mcp_names_guards_an_mcp_servers_tool() {
+    let builder = crate::GoatRun::builder().arg("--output").arg("jsonl");
+    let env = builder.env();
+    client::hostile(env, "scribe", &["probe"], &["--writes"]);
+    client::allow(env, "scribe__write_file");
+    let guard = crate::hooks::script(
+        env,
+        "no-mcp-writes.sh",
+        "#!/bin/sh\ncat > /dev/null\necho 'no MCP writes' >&2\nexit 2\n",
+    );
+    // Claude Code names this tool mcp__scribe__write_file.
+    crate::hooks::add(env, "no-mcp-writes", &["--match", "mcp__scribe__*"], &guard);
+    let run = client::calling(
+        builder,
+        &[(
+            "scribe__write_file",
+            json!({"path": "made.txt", "text": "by the server"}),
+        )],
+    )
+    .await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(!run.exists("made.txt"));
+    assert!(
+        client::tool_result(&run, 1)
+            .contains("the hook 'no-mcp-writes' denied it, saying 'no MCP writes'"),
+        "{}",
+        client::tool_result(&run, 1)
+    );
+}
