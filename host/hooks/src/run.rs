@@ -62,8 +62,9 @@ pub struct PreToolUse<'a> {
     /// A Pen tool's workspace path, resolved and absolute: given as
     /// `file_path` (over anything of that name in the arguments).
     pub file_path: Option<&'a str>,
-    /// What the rules hide from the call: hidden from the hook too.
-    pub visible: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+    /// The rules the call is held to: what they hide is hidden from the
+    /// hook too (`None`: all of the workspace is).
+    pub rules: Option<&'a dyn WorkspaceRules>,
 }
 
 /// A call that ran, as `post_tool_use` hooks are told of it.
@@ -140,13 +141,13 @@ impl Verdict {
     }
 }
 
-/// The workspace as a policy hook sees it: what the call may see,
-/// never writable.
-struct ReadOnly<'a>(Option<&'a (dyn Fn(&str) -> bool + Sync)>);
+/// The workspace as a policy hook sees it: what the call's rules let it
+/// see (nothing without them), never writable.
+struct ReadOnly<'a>(Option<&'a dyn WorkspaceRules>);
 
 impl WorkspaceRules for ReadOnly<'_> {
     fn visible(&self, path: &str) -> bool {
-        self.0.is_none_or(|visible| visible(path))
+        self.0.is_some_and(|rules| rules.visible(path))
     }
 
     fn writable_why(&self, _: &str) -> Result<(), String> {
@@ -154,15 +155,15 @@ impl WorkspaceRules for ReadOnly<'_> {
     }
 
     fn hides_anything(&self) -> bool {
-        self.0.is_some()
+        self.0.is_none_or(WorkspaceRules::hides_anything)
     }
 
-    fn governs_below(&self, _: &str) -> bool {
-        self.0.is_some()
+    fn governs_below(&self, dir: &str) -> bool {
+        self.0.is_some_and(|rules| rules.governs_below(dir))
     }
 
-    fn is_protected_name(&self, _: &str) -> bool {
-        false
+    fn is_protected_name(&self, name: &str) -> bool {
+        self.0.is_some_and(|rules| rules.is_protected_name(name))
     }
 }
 
@@ -222,7 +223,7 @@ impl Hooks {
         let stdin = self.input(Event::PreToolUse, call, None);
         let mut runs = Vec::new();
         for hook in self.matching(Event::PreToolUse, call) {
-            let rules = ReadOnly(call.visible);
+            let rules = ReadOnly(call.rules);
             let (run, changes) = self.run_one(hook, stdin.as_bytes(), &rules, interrupt);
             drop_changes(changes);
             let denies = matches!(run.answer, Answer::Deny(_) | Answer::Failed(_));

@@ -45,7 +45,9 @@ impl AppToolRouter {
         };
         let session_id = self.config().session_id.clone();
         let (alias, file_path) = self.hook_names(tool, input);
-        let visible = |path: &str| boundary.is_some_and(|b| b.visible(path));
+        // Without a boundary (a call refused for want of an approval), the
+        // hook sees none of the workspace.
+        let rules = boundary.cloned().map(BoundaryRules);
         let runs = hooks.pre_tool_use(
             &PreToolUse {
                 session_id: &session_id,
@@ -55,7 +57,9 @@ impl AppToolRouter {
                 mode: self.mode().name(),
                 alias: alias.as_deref(),
                 file_path: file_path.as_deref(),
-                visible: Some(&visible),
+                rules: rules
+                    .as_ref()
+                    .map(|r| r as &dyn goat_command::WorkspaceRules),
             },
             Some(self.interrupt()),
         );
@@ -204,7 +208,7 @@ impl AppToolRouter {
             mode,
             alias: alias.as_deref(),
             file_path: file_path.as_deref(),
-            visible: None,
+            rules: None,
         };
         // The hooks run one after the other, each landing before the next
         // starts.
