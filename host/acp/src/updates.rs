@@ -139,6 +139,21 @@ pub fn finished(id: String, done: &ToolCallCompleted) -> ToolCallUpdate {
             refused.reason
         ));
     }
+    // The person's hooks that ran for it, whatever each answered (issue
+    // 41): the editor shows what they said as theirs.
+    for hook in &done.hooks {
+        shown.push_str(&format!(
+            "hook {} ({}): {}{}\n",
+            hook.hook,
+            hook.event,
+            hook.verdict,
+            if hook.reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", hook.reason)
+            }
+        ));
+    }
     if let Some(code) = done.exit_code {
         shown.push_str(&format!("exit code {code}\n"));
     }
@@ -153,6 +168,7 @@ pub fn finished(id: String, done: &ToolCallCompleted) -> ToolCallUpdate {
         "output_bytes": done.result_bytes,
         "files_changed": done.files_changed,
         "refused": done.refused,
+        "hooks": done.hooks,
     });
     ToolCallUpdate::new(
         id,

@@ -256,6 +256,15 @@ impl AppToolRouter {
                 routed
                     .changes
                     .extend(set.changes.iter().filter_map(file_change));
+                if set.unkept > 0 {
+                    routed.result.push_str(&format!(
+                        "\n[goat: the hook {} changed or removed {} files that were not in the \
+                         snapshot taken before it (Landlock-only containment keeps at most 64 \
+                         MiB); goat undo cannot bring them back]\n",
+                        goat_gate::quoted(hook),
+                        set.unkept
+                    ));
+                }
             }
             Some(Changes::Unreadable(why)) => routed.result.push_str(&format!(
                 "\n[goat: the hook {} ran after the call: {why}]\n",

@@ -150,6 +150,20 @@ async fn the_same_hook_stops_an_editors_call_through_goat_acp() {
     );
     // No one was asked: the hook denied it first.
     assert!(!t.iter().any(|m| m["type"] == "permission"), "{t:?}");
+    // The editor's update says which hook ran and what it answered.
+    let finished = crate::acp::updates(&t, "tool_call_update")
+        .into_iter()
+        .find(|u| u["status"] == "failed")
+        .cloned()
+        .unwrap_or_else(|| panic!("no failed call update: {t:?}"));
+    assert_eq!(
+        finished["rawOutput"]["hooks"][0]["hook"], "no-edits",
+        "{finished}"
+    );
+    assert_eq!(
+        finished["rawOutput"]["hooks"][0]["verdict"], "deny",
+        "{finished}"
+    );
     let second = server.requests()[1].body["messages"].to_string();
     assert!(
         second.contains("the hook 'no-edits' denied it, saying 'no edits on Fridays'"),
