@@ -142,15 +142,17 @@ pub fn finished(id: String, done: &ToolCallCompleted) -> ToolCallUpdate {
     // The person's hooks that ran for it, whatever each answered (issue
     // 41): the editor shows what they said as theirs.
     for hook in &done.hooks {
+        // The hook's words on one line: no line of them can pass for one
+        // of GOAT's ("refused ...", "exit code ...").
         shown.push_str(&format!(
             "hook {} ({}): {}{}\n",
-            hook.hook,
+            goat_session::text::escape_controls(&hook.hook),
             hook.event,
             hook.verdict,
             if hook.reason.is_empty() {
                 String::new()
             } else {
-                format!(": {}", hook.reason)
+                format!(": {}", goat_session::text::escape_controls(&hook.reason))
             }
         ));
     }

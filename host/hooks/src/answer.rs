@@ -176,7 +176,7 @@ fn or_default(reason: String, default: &str) -> String {
 }
 
 /// At most [`MAX_REASON_CHARS`] characters of `text`, said when cut.
-fn short(text: &str) -> String {
+pub(crate) fn short(text: &str) -> String {
     match text.char_indices().nth(MAX_REASON_CHARS) {
         None => text.to_owned(),
         Some((at, _)) => format!("{}... (cut)", &text[..at]),

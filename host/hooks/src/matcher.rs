@@ -11,7 +11,8 @@
 //!
 //! For hooks written for Claude Code, GOAT's tools also match by the name
 //! Claude Code gives the same tool ([`alias_of`]): `run_command` as
-//! `Bash`, `write_file` as `Write`.
+//! `Bash`, `write_file` (and `move_file`, which writes its destination)
+//! as `Write`.
 
 /// Claude Code's name for GOAT's tool `tool`, if it has one.
 pub fn alias_of(tool: &str) -> Option<&'static str> {
@@ -23,6 +24,8 @@ pub fn alias_of(tool: &str) -> Option<&'static str> {
         "find_files" => "Glob",
         "search_files" => "Grep",
         "list_directory" => "LS",
+        // It writes its destination: a guard on Write must see it.
+        "move_file" => "Write",
         _ => return None,
     })
 }

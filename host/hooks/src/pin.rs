@@ -99,19 +99,32 @@ pub fn files_run(argv: &[String]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// What the `#!` line of `file` runs, resolved: the interpreter, and for
-/// `env` the program it looks up on `PATH` (as it finds it now).
-fn interpreters(file: &Path) -> Vec<PathBuf> {
+/// The words of `file`'s `#!` line as written (none when it has none):
+/// checked against the workspace before the hook runs, since the kernel
+/// runs the interpreter by that path, not by the one pinned.
+pub fn shebang_words(file: &Path) -> Vec<String> {
     let mut head = [0u8; 256];
-    let Ok(n) = std::fs::File::open(file).and_then(|mut f| f.read(&mut head)) else {
+    let Ok(n) = goat_state::fs::open_regular(file)
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        .and_then(|mut f| f.read(&mut head))
+    else {
         return Vec::new();
     };
     let Some(line) = head[..n].strip_prefix(b"#!") else {
         return Vec::new();
     };
     let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut words = line.split_whitespace();
+    String::from_utf8_lossy(line)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What the `#!` line of `file` runs, resolved: the interpreter, and for
+/// `env` the program it looks up on `PATH` (as it finds it now).
+fn interpreters(file: &Path) -> Vec<PathBuf> {
+    let words = shebang_words(file);
+    let mut words = words.iter().map(String::as_str);
     let Some(first) = words.next() else {
         return Vec::new();
     };
@@ -168,7 +181,7 @@ pub fn bytes_hash(bytes: &[u8]) -> String {
 
 /// The sha256 of the file at `path`, read whole (at most 256 MiB).
 pub fn file_hash(path: &Path) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = goat_state::fs::open_regular(path).map_err(|e| e.to_string())?;
     let mut hasher = Sha256::new();
     let mut reader = file.take(MAX_PINNED_FILE_BYTES + 1);
     let mut buf = vec![0u8; 64 * 1024];

@@ -319,6 +319,15 @@ impl Hooks {
             };
             (run, None)
         };
+        // Where it runs from first: nothing in the workspace is read, not
+        // even to hash it.
+        if let Some(inside) = reaches_workspace(hook, &self.containment.workspace) {
+            return not_run(format!(
+                "the hook runs {}, which is inside the workspace, where the agent writes; GOAT \
+                 never runs a hook from there",
+                inside.display()
+            ));
+        }
         let now = pin::take(
             hook.event,
             hook.matcher.as_deref(),
@@ -330,13 +339,6 @@ impl Hooks {
                 "the hook is suspended: {why} since it was trusted; nothing of it ran (the \
                  person can look and trust it again: goat hooks trust {})",
                 hook.name
-            ));
-        }
-        if let Some(inside) = reaches_workspace(hook, &self.containment.workspace) {
-            return not_run(format!(
-                "the hook runs {}, which is inside the workspace, where the agent writes; GOAT \
-                 never runs a hook from there",
-                inside.display()
             ));
         }
         if let Some(path) = &hook.component {
@@ -452,12 +454,12 @@ impl Hooks {
         match sandbox.decide(&component, &event, Duration::from_secs(hook.timeout_secs)) {
             Ok((verdict, reason)) => match verdict {
                 HookVerdict::None => Answer::NoOpinion,
-                HookVerdict::Allow => Answer::Allow(reason),
-                HookVerdict::Ask => Answer::Ask(reason),
+                HookVerdict::Allow => Answer::Allow(crate::answer::short(&reason)),
+                HookVerdict::Ask => Answer::Ask(crate::answer::short(&reason)),
                 HookVerdict::Deny if reason.trim().is_empty() => {
                     Answer::Deny("it answered deny".to_owned())
                 }
-                HookVerdict::Deny => Answer::Deny(reason),
+                HookVerdict::Deny => Answer::Deny(crate::answer::short(reason.trim())),
             },
             Err(failure) => Answer::Failed(failure.to_string()),
         }
@@ -472,30 +474,46 @@ impl Hooks {
 }
 
 /// The first path `hook` runs or names that lies in `workspace` (where the
-/// agent writes): a pinned file, or any absolute path in its arguments
-/// (also after a `=`), as written, through each link on the way, or
-/// resolved.
+/// agent writes): a pinned file; any absolute path in its arguments (each
+/// word of an argument, and after a `=`), or in a pinned script's `#!`
+/// line; each as written, through each link on the way, resolved, and by
+/// the directory holding it and that directory's parent (where Python
+/// looks for a virtual environment's `pyvenv.cfg`).
 fn reaches_workspace(hook: &HookEntry, workspace: &Path) -> Option<std::path::PathBuf> {
     let inside = |p: &Path| {
         p.starts_with(workspace)
             || p.canonicalize()
                 .is_ok_and(|real| real.starts_with(workspace))
     };
+    let near = |p: &Path| {
+        inside(p)
+            || p.parent()
+                .is_some_and(|dir| inside(dir) || dir.parent().is_some_and(&inside))
+    };
     if let Some(file) = hook.pins.files.iter().find(|f| inside(&f.path)) {
         return Some(file.path.clone());
     }
-    let named = hook
+    let shebangs: Vec<String> = hook
+        .pins
+        .files
+        .iter()
+        .flat_map(|f| pin::shebang_words(&f.path))
+        .collect();
+    let named: Vec<&Path> = hook
         .argv
         .iter()
-        .flat_map(|arg| [Some(arg.as_str()), arg.rsplit_once('=').map(|(_, v)| v)])
+        .chain(&shebangs)
+        .flat_map(|arg| arg.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"')))
+        .flat_map(|word| [Some(word), word.rsplit_once('=').map(|(_, v)| v)])
         .flatten()
         .map(Path::new)
         .chain(hook.component.as_deref())
-        .filter(|p| p.is_absolute());
+        .filter(|p| p.is_absolute())
+        .collect();
     for path in named {
         let mut hop = path.to_path_buf();
         for _ in 0..40 {
-            if inside(&hop) {
+            if near(&hop) {
                 return Some(hop);
             }
             match std::fs::read_link(&hop) {
@@ -511,7 +529,7 @@ fn reaches_workspace(hook: &HookEntry, workspace: &Path) -> Option<std::path::Pa
 /// The file at `path`, at most [`MAX_COMPONENT_BYTES`].
 fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = goat_state::fs::open_regular(path).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     file.take(MAX_COMPONENT_BYTES + 1)
         .read_to_end(&mut bytes)

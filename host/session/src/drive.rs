@@ -132,6 +132,10 @@ impl Approver for Said {
         self.inner.who()
     }
 
+    fn is_the_person(&self) -> bool {
+        self.inner.is_the_person()
+    }
+
     fn interrupted_by(&mut self, interrupt: &goat_command::Interrupt) {
         self.inner.interrupted_by(interrupt);
     }

@@ -202,6 +202,7 @@ fn checked_component(name: &str, file: &Path) -> anyhow::Result<PathBuf> {
 /// its form: a path, or a name with a script's extension.
 fn looks_like_a_script(arg: &str) -> bool {
     !arg.starts_with('-')
+        && !arg.contains(char::is_whitespace)
         && (arg.contains('/')
             || [".sh", ".py", ".js", ".mjs", ".ts", ".rb", ".pl", ".bash"]
                 .iter()

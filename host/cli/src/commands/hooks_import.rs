@@ -96,9 +96,12 @@ pub fn import(args: ImportArgs) -> anyhow::Result<Outcome> {
     if args.take.is_empty() {
         return Ok(Outcome::Ok);
     }
-    goat_hooks::check_name(&format!("{}-1", args.prefix)).map_err(anyhow::Error::msg)?;
+    let mut taken = args.take.clone();
+    taken.sort_unstable();
+    taken.dedup();
     let mut entries = Vec::new();
-    for n in &args.take {
+    for n in &taken {
+        goat_hooks::check_name(&format!("{}-{n}", args.prefix)).map_err(anyhow::Error::msg)?;
         let Some(hook) = n.checked_sub(1).and_then(|i| found.get(i)) else {
             bail!("--take {n}: the file lists {} hooks", found.len());
         };
@@ -237,6 +240,17 @@ fn refusal(hook: &Found, kind: &str, project: Option<&Path>) -> Option<String> {
     if hook.command.trim().is_empty() {
         return Some("it runs nothing".to_owned());
     }
+    // A shell line can reach the repository at run time in ways no reading
+    // of it can rule out (`cd "$(jq -r .cwd)"`, `python3 -c ...`): not
+    // taken. The person can put it in a script outside the workspace.
+    if is_shell(&hook.command) {
+        return Some(
+            "it is shell syntax, which could run the repository's files in ways GOAT cannot \
+             check; put it in a script outside the workspace, read it, and add it with `goat \
+             hooks add`"
+                .to_owned(),
+        );
+    }
     let in_project = |word: &str| {
         word.contains("CLAUDE_PROJECT_DIR")
             || (!word.starts_with('/') && (word.contains('/') || Path::new(word).exists()))
@@ -252,21 +266,21 @@ fn refusal(hook: &Found, kind: &str, project: Option<&Path>) -> Option<String> {
     None
 }
 
-/// What GOAT runs for a command line: its words, when it is a plain list
-/// of words (each a program or a file, found and pinned); else the line
-/// through `/bin/sh -c`, and only `/bin/sh` pinned besides the line itself.
+/// What GOAT runs for a command line: its words, each a program or a
+/// file, found and pinned (only a plain list of words is ever taken).
 fn argv_of(command: &str) -> Vec<String> {
-    let plain = !command
+    super::mcp_servers::absolute_command(
+        &command
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Whether a command line is shell syntax rather than a plain list of
+/// words.
+fn is_shell(command: &str) -> bool {
+    command
         .chars()
-        .any(|c| "|&;<>()$`\"'\\*?[]#~{}=!\n".contains(c));
-    if plain {
-        super::mcp_servers::absolute_command(
-            &command
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect::<Vec<_>>(),
-        )
-    } else {
-        vec!["/bin/sh".to_owned(), "-c".to_owned(), command.to_owned()]
-    }
+        .any(|c| "|&;<>()$`\"'\\*?[]#~{}=!\n".contains(c))
 }

@@ -294,8 +294,9 @@ impl AppToolRouter {
             .offered()
             .iter()
             .any(|t| t.name == tool && t.kind == super::ToolKind::Builtin);
+        // The file it writes: `move_file`'s destination, else its `path`.
         let file_path = input
-            .get("path")
+            .get(if tool == "move_file" { "to" } else { "path" })
             .and_then(Value::as_str)
             .filter(|_| builtin)
             .and_then(|p| goat_workpath::resolve(p).ok())

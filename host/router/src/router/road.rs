@@ -143,6 +143,16 @@ pub(crate) struct Question {
     pub(crate) unasked_hint: String,
 }
 
+/// What the person's hooks said of a call, for its question.
+struct HookWords<'a> {
+    /// What a hook that asked said, shown with the question.
+    asked: Option<&'a str>,
+    /// What is said of a hook's allow when no one is there to approve.
+    allowed: Option<&'a str>,
+    /// Only a hook asked: the answer holds for this call alone.
+    once_only: bool,
+}
+
 /// What the gate said, as a kind's [`Route::narrow`] may change it: a
 /// kind never lifts a refusal (it may reword it), nor answers a question
 /// itself (it may refuse it); an allow it may question or refuse.
@@ -219,6 +229,11 @@ impl AppToolRouter {
             self.pre_tool_use_hooks((checked.name, checked.value, &call.id), boundary.as_ref());
         // A hook's ask keeps the gate's question as it was (its paths), so
         // what "session" or "always" saves is never widened by it.
+        // A question only a hook raised is answered for this call alone: a
+        // remembered yes would be a rule for the whole workspace, which the
+        // rules never asked about.
+        let only_the_hook_asks =
+            matches!(verdict, Verdict::Allow) && matches!(hooks.verdict, Some(Verdict::Ask(_)));
         let hook_verdict = match (&verdict, hooks.verdict) {
             (Verdict::Ask(_), Some(Verdict::Ask(_))) => None,
             (_, said) => said,
@@ -236,8 +251,12 @@ impl AppToolRouter {
                 return Ok(routed);
             }
             Verdict::Ask(asked) => {
-                let said = (hooks.asked.as_deref(), hooks.allow_note.as_deref());
-                match self.ask(route, &evaluation, &asked, &args, said) {
+                let said = HookWords {
+                    asked: hooks.asked.as_deref(),
+                    allowed: hooks.allow_note.as_deref(),
+                    once_only: only_the_hook_asks,
+                };
+                match self.ask(route, &evaluation, &asked, &args, &said) {
                     Ok(granted) => granted,
                     Err(routed) => return Ok(routed),
                 }
@@ -268,23 +287,25 @@ impl AppToolRouter {
 
     /// Puts the route's question to the approver, and saves a "session"
     /// or "always" answer as the route's rules for exactly what was asked.
-    /// `(hook_asked, hook_allowed)`: what a hook that asked said, shown
-    /// with the question; what is said of a hook's allow when no one is
-    /// there to approve.
+    /// `hooks`: what the person's hooks said of the call.
     fn ask<R: Route>(
         &mut self,
         route: &R,
         evaluation: &Evaluation,
         asked: &[String],
         args: &R::Args<'_>,
-        (hook_asked, hook_allowed): (Option<&str>, Option<&str>),
+        hooks: &HookWords<'_>,
     ) -> Result<(CallDecision, String), Routed> {
         let mut question = route.question(self, evaluation, asked, args);
-        if let Some(hook) = hook_asked {
+        if let Some(hook) = hooks.asked {
             question.prompt = format!("{} ({hook})", question.prompt);
         }
-        if let Some(note) = hook_allowed {
+        if let Some(note) = hooks.allowed {
             question.unasked_hint.push_str(note);
+        }
+        if hooks.once_only {
+            question.remember = None;
+            question.directories.clear();
         }
         let can_remember = question.remember.is_some();
         let workspace = self.config().workspace.clone();

@@ -694,3 +694,62 @@ fn a_recorded_spec_that_lies_is_refused_before_the_gate_asks() {
     );
     assert!(!f.ws.join("a.txt").exists());
 }
+
+/// A call the rules allow, about which only a person's hook asks: the
+/// person is asked, and no "session" or "always" is offered, so no rule
+/// for the whole workspace can come of a question the rules never asked.
+#[test]
+fn a_question_only_a_hook_asks_is_answered_for_that_call_alone() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let f = Fixture::new();
+    std::fs::write(f.ws.join("a.txt"), "text\n").unwrap();
+    let hook = f._dir.path().join("asks.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\ncat > /dev/null\nprintf '%s' '{\"hookSpecificOutput\":{\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"sure?\"}}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let argv = vec![hook.display().to_string()];
+    let pins = goat_hooks::pin::take(
+        goat_hooks::Event::PreToolUse,
+        None,
+        goat_hooks::pin::Runs::Command(&argv),
+        30,
+    )
+    .unwrap();
+    let entry = goat_hooks::HookEntry {
+        name: "asks".to_owned(),
+        event: goat_hooks::Event::PreToolUse,
+        matcher: None,
+        argv,
+        component: None,
+        timeout_secs: 30,
+        pins,
+    };
+    let hooks = goat_hooks::Hooks::new(vec![entry], goat_router::default_containment(&f.ws, None));
+    let mut router = f.router("s1", vec![Approval::Always]).with_hooks(hooks);
+    let args = r#"{"path": "a.txt"}"#;
+    let routed = router
+        .route(&ToolCall {
+            index: 0,
+            id: "c".into(),
+            id_generated: false,
+            name: "read_file".into(),
+            raw_arguments: args.into(),
+            arguments: goat_engine::parse_arguments(args),
+        })
+        .unwrap();
+    assert_eq!(routed.status, CallStatus::Ok, "{}", routed.result);
+    let asked = f.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].prompt.contains("the hook 'asks' asks"),
+        "{asked:?}"
+    );
+    assert!(!asked[0].can_remember, "{asked:?}");
+    assert!(f.rules().is_empty(), "{:?}", f.rules());
+}

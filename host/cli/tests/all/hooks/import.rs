@@ -55,7 +55,7 @@ async fn a_repositorys_claude_settings_are_shown_never_run_and_taken_only_as_pic
         "not taken: it runs a file of the repository",
         "not taken: a 'prompt' hook",
         "'^Bash$' holds '^'",
-        "GOAT would run: /bin/sh -c jq -r",
+        "not taken: it is shell syntax",
         "not taken: GOAT does not fire stop hooks yet",
     ] {
         assert!(listed.contains(says), "{says}: {listed}");

@@ -387,6 +387,49 @@ async fn a_changed_script_is_suspended_until_trusted_and_planted_hooks_never_run
     let out = run.env.run(&["hooks", "remove", "venv"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 
+    // Nor one whose script's `#!` line names the workspace's interpreter,
+    // nor a shell line that reaches into the workspace.
+    let env = run.env;
+    let shebang = script(
+        &env,
+        "venv-python.sh",
+        &format!("#!{}/.venv/bin/sh\ncat > /dev/null\n", env.ws.display()),
+    );
+    let ws = env.ws.display().to_string();
+    for (name, argv) in [
+        ("shebang", vec![shebang.to_str().unwrap().to_owned()]),
+        (
+            "line",
+            vec![
+                "/bin/sh".to_owned(),
+                "-c".to_owned(),
+                format!("cat > /dev/null; sh {ws}/check.sh"),
+            ],
+        ),
+    ] {
+        let mut args = vec!["hooks", "add", name, "--on", "pre_tool_use", "--"];
+        args.extend(argv.iter().map(String::as_str));
+        let out = env.run(&args);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+    }
+    let run = GoatRun::builder_in(env)
+        .replies(write("f.txt"))
+        .allow_writes()
+        .run("Write it")
+        .await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(!run.exists("f.txt"));
+    assert!(
+        run.request_text(1)
+            .contains("which is inside the workspace"),
+        "{}",
+        run.request_text(1)
+    );
+    for name in ["shebang", "line"] {
+        let out = run.env.run(&["hooks", "remove", name]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+
     // A hook whose script lies in the workspace never runs from there.
     let env = run.env;
     let inside = env.ws.join("guard.sh");
