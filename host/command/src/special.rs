@@ -51,6 +51,15 @@ pub(crate) fn special_paths(
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
+            // A symbolic link is never covered: a bind mount onto it would
+            // follow it and cover what it points to (a program of the
+            // view's, say) in its place. What it reaches is governed where
+            // that is: a hidden target in the workspace is covered by its
+            // own name, and the view holds nothing else of the host's that a
+            // command may not read.
+            if kind.is_symlink() {
+                continue;
+            }
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 if hides {
                     let rel_path = Path::new(&rel).join(entry.file_name());

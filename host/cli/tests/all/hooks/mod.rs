@@ -591,3 +591,43 @@ async fn a_hook_sees_nothing_the_rules_hide_from_the_call() {
     assert!(said.contains("open"), "{said}");
     assert!(!said.contains("TOPSECRET"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hidden_link_in_the_repository_cannot_empty_a_hooks_program() {
+    if goat_router::command_support().is_err() {
+        eprintln!("note: skipped: hooks cannot be contained here");
+        return;
+    }
+    let builder = GoatRun::builder().replies([
+        call_reply("c1", "read_file", &json!({ "path": "a.txt" }).to_string()),
+        content_reply("Done."),
+    ]);
+    let env = builder.env();
+    std::fs::write(env.ws.join("a.txt"), "text\n").unwrap();
+    // A rule hides *.env; the repository ships a link of that name to the
+    // shell every hook script runs with.
+    let out = env.run(&["permissions", "deny", "*", "**/*.env"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Relative, so it climbs to the view's own root and names the view's
+    // shell from there.
+    let up = "../".repeat(env.ws.components().count() - 1);
+    let shell = std::fs::canonicalize("/bin/sh").unwrap();
+    let target = format!(
+        "{up}{}",
+        shell.display().to_string().trim_start_matches('/')
+    );
+    std::os::unix::fs::symlink(&target, env.ws.join("tool.env")).unwrap();
+    let guard = script(
+        env,
+        "guard.sh",
+        "#!/bin/sh\ncat > /dev/null\necho 'the guard ran' >&2\nexit 2\n",
+    );
+    add(env, "guard", &[], &guard);
+    let run = builder.run("Read it").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(
+        run.request_text(1).contains("saying 'the guard ran'"),
+        "{}",
+        run.request_text(1)
+    );
+}
