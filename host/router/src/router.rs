@@ -385,6 +385,13 @@ impl AppToolRouter {
         self.road(&PenRoute(&tool), call)
     }
 
+    /// Whether `name` is one of GOAT's own Pen tools on offer.
+    pub(crate) fn is_builtin(&self, name: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t.spec().name == name && matches!(t.kind(), goat_sandbox::ToolKind::Builtin))
+    }
+
     /// The offered component (built-in or plugin) the call names.
     fn find(&self, call: &ToolCall) -> Result<&Tool, Routed> {
         self.tools

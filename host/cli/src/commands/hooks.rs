@@ -225,15 +225,7 @@ fn describe(out: &mut dyn Write, hook: &HookEntry, status: Option<&str>) -> io::
             "  runs: the component {}",
             text::escape_controls(&path.display().to_string())
         )?,
-        None => writeln!(
-            out,
-            "  runs: {}",
-            hook.argv
-                .iter()
-                .map(|a| text::escape_controls(a))
-                .collect::<Vec<_>>()
-                .join(" ")
-        )?,
+        None => writeln!(out, "  runs: {}", shown_argv(&hook.argv))?,
     }
     writeln!(out, "  timeout: {} s", hook.timeout_secs)?;
     writeln!(out, "  pinned: definition {}", short(&hook.pins.definition))?;
@@ -249,6 +241,14 @@ fn describe(out: &mut dyn Write, hook: &HookEntry, status: Option<&str>) -> io::
         writeln!(out, "  status: {status}")?;
     }
     Ok(())
+}
+
+/// A hook's program and arguments on one line, each escaped.
+pub(super) fn shown_argv(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| text::escape_controls(a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn short(sha256: &str) -> &str {

@@ -85,11 +85,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<Outcome> {
             None => writeln!(
                 out,
                 "   GOAT would run: {}",
-                hook.argv
-                    .iter()
-                    .map(|a| text::escape_controls(a))
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                super::hooks::shown_argv(&hook.argv)
             )?,
         }
     }

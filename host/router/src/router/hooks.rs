@@ -290,10 +290,7 @@ impl AppToolRouter {
     /// and a Pen tool's `path` as GOAT resolves it, absolute.
     fn hook_names(&self, tool: &str, input: &Value) -> (Option<String>, Option<String>) {
         let alias = self.is_external(tool).then(|| format!("mcp__{tool}"));
-        let builtin = self
-            .offered()
-            .iter()
-            .any(|t| t.name == tool && t.kind == super::ToolKind::Builtin);
+        let builtin = self.is_builtin(tool);
         // The file it writes: `move_file`'s destination, else its `path`.
         let file_path = input
             .get(if tool == "move_file" { "to" } else { "path" })

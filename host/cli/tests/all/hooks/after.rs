@@ -15,8 +15,7 @@ tr a-z A-Z < "$path" > "$path.tmp" && mv "$path.tmp" "$path"
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_post_tool_use_formatter_lands_as_a_change_set_and_undo_takes_it_back_with_the_edit() {
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: hooks cannot be contained here");
+    if !super::contained() {
         return;
     }
     let builder = GoatRun::builder()
@@ -72,8 +71,7 @@ async fn a_post_tool_use_formatter_lands_as_a_change_set_and_undo_takes_it_back_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_a_failing_post_tool_use_hook_changed_is_dropped_and_said() {
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: hooks cannot be contained here");
+    if !super::contained() {
         return;
     }
     let builder = GoatRun::builder()
@@ -123,8 +121,7 @@ const NO_EDITS: &str = "#!/bin/sh\ncat > /dev/null\necho 'no edits on Fridays' >
 #[tokio::test(flavor = "multi_thread")]
 async fn the_same_hook_stops_an_editors_call_through_goat_acp() {
     let Some(sdk) = crate::acp::sdk() else { return };
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: hooks cannot be contained here");
+    if !super::contained() {
         return;
     }
     let env = Env::new();

@@ -62,14 +62,23 @@ pub(crate) fn stored_runs(env: &Env, session: &str) -> Vec<(String, String, Stri
         .collect()
 }
 
+/// Whether hooks can be contained here; said when they cannot, and the
+/// test then skips.
+pub(crate) fn contained() -> bool {
+    let can = goat_router::command_support().is_ok();
+    if !can {
+        eprintln!("note: skipped: hooks cannot be contained here");
+    }
+    can
+}
+
 fn session_of(lines: &[Value]) -> String {
     lines[0]["session_id"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claude_code_pre_tool_use_script_stops_rm_rf_and_the_model_hears_why_escaped() {
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: commands cannot be contained here");
+    if !contained() {
         return;
     }
     let builder = GoatRun::builder()
@@ -206,8 +215,7 @@ printf '%s' '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDeci
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hook_that_hangs_crashes_floods_or_answers_garbage_denies() {
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: hooks cannot be contained here");
+    if !contained() {
         return;
     }
     for (name, body, says) in [
@@ -525,8 +533,7 @@ fn adding_a_hook_refuses_what_it_could_not_run_as_asked() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hook_runs_away_from_the_workspace_and_its_path() {
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: hooks cannot be contained here");
+    if !contained() {
         return;
     }
     let builder = GoatRun::builder().replies([
@@ -559,8 +566,7 @@ async fn a_hook_runs_away_from_the_workspace_and_its_path() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hook_sees_nothing_the_rules_hide_from_the_call() {
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: hooks cannot be contained here");
+    if !contained() {
         return;
     }
     let builder = GoatRun::builder().replies([
@@ -594,8 +600,7 @@ async fn a_hook_sees_nothing_the_rules_hide_from_the_call() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hidden_link_in_the_repository_cannot_empty_a_hooks_program() {
-    if goat_router::command_support().is_err() {
-        eprintln!("note: skipped: hooks cannot be contained here");
+    if !contained() {
         return;
     }
     let builder = GoatRun::builder().replies([
