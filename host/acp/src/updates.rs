@@ -224,6 +224,17 @@ pub fn update(workspace: &Path, calls: &mut Calls, event: &Event) -> Option<Sess
             call_id(calls.turn, done.call),
             done,
         ))),
+        // A hook that objected at the turn's event (the prompt withheld,
+        // or the model sent back to work) is said in the conversation, as
+        // GOAT's words quoting the hook's (escaped there).
+        EventKind::HooksRan {
+            objection: Some(said),
+            went_on,
+            ..
+        } => Some(SessionUpdate::AgentMessageChunk(chunk(format!(
+            "\n[goat: {said}{}]\n",
+            if *went_on { "; the model goes on" } else { "" }
+        )))),
         _ => None,
     }
 }

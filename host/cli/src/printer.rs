@@ -228,7 +228,28 @@ impl Printer {
                 };
                 self.status(&line);
             }
-            EventKind::SessionStarted(_)
+            // A turn's hooks are said only when one objected; the store
+            // and `goat sessions show` keep every run.
+            EventKind::HooksRan {
+                objection: Some(said),
+                went_on,
+                ..
+            } => {
+                self.stop_spinner();
+                self.flush_pending();
+                self.end_message();
+                let line = if *went_on {
+                    format!("{said}; the model goes on")
+                } else {
+                    said.clone()
+                };
+                let line = self.style.yellow(&crate::text::escape_controls(&line));
+                self.status(&line);
+            }
+            EventKind::HooksRan {
+                objection: None, ..
+            }
+            | EventKind::SessionStarted(_)
             | EventKind::TurnStarted { .. }
             | EventKind::MessageCompleted { .. }
             | EventKind::ReasoningCompleted { .. }

@@ -109,6 +109,18 @@ impl GateHandle {
         }
     }
 
+    /// The boundary the rules in force for `request` hold it to, with no
+    /// decision on it: what a hook run once a turn (not for a call) may
+    /// see. An error when the rules cannot be read or one does not
+    /// compile: the caller shows nothing then.
+    pub fn boundary(&mut self, request: &GateRequest<'_>) -> Result<Boundary, String> {
+        let rules = self.rules().map_err(|e| {
+            self.kept = None;
+            e.to_string()
+        })?;
+        Boundary::compile(&rules, request).map_err(|r| r.0)
+    }
+
     /// [`crate::decide_command`], from the kept reading of the rules when
     /// it is still current: the command road uses the same kept-open
     /// database as every other call (ADR-0071).

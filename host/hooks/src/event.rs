@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 /// When a hook runs.
 ///
-/// Only [`Event::PreToolUse`] is fired today; the others are named so an
-/// import can say what it leaves out (ADR-0098 says what they will do).
+/// `pre_tool_use` and `post_tool_use` are fired from the road for every
+/// call; `user_prompt_submit` and `stop` from the Shepherd, once a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Event {
@@ -15,9 +15,12 @@ pub enum Event {
     /// After a call ran and succeeded: an action event, whose changes to
     /// the workspace land as a change set, undone with the call.
     PostToolUse,
-    /// When the person submits a prompt.
+    /// When the person submits a prompt, before the model sees it: a
+    /// policy event (a deny withholds the prompt).
     UserPromptSubmit,
-    /// Before a turn ends.
+    /// When the model ends its turn: a policy event (a deny sends the
+    /// hook's reason to the model, which goes on, a bounded number of
+    /// times).
     Stop,
 }
 
@@ -56,12 +59,6 @@ impl Event {
         Self::ALL
             .into_iter()
             .find(|e| e.name() == name || e.claude_name() == name)
-    }
-
-    /// Whether GOAT fires it yet: a hook on another event is refused at
-    /// add rather than kept where it would never run.
-    pub fn fired(self) -> bool {
-        matches!(self, Self::PreToolUse | Self::PostToolUse)
     }
 
     /// Whether the hook is matched against a tool's name.

@@ -33,6 +33,7 @@ mod matcher;
 pub mod pin;
 mod registry;
 mod run;
+mod turn;
 
 pub use answer::{Answer, read_answer};
 pub use event::Event;
@@ -41,3 +42,4 @@ pub use registry::{
     DEFAULT_TIMEOUT_SECS, HookEntry, MAX_TIMEOUT_SECS, Registry, RegistryError, check_name,
 };
 pub use run::{HookRun, Hooks, PostToolUse, PreToolUse, Verdict, drop_changes};
+pub use turn::TurnHook;

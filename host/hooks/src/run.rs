@@ -21,9 +21,9 @@ use crate::registry::HookEntry;
 /// The hooks of one session, and how they are contained.
 #[derive(Clone)]
 pub struct Hooks {
-    entries: Vec<HookEntry>,
+    pub(crate) entries: Vec<HookEntry>,
     /// The session's command containment, with the network closed.
-    containment: Containment,
+    pub(crate) containment: Containment,
     /// Where component hooks run: the session's sandbox.
     sandbox: Option<Arc<Sandbox>>,
     /// The PATH hooks get: GOAT's absolute entries outside the workspace.
@@ -143,7 +143,7 @@ impl Verdict {
 
 /// The workspace as a policy hook sees it: what the call's rules let it
 /// see (nothing without them), never writable.
-struct ReadOnly<'a>(Option<&'a dyn WorkspaceRules>);
+pub(crate) struct ReadOnly<'a>(pub(crate) Option<&'a dyn WorkspaceRules>);
 
 impl WorkspaceRules for ReadOnly<'_> {
     fn visible(&self, path: &str) -> bool {
@@ -168,7 +168,7 @@ impl WorkspaceRules for ReadOnly<'_> {
 }
 
 impl Hooks {
-    /// `entries` (those fired at some event), contained as `containment`
+    /// `entries`, contained as `containment`
     /// says, with the network closed whatever commands get.
     pub fn new(entries: Vec<HookEntry>, containment: Containment) -> Self {
         let path = std::env::var_os("PATH")
@@ -188,7 +188,7 @@ impl Hooks {
             .unwrap_or_default();
         Self {
             path,
-            entries: entries.into_iter().filter(|h| h.event.fired()).collect(),
+            entries,
             containment: Containment {
                 network: Network::Closed,
                 ..containment
@@ -302,7 +302,7 @@ impl Hooks {
 
     /// One hook: its pins checked, then run contained, held to `rules`;
     /// its run and what it changed (nothing when it did not run).
-    fn run_one(
+    pub(crate) fn run_one(
         &self,
         hook: &HookEntry,
         stdin: &[u8],
@@ -391,12 +391,23 @@ impl Hooks {
                     total_bytes: 0,
                     cut: false,
                 });
-                let answer = read_answer(
-                    outcome.exit,
-                    hook.timeout_secs,
-                    (&stdout.text, stdout.cut),
-                    &outcome.output.text,
-                );
+                // Claude Code adds a `UserPromptSubmit` hook's plain
+                // stdout to the prompt: context, not an answer. GOAT adds
+                // no hook's text to a prompt, and reads it as no objection.
+                let context = hook.event == Event::UserPromptSubmit
+                    && outcome.exit == goat_command::Exit::Code(0)
+                    && !stdout.cut
+                    && !stdout.text.trim_start().starts_with('{');
+                let answer = if context {
+                    Answer::NoOpinion
+                } else {
+                    read_answer(
+                        outcome.exit,
+                        hook.timeout_secs,
+                        (&stdout.text, stdout.cut),
+                        &outcome.output.text,
+                    )
+                };
                 (answer, Some(outcome.changes))
             }
             Err(e) => (
@@ -552,7 +563,7 @@ pub fn drop_changes(changes: Option<goat_command::Changes>) {
 }
 
 /// Claude Code's `permission_mode` for GOAT's approval mode.
-fn permission_mode(mode: &str) -> &'static str {
+pub(crate) fn permission_mode(mode: &str) -> &'static str {
     match mode {
         "accept-edits" => "acceptEdits",
         "read-only" => "plan",

@@ -36,6 +36,7 @@ mod random;
 mod record;
 mod router;
 pub mod schema;
+mod turn_hooks;
 
 pub use command::{
     BoundaryRules, CommandTool, RUN_COMMAND, command_containment, command_schema, command_support,
@@ -49,3 +50,4 @@ pub use router::{
     AppToolRouter, Approval, ApprovalRequest, Approver, MAX_DENIAL_NOTE_CHARS, OfferedTool, Routed,
     RouterConfig, ToolKind, interrupt_fired,
 };
+pub use turn_hooks::{Objection, TurnHookEvent, TurnHooksSaid, turn_hooks_recorded};

@@ -23,6 +23,7 @@ use goat_gate::{
 
 mod approval;
 mod hooks;
+pub(crate) use hooks::ran;
 mod outcome;
 mod pen;
 mod road;
@@ -73,7 +74,7 @@ pub struct AppToolRouter {
     /// command or an MCP call stops when it fires.
     interrupt: goat_command::Interrupt,
     /// The person's hooks (issue 41), fired on every call.
-    hooks: Option<Arc<goat_hooks::Hooks>>,
+    pub(crate) hooks: Option<Arc<goat_hooks::Hooks>>,
     /// The hooks run for the call being routed, for its record.
     hook_runs: Vec<goat_store::HookRan>,
 }
@@ -120,6 +121,11 @@ impl AppToolRouter {
         if let Some(approver) = self.approver.as_mut() {
             approver.interrupted_by(&interrupt);
         }
+        self.interrupt = interrupt;
+    }
+
+    /// What stops the hooks run once a turn (a turn's, not a call's).
+    pub(crate) fn set_interrupt(&mut self, interrupt: goat_command::Interrupt) {
         self.interrupt = interrupt;
     }
 
@@ -232,6 +238,15 @@ impl AppToolRouter {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .decide_with_boundary(request)
+    }
+
+    /// The boundary the rules in force hold `request` to, with no
+    /// decision on it.
+    pub(crate) fn gate_boundary(&self, request: &GateRequest<'_>) -> Result<Boundary, String> {
+        self.gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .boundary(request)
     }
 
     /// The gate's decision on a command line, from the same kept-open

@@ -470,6 +470,17 @@ pub fn outcome_of(
     }
 }
 
+/// A hook's run as the protocol says it.
+fn hook_run(h: &goat_store::HookRan) -> protocol::HookRun {
+    protocol::HookRun {
+        hook: h.hook.clone(),
+        event: h.event.clone(),
+        verdict: h.verdict.clone(),
+        reason: h.reason.clone(),
+        duration_ms: h.duration_ms,
+    }
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -558,6 +569,37 @@ impl<'a> Track<'a> {
                     arguments,
                 });
             }
+            TurnEvent::TurnHooks {
+                event,
+                runs,
+                objection,
+                went_on,
+            } => {
+                self.flush_text();
+                let said = objection.as_ref().map(|o| o.said(event));
+                if let (Some(o), Some(said), false) = (&objection, &said, went_on) {
+                    self.denials.push(Denial {
+                        call: 0,
+                        tool: String::new(),
+                        targets: Vec::new(),
+                        reason: said.clone(),
+                        needs_approval: false,
+                        source: RefusalSource::Hook,
+                        refused: vec![Refused {
+                            source: RefusalSource::Hook,
+                            target: Some(o.hook.clone()),
+                            reason: o.reason.clone(),
+                        }],
+                        event: Some(event.to_owned()),
+                    });
+                }
+                self.emit(EventKind::HooksRan {
+                    event: event.to_owned(),
+                    hooks: runs.iter().map(hook_run).collect(),
+                    objection: said,
+                    went_on,
+                });
+            }
             TurnEvent::CallFinished { tool, routed } => {
                 let arguments = self.arguments.take().unwrap_or_default();
                 let completed = self.completed(tool, &arguments, &routed);
@@ -635,6 +677,7 @@ impl<'a> Track<'a> {
                     .any(|r| r.by == RefusedBy::NeedsApproval),
                 source: first.source,
                 refused: refused.clone(),
+                event: None,
             });
         }
         ToolCallCompleted {
@@ -654,17 +697,7 @@ impl<'a> Track<'a> {
             exit_code: routed.exit_code,
             files_changed: files,
             refused,
-            hooks: routed
-                .hooks
-                .iter()
-                .map(|h| protocol::HookRun {
-                    hook: h.hook.clone(),
-                    event: h.event.clone(),
-                    verdict: h.verdict.clone(),
-                    reason: h.reason.clone(),
-                    duration_ms: h.duration_ms,
-                })
-                .collect(),
+            hooks: routed.hooks.iter().map(hook_run).collect(),
             duration_ms: millis(routed.duration),
         }
     }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol's version, `MAJOR.MINOR`: in `session.started`. A new
 /// minor version only adds; a new major one may change or remove.
-pub const SCHEMA_VERSION: &str = "1.2";
+pub const SCHEMA_VERSION: &str = "1.3";
 
 /// Most characters of a tool's result in `tool_call.completed`; the store
 /// keeps it whole (`goat sessions show`).
@@ -163,6 +163,24 @@ pub enum EventKind {
         code: WarningCode,
         /// In words.
         message: String,
+    },
+    /// The person's hooks ran at a turn's event, not a call's
+    /// (`user_prompt_submit` before the model saw the prompt, `stop` as it
+    /// ended its turn); schema 1.3.
+    #[serde(rename = "hooks.ran")]
+    HooksRan {
+        /// `user_prompt_submit` or `stop`.
+        event: String,
+        /// Each run, in order.
+        hooks: Vec<HookRun>,
+        /// What the hook that objected did, in words (its own escaped and
+        /// framed as its); absent when none objected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        objection: Option<String>,
+        /// A stop hook sent the model back to work: the turn goes on.
+        /// Otherwise an objection withheld the prompt or was the turn's
+        /// last word, and is among the turn's denials.
+        went_on: bool,
     },
     /// The turn ended with a final answer.
     #[serde(rename = "turn.completed")]
@@ -332,7 +350,8 @@ pub struct ToolCallCompleted {
 pub struct HookRun {
     /// The hook's name.
     pub hook: String,
-    /// The event: `pre_tool_use`.
+    /// The event: `pre_tool_use`, `post_tool_use`, `user_prompt_submit`
+    /// or `stop`.
     pub event: String,
     /// What it answered: `none`, `allow` (which changes nothing), `ask`,
     /// `deny`, or `failed` (which denies).
@@ -570,6 +589,10 @@ pub struct Denial {
     pub source: RefusalSource,
     /// Every refusal of the call, each named at its source.
     pub refused: Vec<Refused>,
+    /// Not a call's: the turn event whose hook refused (`user_prompt_submit`
+    /// or `stop`); then `call` is 0 and `tool` empty. Schema 1.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
 }
 
 /// How a run ended: one each, with one exit code each, the same in every

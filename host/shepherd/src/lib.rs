@@ -20,7 +20,7 @@ pub use context::{
     ProjectPrompt, ProjectSection, WindowChoice,
 };
 pub use turn::{
-    Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, RECOVERY_INSTRUCTION,
-    Shepherd, ToolsNotShown, TurnError, TurnEvent, TurnStats, TurnSummary, prompt_without_tools,
-    too_many_calls_result,
+    Compacted, DEFAULT_MAX_ROUNDS, MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES,
+    MAX_STOP_CONTINUATIONS, RECOVERY_INSTRUCTION, Shepherd, ToolsNotShown, TurnError, TurnEvent,
+    TurnStats, TurnSummary, prompt_without_tools, too_many_calls_result,
 };

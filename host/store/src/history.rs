@@ -138,7 +138,10 @@ impl Store {
         self.session(session_id)?;
         let mut out = Vec::new();
         let mut turns = self.conn.prepare_cached(
-            "SELECT id, prompt FROM turns WHERE session_id = ?1 AND id > ?2 ORDER BY id",
+            // A prompt a hook withheld never reached the model and never
+            // will.
+            "SELECT id, prompt FROM turns WHERE session_id = ?1 AND id > ?2
+             AND withheld_by IS NULL ORDER BY id",
         )?;
         let mut rounds = self.conn.prepare_cached(
             "SELECT id, content FROM rounds WHERE turn_id = ?1 AND status = 'ok' ORDER BY id",

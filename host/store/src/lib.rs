@@ -39,6 +39,7 @@ mod stats;
 mod status;
 mod store;
 mod summaries;
+mod turn_hooks;
 
 pub use changes::{ChangeRecord, EntryKind, FileChange};
 pub use egress::{EgressRecord, EgressRequest, EgressRow, EgressVerdict};
@@ -59,3 +60,4 @@ pub use status::{
 };
 pub use store::Store;
 pub use summaries::{CompactReason, NewSummary, Summary};
+pub use turn_hooks::TurnHooks;

@@ -238,6 +238,26 @@ const MIGRATIONS: &[Migration] = &[
          );
          CREATE INDEX hook_runs_by_call ON hook_runs(call_row);",
     ),
+    // 14: the hooks run once a turn (issue 41): `user_prompt_submit`
+    // before the model sees the prompt, `stop` as the model ends the turn.
+    // `withheld_by`: the hook that kept the turn's prompt from the model
+    // (the prompt is not kept, and the history leaves the turn out);
+    // `prompt_from_hook`: the stop hook whose words are this turn's
+    // prompt (it sent the model back to work).
+    Migration::sql(
+        "CREATE TABLE turn_hook_runs (
+             id INTEGER PRIMARY KEY,
+             turn_id INTEGER NOT NULL REFERENCES turns(id),
+             hook TEXT NOT NULL,
+             event TEXT NOT NULL CHECK (event IN ('user_prompt_submit', 'stop')),
+             verdict TEXT NOT NULL CHECK (verdict IN ('none', 'allow', 'ask', 'deny', 'failed')),
+             reason TEXT NOT NULL,
+             duration_ms INTEGER NOT NULL
+         );
+         CREATE INDEX turn_hook_runs_by_turn ON turn_hook_runs(turn_id);
+         ALTER TABLE turns ADD COLUMN withheld_by TEXT;
+         ALTER TABLE turns ADD COLUMN prompt_from_hook TEXT;",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -123,10 +123,10 @@ fn add(args: AddArgs) -> anyhow::Result<Outcome> {
             Event::ALL.map(Event::name).join(", ")
         )
     })?;
-    if !event.fired() {
+    if args.matcher.is_some() && !event.has_tool() {
         bail!(
-            "GOAT does not fire {} hooks yet (only pre_tool_use and post_tool_use); a hook \
-             added for it would never run, so it is not added",
+            "{} hooks run once a turn, not for a tool, so there is nothing to --match; leave \
+             it out",
             event.name()
         );
     }

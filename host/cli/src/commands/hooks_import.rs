@@ -5,7 +5,7 @@
 //! until shown otherwise. Nothing in it is run, or added, by reading it;
 //! every string from it is escaped before it is printed. What GOAT cannot
 //! run as the file meant is said and never taken: an event GOAT does not
-//! fire, a hook that is not a command, a matcher GOAT does not read, and a
+//! have, a hook that is not a command, a matcher GOAT does not read, and a
 //! command that runs a file of the repository (where the agent writes).
 
 use std::io::{self, Write};
@@ -167,10 +167,13 @@ fn hooks_of(settings: &Value, project: Option<&Path>) -> Vec<Found> {
     };
     for (event, groups) in events {
         for group in groups.as_array().into_iter().flatten() {
+            // Claude Code ignores a matcher on an event with no tool
+            // (UserPromptSubmit, Stop); so does GOAT.
             let matcher = group
                 .get("matcher")
                 .and_then(Value::as_str)
                 .filter(|m| !m.is_empty() && *m != "*")
+                .filter(|_| Event::from_name(event).is_none_or(Event::has_tool))
                 .map(str::to_owned);
             for hook in group
                 .get("hooks")
@@ -206,12 +209,8 @@ fn hooks_of(settings: &Value, project: Option<&Path>) -> Vec<Found> {
 
 /// Why GOAT would not take `hook`, if it would not.
 fn refusal(hook: &Found, kind: &str, project: Option<&Path>) -> Option<String> {
-    match Event::from_name(&hook.event) {
-        Some(event) if !event.fired() => {
-            return Some(format!("GOAT does not fire {} hooks yet", event.name()));
-        }
-        None => return Some("GOAT has no such event".to_owned()),
-        Some(_) => {}
+    if Event::from_name(&hook.event).is_none() {
+        return Some("GOAT has no such event".to_owned());
     }
     if kind != "command" {
         return Some(format!(

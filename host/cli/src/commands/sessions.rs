@@ -272,6 +272,8 @@ pub(super) fn load(id: &str, db: Option<&Path>) -> anyhow::Result<(SessionInfo, 
 pub(super) struct Around {
     pub(super) egress: Vec<goat_store::EgressRow>,
     pub(super) hooks: Vec<(i64, goat_store::HookRan)>,
+    /// The hooks run once a turn, by turn.
+    pub(super) turn_hooks: Vec<goat_store::TurnHooks>,
 }
 
 impl Around {
@@ -280,6 +282,7 @@ impl Around {
         Ok(Self {
             egress: store.egress(session)?,
             hooks: store.hook_runs(session)?,
+            turn_hooks: store.turn_hooks(session)?,
         })
     }
 }
@@ -308,25 +311,28 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
             None => Around {
                 egress: Vec::new(),
                 hooks: Vec::new(),
+                turn_hooks: Vec::new(),
             },
         };
         write_json(&mut out, &session, &turns, &around)?;
     } else {
         // Where a summary begins (ADR-0074): the turns it covers stay here
         // whole; later prompts carried the summary instead of them.
-        let (summaries, changes, egress, hooks) = match open_existing(db)? {
+        let (summaries, changes, egress, hooks, turn_hooks) = match open_existing(db)? {
             Some(store) => (
                 store.summaries(&session.id)?,
                 store.file_changes(&session.id)?,
                 store.egress(&session.id)?,
                 store.hook_runs(&session.id)?,
+                store.turn_hooks(&session.id)?,
             ),
-            None => (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+            None => Default::default(),
         };
         write_session(&mut out, &session, &turns, &summaries)?;
         write_unlanded(&mut out, &session, &changes)?;
         write_egress(&mut out, &egress)?;
         write_hooks(&mut out, &turns, &hooks)?;
+        write_turn_hooks(&mut out, &turn_hooks)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -445,6 +451,54 @@ fn write_hooks(
             ran.verdict,
             ran.duration_ms
         )?;
+    }
+    Ok(())
+}
+
+/// The hooks run once a turn (issue 41), by turn: a prompt a hook
+/// withheld, a turn a stop hook sent the model back to, and each run.
+fn write_turn_hooks(out: &mut impl Write, turns: &[goat_store::TurnHooks]) -> io::Result<()> {
+    if turns.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nhooks run at turns (the person's):")?;
+    for turn in turns {
+        if let Some(hook) = &turn.withheld_by {
+            let by = if hook.is_empty() {
+                "the person cancelled while its hooks ran".to_owned()
+            } else {
+                format!("the hook {}", text::escape_controls(hook))
+            };
+            writeln!(
+                out,
+                "  turn {}: its prompt was withheld from the model by {by} (not kept)",
+                turn.turn_id
+            )?;
+        }
+        if let Some(hook) = &turn.prompt_from_hook {
+            writeln!(
+                out,
+                "  turn {}: sent back by the stop hook {} (its words are the prompt)",
+                turn.turn_id,
+                text::escape_controls(hook)
+            )?;
+        }
+        for ran in &turn.runs {
+            let reason = if ran.reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", text::snippet(&ran.reason, EXCERPT_CHARS))
+            };
+            writeln!(
+                out,
+                "  {} at {} of turn {}: {} ({} ms){reason}",
+                text::escape_controls(&ran.hook),
+                ran.event,
+                turn.turn_id,
+                ran.verdict,
+                ran.duration_ms
+            )?;
+        }
     }
     Ok(())
 }
@@ -581,12 +635,22 @@ fn session_json(s: &SessionInfo) -> Value {
 
 fn turn_json(t: &TurnRecord, around: &Around) -> Value {
     let egress = &around.egress;
+    let hooked = around.turn_hooks.iter().find(|h| h.turn_id == t.id);
     json!({
         "id": t.id,
         "prompt": t.prompt,
         "status": t.status.as_str(),
         "error": t.error,
         "recovery_used": t.recovery_used,
+        "withheld_by": hooked.and_then(|h| h.withheld_by.clone()),
+        "prompt_from_hook": hooked.and_then(|h| h.prompt_from_hook.clone()),
+        "hooks": hooked.map(|h| h.runs.iter().map(|r| json!({
+            "hook": r.hook,
+            "event": r.event,
+            "verdict": r.verdict,
+            "reason": r.reason,
+            "duration_ms": r.duration_ms,
+        })).collect::<Vec<_>>()).unwrap_or_default(),
         "rounds": t.rounds.iter().map(|r| json!({
             "id": r.id,
             "status": r.status.as_str(),

@@ -327,7 +327,7 @@ fn framed(hook: &str, reason: &str, did: &str) -> String {
 }
 
 /// A run as the store keeps it.
-fn ran(run: &HookRun) -> HookRan {
+pub(crate) fn ran(run: &HookRun) -> HookRan {
     HookRan {
         hook: run.name.clone(),
         event: run.event.name().to_owned(),

@@ -6,7 +6,8 @@ use std::time::Duration;
 use goat_engine::EngineError;
 use goat_store::{CompactReason, StoreError};
 
-use goat_router::{RecordError, Routed};
+use goat_router::{Objection, RecordError, Routed};
+use goat_store::HookRan;
 
 /// What happens during a turn, for showing it live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +27,21 @@ pub enum TurnEvent {
     Content(String),
     /// Reasoning text arrived.
     Reasoning(String),
+    /// The person's hooks ran at a turn's event (not a call's):
+    /// `user_prompt_submit` before the model saw the prompt, `stop` as it
+    /// ended its turn.
+    TurnHooks {
+        /// `user_prompt_submit` or `stop`.
+        event: &'static str,
+        /// Each run, in order.
+        runs: Vec<HookRan>,
+        /// The hook that objected, if one did.
+        objection: Option<Objection>,
+        /// Whether the turn went on because of it (a stop hook sent the
+        /// model back to work); otherwise an objection withheld the prompt
+        /// or was the turn's last word, and counts as a denial.
+        went_on: bool,
+    },
     /// A call is about to go through the router.
     CallStarted {
         /// The tool.

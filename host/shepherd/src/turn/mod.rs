@@ -12,6 +12,7 @@
 
 mod caps;
 mod events;
+mod hooks;
 mod recovery;
 mod window;
 
@@ -28,6 +29,7 @@ use goat_store::{
 
 pub use caps::{MAX_CALLS_PER_RESPONSE, MAX_REQUEST_BYTES, too_many_calls_result};
 pub use events::{ToolsNotShown, TurnError, TurnEvent, TurnStats, TurnSummary};
+pub use hooks::MAX_STOP_CONTINUATIONS;
 pub use window::Compacted;
 
 use crate::context::{Answered, ContextState, WindowChoice};
@@ -178,11 +180,35 @@ impl Shepherd {
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<TurnSummary, TurnError> {
-        let (session, text) = (self.session_id.clone(), prompt.to_owned());
-        let turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
-        self.discover_window().await;
-        self.check_template_tools(on_event).await;
-        let result = self.rounds(turn_id, cancel, on_event).await;
+        // A prompt its hooks have not let through is not kept: a hook
+        // that withholds one may be keeping a secret out of the record.
+        let screened =
+            self.has_turn_hooks(&goat_router::TurnHookEvent::PromptSubmitted(String::new()));
+        let (session, text) = (
+            self.session_id.clone(),
+            if screened { "" } else { prompt }.to_owned(),
+        );
+        let mut turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
+        let result = match screened {
+            true => self.screen_prompt(turn_id, prompt, cancel, on_event).await,
+            false => Ok(true),
+        };
+        let result = match result {
+            Ok(true) => {
+                self.discover_window().await;
+                self.check_template_tools(on_event).await;
+                self.rounds(&mut turn_id, cancel, on_event).await
+            }
+            // Withheld: the model never saw it, and no round was asked.
+            Ok(false) => Ok(TurnSummary {
+                turn_id,
+                rounds: 0,
+                recovery_used: false,
+                answer: String::new(),
+                stats: TurnStats::default(),
+            }),
+            Err(e) => Err(e),
+        };
         // Said once the engine has answered a whole turn: an engine that
         // refuses every request (a wrong URL) has worse to say first.
         if result.is_ok() {
@@ -212,7 +238,7 @@ impl Shepherd {
     /// its calls; running out of rounds is [`TurnError::RoundCap`].
     async fn rounds(
         &self,
-        turn_id: i64,
+        turn_id: &mut i64,
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<TurnSummary, TurnError> {
@@ -226,6 +252,8 @@ impl Shepherd {
         let mut instruction = None;
         let mut overflow_retried = false;
         let mut round = 0;
+        // How many times a stop hook sent the model back to work.
+        let mut continuations = 0;
         while round < self.max_rounds {
             round += 1;
             if cancel.is_cancelled() {
@@ -236,7 +264,7 @@ impl Shepherd {
                 instruction = recovery.take_instruction();
             }
             let (round_id, sent, bytes) = self
-                .start_round(turn_id, &schemas, instruction.clone(), cancel, on_event)
+                .start_round(*turn_id, &schemas, instruction.clone(), cancel, on_event)
                 .await?;
             let response = match self
                 .stream_response(round_id, &sent.request, cancel, on_event)
@@ -282,7 +310,7 @@ impl Shepherd {
                     overflow_retried = true;
                     self.state(|s| s.learn_overflow(bytes, window, prompt_tokens));
                     let done = self
-                        .compact_older(CompactReason::Overflow, Some(turn_id), cancel)
+                        .compact_older(CompactReason::Overflow, Some(*turn_id), cancel)
                         .await?;
                     if done.summaries > 0 {
                         on_event(TurnEvent::Compacted {
@@ -308,16 +336,35 @@ impl Shepherd {
                 match markup {
                     Markup::Retry => continue,
                     Markup::Clean => {
-                        return self
+                        let summary = self
                             .final_answer(
-                                turn_id,
+                                *turn_id,
                                 round_id,
                                 round,
                                 recovery.used(),
                                 response,
                                 stats,
                             )
-                            .await;
+                            .await?;
+                        let next = self
+                            .stop_hooks(
+                                *turn_id,
+                                &summary.answer,
+                                &mut continuations,
+                                cancel,
+                                on_event,
+                            )
+                            .await?;
+                        match next {
+                            // A stop hook sent the model back to work: the
+                            // turn goes on as a turn whose prompt is the
+                            // hook's words, within the same round limit.
+                            Some(next) => {
+                                *turn_id = next;
+                                continue;
+                            }
+                            None => return Ok(summary),
+                        }
                     }
                 }
             }

@@ -78,6 +78,7 @@ fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
             "sessions",
             "summaries",
             "tool_calls",
+            "turn_hook_runs",
             "turns"
         ]
     );
@@ -668,7 +669,10 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE hook_runs;
+        "DROP TABLE turn_hook_runs;
+         ALTER TABLE turns DROP COLUMN withheld_by;
+         ALTER TABLE turns DROP COLUMN prompt_from_hook;
+         DROP TABLE hook_runs;
          DROP TABLE call_refusals;
          DROP TABLE egress_decisions;
          DROP TABLE summaries;
@@ -687,7 +691,10 @@ fn store_at_version_1(db: &Path) {
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE hook_runs;
+        "DROP TABLE turn_hook_runs;
+         ALTER TABLE turns DROP COLUMN withheld_by;
+         ALTER TABLE turns DROP COLUMN prompt_from_hook;
+         DROP TABLE hook_runs;
          DROP TABLE call_refusals;
          DROP TABLE egress_decisions;
          DROP TABLE summaries;

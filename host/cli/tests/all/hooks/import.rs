@@ -39,7 +39,7 @@ async fn a_repositorys_claude_settings_are_shown_never_run_and_taken_only_as_pic
                 {"type": "command", "command": "jq -r '.tool_input.file_path' | xargs npx prettier --write"}
             ]}
         ],
-        "Stop": [{"hooks": [{"type": "command", "command": touch}]}]
+        "SessionStart": [{"hooks": [{"type": "command", "command": touch}]}]
     }});
     std::fs::create_dir_all(env.ws.join(".claude")).unwrap();
     let file = env.ws.join(".claude/settings.json");
@@ -55,7 +55,7 @@ async fn a_repositorys_claude_settings_are_shown_never_run_and_taken_only_as_pic
         "not taken: a 'prompt' hook",
         "'^Bash$' holds '^'",
         "not taken: it is shell syntax",
-        "not taken: GOAT does not fire stop hooks yet",
+        "not taken: GOAT has no such event",
     ] {
         assert!(listed.contains(says), "{says}: {listed}");
     }

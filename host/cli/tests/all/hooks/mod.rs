@@ -9,6 +9,7 @@
 mod after;
 mod component;
 mod import;
+mod turn;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -466,8 +467,10 @@ fn adding_a_hook_refuses_what_it_could_not_run_as_asked() {
     let p = path.to_str().unwrap();
     for (args, says) in [
         (
-            vec!["hooks", "add", "x", "--on", "Stop", "--", p],
-            "does not fire stop hooks yet",
+            vec![
+                "hooks", "add", "x", "--on", "Stop", "--match", "Bash", "--", p,
+            ],
+            "nothing to --match",
         ),
         (
             vec!["hooks", "add", "x", "--on", "Sometimes", "--", p],
