@@ -300,14 +300,21 @@ impl Driver {
             .and_then(|n| u64::try_from(n).ok())
             .map_or(1, |n| n + 1);
         self.events.set_turn(Some(number));
-        self.events.emit(EventKind::TurnStarted {
-            prompt: prompt.to_owned(),
-        });
         let started = Instant::now();
         let inner = cancel.child_token();
         let over_budget = AtomicBool::new(false);
         let spent_before = self.spent.load(Ordering::Relaxed);
         let mut track = Track::new(&self.events, shepherd.offered_tools());
+        // A prompt its `user_prompt_submit` hooks have not let through is
+        // not said yet: a hook that withholds it may be keeping a secret
+        // out of the output and the logs too.
+        if shepherd.screens_prompts() {
+            track.unsaid_prompt = Some(prompt.to_owned());
+        } else {
+            self.events.emit(EventKind::TurnStarted {
+                prompt: prompt.to_owned(),
+            });
+        }
         let result = {
             let mut on_event = |event: TurnEvent| {
                 if let (TurnEvent::RoundStarted { round }, Some(max)) =
@@ -339,6 +346,8 @@ impl Driver {
                 }
             }
         };
+        // Ended before its hooks answered: the prompt was never let through.
+        track.say_prompt(false);
         track.flush_text();
         let stats = match &result {
             Ok(summary) => summary.stats,
@@ -497,9 +506,21 @@ struct Track<'a> {
     arguments: Option<String>,
     denials: Vec<Denial>,
     files_changed: Vec<String>,
+    /// The prompt, until its `user_prompt_submit` hooks answer.
+    unsaid_prompt: Option<String>,
 }
 
 impl<'a> Track<'a> {
+    /// `turn.started` for a prompt held until its hooks answered: with the
+    /// prompt if they let it through, else with none.
+    fn say_prompt(&mut self, let_through: bool) {
+        if let Some(prompt) = self.unsaid_prompt.take() {
+            self.emit(EventKind::TurnStarted {
+                prompt: if let_through { prompt } else { String::new() },
+            });
+        }
+    }
+
     fn new(events: &'a Events, tools: Vec<goat_router::OfferedTool>) -> Self {
         Self {
             events,
@@ -511,6 +532,7 @@ impl<'a> Track<'a> {
             arguments: None,
             denials: Vec::new(),
             files_changed: Vec::new(),
+            unsaid_prompt: None,
         }
     }
 
@@ -575,6 +597,9 @@ impl<'a> Track<'a> {
                 objection,
                 went_on,
             } => {
+                if event == "user_prompt_submit" {
+                    self.say_prompt(objection.is_none());
+                }
                 self.flush_text();
                 let said = objection.as_ref().map(|o| o.said(event));
                 if let (Some(o), Some(said), false) = (&objection, &said, went_on) {

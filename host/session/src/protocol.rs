@@ -50,7 +50,8 @@ pub enum EventKind {
     /// A turn began with the person's request.
     #[serde(rename = "turn.started")]
     TurnStarted {
-        /// The request, as sent.
+        /// The request, as sent; empty when a `user_prompt_submit` hook
+        /// withheld it (said only once the hooks answered).
         prompt: String,
     },
     /// A round (one request to the engine) began.

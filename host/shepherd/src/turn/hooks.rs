@@ -14,6 +14,12 @@ use super::{Shepherd, TurnError, TurnEvent};
 pub const MAX_STOP_CONTINUATIONS: usize = 3;
 
 impl Shepherd {
+    /// Whether `user_prompt_submit` hooks screen each prompt before the
+    /// model sees it.
+    pub fn screens_prompts(&self) -> bool {
+        self.has_turn_hooks(&TurnHookEvent::PromptSubmitted(String::new()))
+    }
+
     /// Whether a hook runs at `event`.
     pub(super) fn has_turn_hooks(&self, event: &TurnHookEvent) -> bool {
         self.router

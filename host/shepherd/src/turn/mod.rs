@@ -182,8 +182,7 @@ impl Shepherd {
     ) -> Result<TurnSummary, TurnError> {
         // A prompt its hooks have not let through is not kept: a hook
         // that withholds one may be keeping a secret out of the record.
-        let screened =
-            self.has_turn_hooks(&goat_router::TurnHookEvent::PromptSubmitted(String::new()));
+        let screened = self.screens_prompts();
         let (session, text) = (
             self.session_id.clone(),
             if screened { "" } else { prompt }.to_owned(),

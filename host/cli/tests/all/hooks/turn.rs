@@ -58,7 +58,14 @@ async fn a_prompt_hook_withholds_a_prompt_that_is_neither_sent_nor_kept() {
     for request in run.server.requests() {
         assert!(!request.body.to_string().contains("SECRET-1234"));
     }
+    // Nor does the output: `turn.started` waits for the hooks, and says
+    // no prompt when they withheld it.
+    assert!(!text(&run.out.stdout).contains("SECRET-1234"));
     let lines = lines(&run.out.stdout);
+    let started = lines.iter().position(|l| l["type"] == "turn.started");
+    let hooked = lines.iter().position(|l| l["type"] == "hooks.ran");
+    assert!(started.is_some() && started < hooked, "{lines:?}");
+    assert_eq!(lines[started.unwrap()]["prompt"], "");
     let end = lines.last().unwrap();
     assert_eq!(end["outcome"], "completed_with_denials", "{end}");
     let denial = &end["denials"][0];
@@ -107,6 +114,9 @@ async fn a_prompt_hook_withholds_a_prompt_that_is_neither_sent_nor_kept() {
         .arg(&session);
     let again = builder.run("say hello").await;
     assert_eq!(again.code(), Some(0), "{}", again.stderr());
+    let said = crate::jsonl::lines(&again.out.stdout);
+    let started = said.iter().find(|l| l["type"] == "turn.started").unwrap();
+    assert_eq!(started["prompt"], "say hello");
     let sent = again.request_text(0);
     assert!(
         sent.contains("say hello") && !sent.contains("SECRET"),
