@@ -27,10 +27,20 @@ pub fn replay(session: &Session, cx: &ConnectionTo<Client>) -> anyhow::Result<()
         .turns(&opened.session_id)?;
     for (index, turn) in turns.iter().enumerate() {
         let number = u64::try_from(index).map_or(u64::MAX, |i| i + 1);
-        session.send(
-            cx,
-            SessionUpdate::UserMessageChunk(chunk(turn.prompt.clone())),
-        );
+        // A stop hook's words were GOAT's to the model, not the person's;
+        // a withheld prompt was never kept.
+        let said = match (&turn.withheld_by, &turn.prompt_from_hook) {
+            (Some(_), _) => SessionUpdate::AgentMessageChunk(chunk(
+                "[goat: a user_prompt_submit hook withheld this prompt from the model; it is not \
+                 kept]\n"
+                    .to_owned(),
+            )),
+            (None, Some(_)) => {
+                SessionUpdate::AgentMessageChunk(chunk(format!("\n{}\n", turn.prompt)))
+            }
+            (None, None) => SessionUpdate::UserMessageChunk(chunk(turn.prompt.clone())),
+        };
+        session.send(cx, said);
         let mut call = 0u32;
         for round in turn.rounds.iter().filter(|r| r.status == RoundStatus::Ok) {
             if !round.reasoning.is_empty() {

@@ -26,6 +26,10 @@ pub enum Answer {
     Ask(String),
     /// Deny, with the hook's reason.
     Deny(String),
+    /// Stop (Claude Code's `continue: false`), with its `stopReason`: a
+    /// deny at a call, and the turn's last word at `stop` (never a reason
+    /// to send the model back to work).
+    Halt(String),
     /// It did not answer as a hook must: denies, with what went wrong.
     Failed(String),
 }
@@ -37,7 +41,8 @@ impl Answer {
             Self::NoOpinion => "none",
             Self::Allow(_) => "allow",
             Self::Ask(_) => "ask",
-            Self::Deny(_) => "deny",
+            // Recorded as a deny: the store's verdicts are Claude Code's.
+            Self::Deny(_) | Self::Halt(_) => "deny",
             Self::Failed(_) => "failed",
         }
     }
@@ -46,7 +51,7 @@ impl Answer {
     pub fn reason(&self) -> &str {
         match self {
             Self::NoOpinion => "",
-            Self::Allow(r) | Self::Ask(r) | Self::Deny(r) | Self::Failed(r) => r,
+            Self::Allow(r) | Self::Ask(r) | Self::Deny(r) | Self::Halt(r) | Self::Failed(r) => r,
         }
     }
 }
@@ -105,7 +110,7 @@ fn read_json((stdout, cut): (&str, bool)) -> Answer {
     }
     if answer.get("continue") == Some(&Value::Bool(false)) {
         let why = text_of(answer.get("stopReason"));
-        return Answer::Deny(if why.is_empty() {
+        return Answer::Halt(if why.is_empty() {
             "it answered continue: false".to_owned()
         } else {
             why
@@ -237,7 +242,7 @@ mod tests {
                 Exit::Code(0),
                 r#"{"continue":false,"stopReason":"halt"}"#,
                 "",
-                Answer::Deny("halt".to_owned()),
+                Answer::Halt("halt".to_owned()),
             ),
             (
                 Exit::Code(0),

@@ -116,10 +116,12 @@ pub enum Verdict {
 impl Verdict {
     /// The verdict of `runs`, in order.
     pub fn of(runs: &[HookRun]) -> Self {
-        if let Some(run) = runs
-            .iter()
-            .find(|r| matches!(r.answer, Answer::Deny(_) | Answer::Failed(_)))
-        {
+        if let Some(run) = runs.iter().find(|r| {
+            matches!(
+                r.answer,
+                Answer::Deny(_) | Answer::Halt(_) | Answer::Failed(_)
+            )
+        }) {
             let reason = match &run.answer {
                 Answer::Failed(why) => format!("the hook failed, which denies: {why}"),
                 other => other.reason().to_owned(),
@@ -226,7 +228,10 @@ impl Hooks {
             let rules = ReadOnly(call.rules);
             let (run, changes) = self.run_one(hook, stdin.as_bytes(), &rules, interrupt);
             drop_changes(changes);
-            let denies = matches!(run.answer, Answer::Deny(_) | Answer::Failed(_));
+            let denies = matches!(
+                run.answer,
+                Answer::Deny(_) | Answer::Halt(_) | Answer::Failed(_)
+            );
             runs.push(run);
             if denies {
                 break;

@@ -98,7 +98,10 @@ impl Hooks {
             let rules = ReadOnly(turn.rules);
             let (run, changes) = self.run_one(hook, stdin.as_bytes(), &rules, interrupt);
             drop_changes(changes);
-            let denies = matches!(run.answer, Answer::Deny(_) | Answer::Failed(_));
+            let denies = matches!(
+                run.answer,
+                Answer::Deny(_) | Answer::Halt(_) | Answer::Failed(_)
+            );
             runs.push(run);
             if denies {
                 break;

@@ -48,6 +48,9 @@ pub struct Objection {
     pub reason: String,
     /// Whether the hook failed (or was suspended) rather than answered.
     pub failed: bool,
+    /// Whether it said to stop (Claude Code's `continue: false`): at
+    /// `stop`, the turn's last word, never a reason to go on.
+    pub halt: bool,
 }
 
 /// What a turn's hooks said.
@@ -106,20 +109,41 @@ impl AppToolRouter {
         let objection = match Verdict::of(&runs) {
             Verdict::Go => None,
             Verdict::Ask { hook, reason } | Verdict::Deny { hook, reason } => {
-                let failed = runs
-                    .iter()
-                    .any(|r| r.name == hook && matches!(r.answer, Answer::Failed(_)));
+                let answered =
+                    |f: fn(&Answer) -> bool| runs.iter().any(|r| r.name == hook && f(&r.answer));
                 Some(Objection {
+                    failed: answered(|a| matches!(a, Answer::Failed(_))),
+                    halt: answered(|a| matches!(a, Answer::Halt(_))),
+                    reason: redacted(&reason, event),
                     hook,
-                    reason,
-                    failed,
                 })
             }
         };
-        TurnHooksSaid {
-            runs: runs.iter().map(ran).collect(),
-            objection,
+        let mut runs: Vec<HookRan> = runs.iter().map(ran).collect();
+        for run in &mut runs {
+            run.reason = redacted(&run.reason, event);
         }
+        TurnHooksSaid { runs, objection }
+    }
+}
+
+/// `reason` with the prompt `event` carries taken out wherever it appears
+/// whole: a prompt hook that echoes its input (a failure quotes what the
+/// hook printed) must not copy a prompt it withheld into the record.
+fn redacted(reason: &str, event: &TurnHookEvent) -> String {
+    match event {
+        TurnHookEvent::PromptSubmitted(prompt) if !prompt.trim().is_empty() => {
+            let prompt = prompt.trim();
+            // As written, as GOAT quotes it, and as JSON spells it (the
+            // hook's stdin).
+            let quoted = goat_gate::quoted(prompt);
+            let json = serde_json::to_string(prompt).unwrap_or_default();
+            [prompt, quoted.trim_matches('\''), json.trim_matches('"')]
+                .into_iter()
+                .filter(|form| !form.is_empty())
+                .fold(reason.to_owned(), |r, form| r.replace(form, "[the prompt]"))
+        }
+        _ => reason.to_owned(),
     }
 }
 

@@ -140,8 +140,8 @@ impl Store {
         let mut turns = self.conn.prepare_cached(
             // A prompt a hook withheld never reached the model and never
             // will.
-            "SELECT id, prompt FROM turns WHERE session_id = ?1 AND id > ?2
-             AND withheld_by IS NULL ORDER BY id",
+            "SELECT id, prompt, prompt_from_hook IS NOT NULL FROM turns
+             WHERE session_id = ?1 AND id > ?2 AND withheld_by IS NULL ORDER BY id",
         )?;
         let mut rounds = self.conn.prepare_cached(
             "SELECT id, content FROM rounds WHERE turn_id = ?1 AND status = 'ok' ORDER BY id",
@@ -155,10 +155,14 @@ impl Store {
         )?;
         let turn_rows = turns
             .query_map(rusqlite::params![session_id, after.unwrap_or(0)], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, bool>(2)?,
+                ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
-        for (i, (turn_id, prompt)) in turn_rows.iter().enumerate() {
+        for (i, (turn_id, prompt, from_hook)) in turn_rows.iter().enumerate() {
             let round_rows = rounds
                 .query_map([turn_id], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
@@ -173,8 +177,14 @@ impl Store {
             // once: the engine would otherwise get the same request twice
             // in a row. Asked differently, it stays: the next request may
             // refer to it ("try again").
-            let asked_again = turn_rows.get(i + 1).is_some_and(|(_, next)| next == prompt);
-            if round_rows.is_empty() && asked_again {
+            let asked_again = turn_rows
+                .get(i + 1)
+                .is_some_and(|(_, next, _)| next == prompt);
+            // A stop hook's words that the model never answered (the turn
+            // was cancelled or failed at once) are not sent on once a later
+            // turn began: they spoke to a turn that is over.
+            let stranded = *from_hook && i + 1 < turn_rows.len();
+            if round_rows.is_empty() && (asked_again || stranded) {
                 continue;
             }
             let mut entries = vec![HistoryEntry::User(prompt.clone())];

@@ -205,6 +205,11 @@ pub struct TurnRecord {
     pub ended_at: Option<i64>,
     /// Its rounds.
     pub rounds: Vec<RoundRecord>,
+    /// The hook that kept its prompt from the model (`""`: its hooks never
+    /// let it through); the prompt is then empty, never kept.
+    pub withheld_by: Option<String>,
+    /// The stop hook whose words are its prompt: not the person's.
+    pub prompt_from_hook: Option<String>,
 }
 
 /// A new session id: 16 hex digits from the clock and process, unique
@@ -668,7 +673,8 @@ impl Store {
     pub fn turns(&self, session_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
         self.session(session_id)?;
         let mut turns = self.conn.prepare(
-            "SELECT id, prompt, status, error, recovery_used, started_at, ended_at FROM turns
+            "SELECT id, prompt, status, error, recovery_used, started_at, ended_at, withheld_by,
+                    prompt_from_hook FROM turns
              WHERE session_id = ?1 ORDER BY id",
         )?;
         let mut rounds = self.conn.prepare(
@@ -692,6 +698,8 @@ impl Store {
                     started_at: r.get(5)?,
                     ended_at: r.get(6)?,
                     rounds: Vec::new(),
+                    withheld_by: r.get(7)?,
+                    prompt_from_hook: r.get(8)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;

@@ -241,7 +241,9 @@ const MIGRATIONS: &[Migration] = &[
     // 14: the hooks run once a turn (issue 41): `user_prompt_submit`
     // before the model sees the prompt, `stop` as the model ends the turn.
     // `withheld_by`: the hook that kept the turn's prompt from the model
-    // (the prompt is not kept, and the history leaves the turn out);
+    // (the prompt is not kept, and the history leaves the turn out; `''`:
+    // its hooks never let it through, being cancelled, failing or cut off
+    // by a crash);
     // `prompt_from_hook`: the stop hook whose words are this turn's
     // prompt (it sent the model back to work).
     Migration::sql(

@@ -21,6 +21,22 @@ pub struct TurnHooks {
 }
 
 impl Store {
+    /// Starts a turn whose prompt its `user_prompt_submit` hooks have yet
+    /// to let through: none kept, and left out of the history (as one
+    /// withheld, by no hook yet) until [`Store::admit_prompt`].
+    pub fn start_screened_turn(&mut self, session_id: &str) -> Result<i64, StoreError> {
+        self.session(session_id)?;
+        let tx = self.write()?;
+        tx.prepare_cached(
+            "INSERT INTO turns (session_id, prompt, status, started_at, withheld_by)
+             VALUES (?1, '', 'running', ?2, '')",
+        )?
+        .execute(params![session_id, now()])?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
     /// Starts a turn whose prompt is the words of the stop hook `hook`,
     /// which sent the model back to work.
     pub fn start_turn_from_hook(
@@ -42,8 +58,7 @@ impl Store {
     }
 
     /// Records that the hook `hook` kept turn `turn_id`'s prompt from the
-    /// model (`""`: the person cancelled while the hooks ran): the prompt is
-    /// blanked (a hook that withholds a prompt may be
+    /// model: the prompt is blanked (a hook that withholds a prompt may be
     /// keeping a secret out of the record too) and the history leaves the
     /// turn out.
     pub fn withhold_prompt(&mut self, turn_id: i64, hook: &str) -> Result<(), StoreError> {
@@ -55,10 +70,10 @@ impl Store {
     }
 
     /// Sets turn `turn_id`'s prompt, which its `user_prompt_submit` hooks
-    /// let through (a turn with such hooks starts with none kept).
+    /// let through, and puts the turn in the history.
     pub fn admit_prompt(&mut self, turn_id: i64, prompt: &str) -> Result<(), StoreError> {
         let tx = self.write()?;
-        tx.prepare_cached("UPDATE turns SET prompt = ?2 WHERE id = ?1")?
+        tx.prepare_cached("UPDATE turns SET prompt = ?2, withheld_by = NULL WHERE id = ?1")?
             .execute(params![turn_id, prompt])?;
         tx.commit()?;
         Ok(())

@@ -347,12 +347,25 @@ impl Usage {
     }
 }
 
+/// What a withheld prompt is shown as: it was never kept.
+const WITHHELD: &str =
+    "[a user_prompt_submit hook withheld this prompt from the model; it is not kept]";
+
 fn turn_step(turn: &TurnRecord) -> Step {
     Step {
         step_id: 0,
         timestamp: iso8601(turn.started_at),
-        source: Source::User,
-        message: turn.prompt.clone(),
+        // A stop hook's words are GOAT's message to the model, not the
+        // person's; a withheld prompt was never the model's to read.
+        source: if turn.prompt_from_hook.is_some() {
+            Source::System
+        } else {
+            Source::User
+        },
+        message: match &turn.withheld_by {
+            Some(_) => WITHHELD.to_owned(),
+            None => turn.prompt.clone(),
+        },
         reasoning_content: None,
         tool_calls: None,
         observation: None,

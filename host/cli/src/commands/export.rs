@@ -62,7 +62,19 @@ fn markdown(out: &mut impl Write, session: &SessionInfo, turns: &[TurnRecord]) -
     writeln!(out, "- Started: {}", text::utc(session.created_at))?;
     for (n, turn) in (1..).zip(turns) {
         writeln!(out, "\n## Turn {n}: {}\n", turn.status.as_str())?;
-        writeln!(out, "**Request**\n\n{}\n", safe(turn.prompt.trim_end()))?;
+        match (&turn.withheld_by, &turn.prompt_from_hook) {
+            (Some(_), _) => writeln!(
+                out,
+                "**Request**\n\n(withheld from the model by a user_prompt_submit hook; not kept)\n"
+            )?,
+            (None, Some(hook)) => writeln!(
+                out,
+                "**The stop hook {} sent the model back**\n\n{}\n",
+                safe(hook),
+                safe(turn.prompt.trim_end())
+            )?,
+            (None, None) => writeln!(out, "**Request**\n\n{}\n", safe(turn.prompt.trim_end()))?,
+        }
         for (r, round) in (1..).zip(&turn.rounds) {
             if round.status != RoundStatus::Ok {
                 let why = round.failure.as_deref().unwrap_or("");

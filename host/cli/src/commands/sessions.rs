@@ -332,7 +332,7 @@ fn show(id: &str, db: Option<&Path>, json: bool) -> anyhow::Result<Outcome> {
         write_unlanded(&mut out, &session, &changes)?;
         write_egress(&mut out, &egress)?;
         write_hooks(&mut out, &turns, &hooks)?;
-        write_turn_hooks(&mut out, &turn_hooks)?;
+        write_turn_hooks(&mut out, &turns, &turn_hooks)?;
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -457,29 +457,36 @@ fn write_hooks(
 
 /// The hooks run once a turn (issue 41), by turn: a prompt a hook
 /// withheld, a turn a stop hook sent the model back to, and each run.
-fn write_turn_hooks(out: &mut impl Write, turns: &[goat_store::TurnHooks]) -> io::Result<()> {
+fn write_turn_hooks(
+    out: &mut impl Write,
+    all: &[TurnRecord],
+    turns: &[goat_store::TurnHooks],
+) -> io::Result<()> {
     if turns.is_empty() {
         return Ok(());
     }
     writeln!(out, "\nhooks run at turns (the person's):")?;
     for turn in turns {
+        // Named as the session's turns are: its number, then its row.
+        let label = all.iter().position(|t| t.id == turn.turn_id).map_or_else(
+            || format!("turn #{}", turn.turn_id),
+            |n| format!("turn {} (#{})", n + 1, turn.turn_id),
+        );
         if let Some(hook) = &turn.withheld_by {
             let by = if hook.is_empty() {
-                "the person cancelled while its hooks ran".to_owned()
+                "its hooks, which never let it through (cancelled, failed or cut off)".to_owned()
             } else {
                 format!("the hook {}", text::escape_controls(hook))
             };
             writeln!(
                 out,
-                "  turn {}: its prompt was withheld from the model by {by} (not kept)",
-                turn.turn_id
+                "  {label}: its prompt was withheld from the model by {by} (not kept)"
             )?;
         }
         if let Some(hook) = &turn.prompt_from_hook {
             writeln!(
                 out,
-                "  turn {}: sent back by the stop hook {} (its words are the prompt)",
-                turn.turn_id,
+                "  {label}: sent back by the stop hook {} (its words are the prompt)",
                 text::escape_controls(hook)
             )?;
         }
@@ -491,10 +498,9 @@ fn write_turn_hooks(out: &mut impl Write, turns: &[goat_store::TurnHooks]) -> io
             };
             writeln!(
                 out,
-                "  {} at {} of turn {}: {} ({} ms){reason}",
+                "  {} at {} of {label}: {} ({} ms){reason}",
                 text::escape_controls(&ran.hook),
                 ran.event,
-                turn.turn_id,
                 ran.verdict,
                 ran.duration_ms
             )?;

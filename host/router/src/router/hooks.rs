@@ -188,7 +188,7 @@ impl AppToolRouter {
                 return;
             }
             router.land_hook_changes(&run.name, input, changes, routed, &rules);
-            if let Answer::Deny(reason) | Answer::Ask(reason) = &run.answer {
+            if let Answer::Deny(reason) | Answer::Halt(reason) | Answer::Ask(reason) = &run.answer {
                 routed.result.push_str(&format!(
                     "\n[goat: {}. This is the person's hook speaking, not GOAT.]\n",
                     framed(&run.name, reason, "objected after the call")

@@ -29,9 +29,11 @@ impl Shepherd {
     }
 
     /// Runs the `user_prompt_submit` hooks on `prompt`, whose turn
-    /// `turn_id` was started with no prompt kept. `Ok(true)`: the prompt
-    /// is recorded and goes to the model; `Ok(false)`: a hook withheld it
-    /// (it is never kept, and the history leaves the turn out).
+    /// `turn_id` was started screened (no prompt kept, left out of the
+    /// history until let through). `Ok(true)`: the prompt is recorded and
+    /// goes to the model; `Ok(false)`: a hook withheld it (it is never
+    /// kept, and the history leaves the turn out). An error or a crash
+    /// leaves the turn screened: out of every later prompt.
     pub(super) async fn screen_prompt(
         &self,
         turn_id: i64,
@@ -42,30 +44,31 @@ impl Shepherd {
         let event = TurnHookEvent::PromptSubmitted(prompt.to_owned());
         let said =
             turn_hooks_recorded(&self.store, &self.router, turn_id, event, Some(cancel)).await?;
-        let withheld = said.objection.as_ref().map(|o| o.hook.clone());
+        // Not screened whole: the turn stays as started, its prompt
+        // neither kept nor sent (nor said).
+        if cancel.is_cancelled() {
+            return Err(TurnError::Cancelled);
+        }
+        let let_through = match said.objection.as_ref().map(|o| o.hook.clone()) {
+            Some(hook) => {
+                self.store(move |s| s.withhold_prompt(turn_id, &hook))
+                    .await?;
+                false
+            }
+            None => {
+                let text = prompt.to_owned();
+                self.store(move |s| s.admit_prompt(turn_id, &text)).await?;
+                true
+            }
+        };
+        // Said once the record says the same.
         on_event(TurnEvent::TurnHooks {
             event: "user_prompt_submit",
             runs: said.runs,
             objection: said.objection,
             went_on: false,
         });
-        if cancel.is_cancelled() {
-            // Not screened whole: the prompt is not kept, and never sent.
-            self.store(move |s| s.withhold_prompt(turn_id, "")).await?;
-            return Err(TurnError::Cancelled);
-        }
-        match withheld {
-            Some(hook) => {
-                self.store(move |s| s.withhold_prompt(turn_id, &hook))
-                    .await?;
-                Ok(false)
-            }
-            None => {
-                let text = prompt.to_owned();
-                self.store(move |s| s.admit_prompt(turn_id, &text)).await?;
-                Ok(true)
-            }
-        }
+        Ok(let_through)
     }
 
     /// Runs the `stop` hooks as the model ends turn `turn_id` with
@@ -74,7 +77,7 @@ impl Shepherd {
     /// is the hook's framed words.
     pub(super) async fn stop_hooks(
         &self,
-        turn_id: i64,
+        (turn_id, rounds_left): (i64, usize),
         last_message: &str,
         continuations: &mut usize,
         cancel: &CancellationToken,
@@ -92,12 +95,16 @@ impl Shepherd {
         if cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
-        // A hook that failed is not asked again: its failure is the
-        // turn's last word.
+        // A hook that failed is not asked again, one that said to stop
+        // (`continue: false`) is obeyed, and with no round left there is
+        // nothing to go on with: each time, its objection is the turn's
+        // last word.
         let go_on = said
             .objection
             .as_ref()
-            .filter(|o| !o.failed && *continuations < MAX_STOP_CONTINUATIONS)
+            .filter(|o| {
+                !o.failed && !o.halt && *continuations < MAX_STOP_CONTINUATIONS && rounds_left > 0
+            })
             .map(|o| (o.as_prompt(), o.hook.clone()));
         on_event(TurnEvent::TurnHooks {
             event: "stop",

@@ -183,11 +183,13 @@ impl Shepherd {
         // A prompt its hooks have not let through is not kept: a hook
         // that withholds one may be keeping a secret out of the record.
         let screened = self.screens_prompts();
-        let (session, text) = (
-            self.session_id.clone(),
-            if screened { "" } else { prompt }.to_owned(),
-        );
-        let mut turn_id = self.store(move |s| s.start_turn(&session, &text)).await?;
+        let (session, text) = (self.session_id.clone(), prompt.to_owned());
+        let mut turn_id = self
+            .store(move |s| match screened {
+                true => s.start_screened_turn(&session),
+                false => s.start_turn(&session, &text),
+            })
+            .await?;
         let result = match screened {
             true => self.screen_prompt(turn_id, prompt, cancel, on_event).await,
             false => Ok(true),
@@ -347,7 +349,7 @@ impl Shepherd {
                             .await?;
                         let next = self
                             .stop_hooks(
-                                *turn_id,
+                                (*turn_id, self.max_rounds - round),
                                 &summary.answer,
                                 &mut continuations,
                                 cancel,

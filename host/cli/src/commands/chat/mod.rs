@@ -56,9 +56,21 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
         .context("starting the async runtime")?;
     // The history file beside the store; the store's own checks (never in
     // the workspace) have run by the time the first prompt is read.
+    // Not while `user_prompt_submit` hooks screen prompts: a prompt one
+    // withholds is kept nowhere, the history file included.
+    let screened = goat_state::paths::hooks_file(args.turn.store.db.as_deref())
+        .ok()
+        .and_then(|file| goat_hooks::Registry::load(file.resolved()).ok())
+        .is_none_or(|registry| {
+            registry
+                .hooks
+                .iter()
+                .any(|h| h.event == goat_hooks::Event::UserPromptSubmit)
+        });
     let history = crate::paths::store_path(args.turn.store.db.as_deref())
         .ok()
-        .and_then(|path| history_path(&path.into_resolved()));
+        .and_then(|path| history_path(&path.into_resolved()))
+        .filter(|_| !screened);
     let console = Console::start(
         &runtime,
         AtRest::Leave,

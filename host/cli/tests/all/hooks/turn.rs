@@ -54,10 +54,8 @@ async fn a_prompt_hook_withholds_a_prompt_that_is_neither_sent_nor_kept() {
     add_on(env, "no-secrets", "user_prompt_submit", &guard);
     let run = builder.run("deploy with SECRET-1234").await;
     assert_eq!(run.code(), Some(3), "{}", run.stderr());
-    // The engine never heard of it.
-    for request in run.server.requests() {
-        assert!(!request.body.to_string().contains("SECRET-1234"));
-    }
+    // The engine never heard of it: nothing was asked at all.
+    assert!(run.server.requests().is_empty());
     // Nor does the output: `turn.started` waits for the hooks, and says
     // no prompt when they withheld it.
     assert!(!text(&run.out.stdout).contains("SECRET-1234"));
@@ -306,4 +304,71 @@ async fn a_stop_hook_sends_an_editors_model_back_through_goat_acp() {
         "{said}"
     );
     assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stop_hook_cannot_go_on_past_the_round_limit_or_a_stop_or_see_a_hidden_file() {
+    if !super::contained() {
+        return;
+    }
+    // With no round left, the objection is the turn's last word: the
+    // model's answer stands, and nothing says it goes on.
+    let builder = GoatRun::builder()
+        .replies([content_reply("Finished.")])
+        .arg("--max-rounds")
+        .arg("1")
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    let check = script(env, "done-check.sh", DONE_CHECK);
+    add_on(env, "done-check", "stop", &check);
+    let run = builder.run("Do the task").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert_eq!(run.server.requests().len(), 1);
+    let out = lines(&run.out.stdout);
+    let ran = out.iter().find(|l| l["type"] == "hooks.ran").unwrap();
+    assert_eq!(ran["went_on"], false, "{ran}");
+    let end = out.last().unwrap();
+    assert_eq!(end["answer"], "Finished.", "{end}");
+    assert_eq!(end["outcome"], "completed_with_denials", "{end}");
+
+    // Claude Code's `continue: false` stops; it never sends the model on.
+    let builder = GoatRun::builder()
+        .replies([content_reply("Finished."), content_reply("More.")])
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    let halt = script(
+        env,
+        "halt.sh",
+        "#!/bin/sh\ncat > /dev/null\nprintf '%s' '{\"continue\":false,\"stopReason\":\"halt now\"}'\n",
+    );
+    add_on(env, "halt", "stop", &halt);
+    let run = builder.run("Do the task").await;
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert_eq!(run.server.requests().len(), 1);
+
+    // A stop hook reads the workspace as the rules let a command: what
+    // they hide it cannot pass on to the model.
+    let builder =
+        GoatRun::builder().replies([content_reply("Finished."), content_reply("Finished again.")]);
+    let env = builder.env();
+    std::fs::write(env.ws.join("a.txt"), "open\n").unwrap();
+    std::fs::create_dir(env.ws.join("secret")).unwrap();
+    std::fs::write(env.ws.join("secret/key"), "TOPSECRET\n").unwrap();
+    let out = env.run(&["permissions", "deny", "*", "secret"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let leak = script(
+        env,
+        "leak.sh",
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\n[ -f {ws}/done ] && exit 0\ncat {ws}/secret/key {ws}/a.txt >&2\nexit 2\n",
+            ws = env.ws.display()
+        ),
+    );
+    add_on(env, "leak", "stop", &leak);
+    let run = builder.run("Do the task").await;
+    let said = run.request_text(1);
+    assert!(said.contains("open"), "{said}");
+    assert!(!said.contains("TOPSECRET"), "{said}");
 }
