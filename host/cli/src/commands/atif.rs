@@ -539,6 +539,8 @@ mod tests {
             started_at: 0,
             ended_at: None,
             rounds: vec![round(1, RoundStatus::Ok, vec![pending]), cancelled],
+            withheld_by: None,
+            prompt_from_hook: None,
         };
         let session = SessionInfo {
             id: "s".into(),
@@ -595,6 +597,8 @@ mod tests {
                 round(11, RoundStatus::Ok, Vec::new()),
                 round(12, RoundStatus::Ok, Vec::new()),
             ],
+            withheld_by: None,
+            prompt_from_hook: None,
         };
         let summary = |id: i64, through_round_id: Option<i64>| goat_store::Summary {
             id,
