@@ -26,6 +26,7 @@
 //! Where the kernel lacks what is needed, [`support`] says why and the tool
 //! is not offered: it fails closed, never runs a command uncontained.
 
+pub mod attempt;
 mod caps;
 mod child;
 pub mod fs;

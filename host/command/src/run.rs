@@ -235,6 +235,15 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// The set read from `layer` (over `workspace`).
+    pub(crate) fn new(layer: Layer, workspace: PathBuf, set: ChangeSet) -> Self {
+        Self {
+            layer,
+            workspace,
+            set,
+        }
+    }
+
     /// Checks the set against `rules`: what refuses it, and what is left
     /// out of it (and so from the landing).
     pub fn inspect(&mut self, rules: &dyn WorkspaceRules) -> Inspection {

@@ -670,7 +670,7 @@ pub(crate) fn unshare(plan: &ViewPlan) -> io::Result<()> {
     Ok(())
 }
 
-fn write_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
     let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
     let n = rustix::io::write(&fd, bytes)?;
     if n != bytes.len() {

@@ -10,8 +10,10 @@ use goat_command::{
     Changes, CommandRequest, Containment, ContainmentMode, Exit, Network, WorkspaceRules,
 };
 
+mod attempt;
+
 /// Only the version-control directories protected, as with no rules.
-struct Protected;
+pub(crate) struct Protected;
 
 impl WorkspaceRules for Protected {
     fn visible(&self, _: &str) -> bool {

@@ -1,0 +1,139 @@
+//! An attempt's kept layer (issue 42): what a process run inside it writes
+//! stays in the layer, out of the workspace and of every other layer, until
+//! the layer's change set lands.
+
+use std::path::Path;
+
+use goat_command::Node;
+use goat_command::attempt::AttemptLayer;
+
+use crate::Protected;
+
+/// Whether an attempt's layer can be entered here; said when not.
+fn can_enter(root: &Path) -> bool {
+    let probe = AttemptLayer::create(&root.join("probe")).unwrap();
+    let ws = root.join("probe-ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ok = probe
+        .command(&ws, "true")
+        .unwrap()
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("note: skipped: no mount namespace with an overlay here");
+    }
+    probe.discard().unwrap();
+    ok
+}
+
+fn sh(layer: &AttemptLayer, ws: &Path, script: &str, user_ns: bool) -> String {
+    let out = layer
+        .command_as(ws, "sh", user_ns)
+        .unwrap()
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn each_attempt_writes_its_own_layer_and_the_workspace_changes_only_when_one_lands() {
+    let root = tempfile::tempdir().unwrap();
+    if !can_enter(root.path()) {
+        return;
+    }
+    let ws = root.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    std::fs::write(ws.join("c.txt"), "gone soon\n").unwrap();
+    let ws = ws.canonicalize().unwrap();
+    for user_ns in [false, true] {
+        let base = root.path().join(format!("attempts-{user_ns}"));
+        let first = AttemptLayer::create(&base.join("1")).unwrap();
+        let second = AttemptLayer::create(&base.join("2")).unwrap();
+        // Run from the overlaid workspace: relative paths are the layer's.
+        sh(
+            &first,
+            &ws,
+            "echo new > b.txt && echo two > a.txt && rm c.txt && mkdir d && echo x > d/e",
+            user_ns,
+        );
+        // The workspace is as it was.
+        assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+        assert!(!ws.join("b.txt").exists() && ws.join("c.txt").exists());
+        // Another attempt sees the workspace, never the first's files.
+        let seen = sh(
+            &second,
+            &ws,
+            "cat a.txt; test -e b.txt && echo SEEN; test -e c.txt && echo c-there",
+            user_ns,
+        );
+        assert_eq!(seen, "one\nc-there\n", "user_ns {user_ns}");
+        second.discard().unwrap();
+        assert!(!base.join("2").exists());
+        // What the first changed, as a command's change set.
+        let mut pending = first.pending(&ws).unwrap();
+        let changed: Vec<(&str, bool)> = pending
+            .set
+            .changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.after.exists()))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                ("a.txt", true),
+                ("b.txt", true),
+                ("c.txt", false),
+                ("d", true),
+                ("d/e", true)
+            ],
+            "user_ns {user_ns}"
+        );
+        let a = pending
+            .set
+            .changes
+            .iter()
+            .find(|c| c.path == "a.txt")
+            .unwrap();
+        assert!(
+            matches!(&a.before, Node::File { len: 4, .. }),
+            "{:?}",
+            a.before
+        );
+        let inspection = pending.inspect(&Protected);
+        assert!(inspection.refused.is_empty(), "{:?}", inspection.refused);
+        if !user_ns {
+            // Landed whole: the workspace now holds what the attempt left.
+            pending.land().unwrap();
+            assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "two\n");
+            assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "new\n");
+            assert_eq!(std::fs::read_to_string(ws.join("d/e")).unwrap(), "x\n");
+            assert!(!ws.join("c.txt").exists());
+            // The layer is kept until it is discarded.
+            assert!(first.dir().is_dir());
+            // Put the workspace back for the next round.
+            std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+            std::fs::write(ws.join("c.txt"), "gone soon\n").unwrap();
+            std::fs::remove_file(ws.join("b.txt")).unwrap();
+            std::fs::remove_dir_all(ws.join("d")).unwrap();
+        }
+        first.discard().unwrap();
+    }
+}
+
+#[test]
+fn a_kept_layer_is_opened_again_and_a_directory_that_is_not_one_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let made = AttemptLayer::create(&root.path().join("a/1")).unwrap();
+    assert_eq!(AttemptLayer::open(&root.path().join("a/1")).unwrap(), made);
+    let err = AttemptLayer::open(root.path()).unwrap_err();
+    assert!(err.to_string().contains("not an attempt's layer"), "{err}");
+    // Made once: a second create of the same directory fails.
+    assert!(AttemptLayer::create(&root.path().join("a/1")).is_err());
+}
