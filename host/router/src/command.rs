@@ -28,7 +28,10 @@ use crate::router::{
     AppToolRouter, Approval, ApprovalRequest, Checked, Question, Route, denied, failed,
 };
 
+mod attempt;
 mod landing;
+
+pub use attempt::LAND_ATTEMPT;
 
 /// The tool's name.
 pub const RUN_COMMAND: &str = gate::COMMAND_TOOL;

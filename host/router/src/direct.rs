@@ -95,7 +95,63 @@ impl DirectCalls {
     ) -> Result<CallOutcome, RecordError> {
         let (session, prompt) = (self.session_id.clone(), said.to_owned());
         let turn_id = store_step(&self.store, move |s| s.start_turn(&session, &prompt)).await?;
-        let routed = self.round(turn_id, call, cancel).await;
+        let routed = match self.round(turn_id, call).await {
+            Ok(row) => route_recorded(&self.store, &self.router, row, call, cancel).await,
+            Err(e) => Err(e),
+        };
+        self.end_turn(turn_id, routed).await
+    }
+
+    /// Lands an attempt's layer (`pending`, described by `args`) as a call
+    /// no model made, recorded as [`call`](Self::call) records one: a turn
+    /// whose prompt is `said`, one round, the one call, its changes
+    /// journaled so `goat undo` takes them back.
+    pub async fn land_attempt(
+        &self,
+        said: &str,
+        args: &serde_json::Value,
+        pending: goat_command::Pending,
+    ) -> Result<CallOutcome, RecordError> {
+        let (session, prompt) = (self.session_id.clone(), said.to_owned());
+        let turn_id = store_step(&self.store, move |s| s.start_turn(&session, &prompt)).await?;
+        let call = ToolCall {
+            index: 0,
+            id: "land-attempt".to_owned(),
+            id_generated: true,
+            name: crate::LAND_ATTEMPT.to_owned(),
+            raw_arguments: args.to_string(),
+            arguments: Ok(args.clone()),
+        };
+        let routed = match self.round(turn_id, &call).await {
+            Ok(row) => {
+                let router = self.router.clone();
+                let (label, args) = (said.to_owned(), args.clone());
+                let landing = async {
+                    store_step(&self.store, move |s| s.start_call(row)).await?;
+                    let outcome = tokio::task::spawn_blocking(move || {
+                        let mut router = router.lock().unwrap_or_else(PoisonError::into_inner);
+                        router.begin_call(row, goat_command::Interrupt::new());
+                        router.land_attempt(pending, &label, &args)
+                    })
+                    .await
+                    .map_err(|e| RecordError::Internal(e.to_string()))?;
+                    let stored = outcome.clone();
+                    store_step(&self.store, move |s| s.finish_call(row, &stored)).await?;
+                    Ok(outcome)
+                };
+                landing.await
+            }
+            Err(e) => Err(e),
+        };
+        self.end_turn(turn_id, routed).await
+    }
+
+    /// Ends a direct call's turn as its call ended.
+    async fn end_turn(
+        &self,
+        turn_id: i64,
+        routed: Result<CallOutcome, RecordError>,
+    ) -> Result<CallOutcome, RecordError> {
         let (status, error) = match &routed {
             Ok(outcome) if outcome.error_kind == Some(goat_store::CallErrorKind::Cancelled) => {
                 (TurnStatus::Cancelled, None)
@@ -112,14 +168,9 @@ impl DirectCalls {
         Ok(routed)
     }
 
-    /// The turn's one round: stored with the call as a model's round with
-    /// calls is, then the call routed and recorded.
-    async fn round(
-        &self,
-        turn_id: i64,
-        call: &ToolCall,
-        cancel: Option<&CancellationToken>,
-    ) -> Result<CallOutcome, RecordError> {
+    /// The turn's one round, stored with the call as a model's round with
+    /// calls is; the call's row.
+    async fn round(&self, turn_id: i64, call: &ToolCall) -> Result<i64, RecordError> {
         let round_id = store_step(&self.store, move |s| s.start_round(turn_id)).await?;
         let ok = RoundOk {
             content: String::new(),
@@ -135,10 +186,8 @@ impl DirectCalls {
             }],
         };
         let rows = store_step(&self.store, move |s| s.finish_round_ok(round_id, &ok)).await?;
-        let row = rows
-            .first()
+        rows.first()
             .copied()
-            .ok_or_else(|| RecordError::Internal("the round stored no call row".to_owned()))?;
-        route_recorded(&self.store, &self.router, row, call, cancel).await
+            .ok_or_else(|| RecordError::Internal("the round stored no call row".to_owned()))
     }
 }

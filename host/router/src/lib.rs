@@ -39,8 +39,8 @@ pub mod schema;
 mod turn_hooks;
 
 pub use command::{
-    BoundaryRules, CommandTool, RUN_COMMAND, command_containment, command_schema, command_support,
-    default_containment, view_unavailable,
+    BoundaryRules, CommandTool, LAND_ATTEMPT, RUN_COMMAND, command_containment, command_schema,
+    command_support, default_containment, view_unavailable,
 };
 pub use direct::DirectCalls;
 pub use external::{ExternalOutcome, ExternalTool, ExternalTools};

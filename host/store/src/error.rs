@@ -60,6 +60,9 @@ pub enum StoreError {
     /// No such session.
     #[error("no session '{0}' in the store")]
     NoSession(String),
+    /// No such run of attempts.
+    #[error("no run of attempts {0} in the store; `goat attempts list` shows them")]
+    NoAttemptRun(i64),
     /// More than one session id starts with the prefix given.
     #[error(
         "'{prefix}' names more than one session ({}); give more of the id",

@@ -27,6 +27,7 @@
 //! advisory lock per session, which the kernel releases when the process
 //! ends, however it ends).
 
+mod attempts;
 mod changes;
 mod egress;
 mod error;
@@ -58,6 +59,7 @@ pub use status::{
     CallDecision, CallErrorKind, CallStatus, ChangesStored, MarkupChannel, Refusal, RefusedBy,
     RoundFailure, RoundStatus, TurnStatus,
 };
+pub use attempts::{AttemptRecord, AttemptRun};
 pub use store::Store;
 pub use summaries::{CompactReason, NewSummary, Summary};
 pub use turn_hooks::TurnHooks;

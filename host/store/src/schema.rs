@@ -260,6 +260,36 @@ const MIGRATIONS: &[Migration] = &[
          ALTER TABLE turns ADD COLUMN withheld_by TEXT;
          ALTER TABLE turns ADD COLUMN prompt_from_hook TEXT;",
     ),
+    // 15: several attempts at one task (issue 42, ADR-0099): a run of
+    // attempts, with the session its landings are recorded in; each
+    // attempt with its own session, its kept layer, how it ended and its
+    // check. `sessions.attempt_of`: the run a session is an attempt of (its
+    // journal names files in its layer, never the workspace's).
+    Migration::sql(
+        "CREATE TABLE attempt_runs (
+             id INTEGER PRIMARY KEY,
+             session_id TEXT NOT NULL REFERENCES sessions(id),
+             workspace TEXT NOT NULL,
+             prompt TEXT NOT NULL,
+             verify TEXT,
+             created_at INTEGER NOT NULL,
+             landed INTEGER
+         );
+         CREATE TABLE attempts (
+             id INTEGER PRIMARY KEY,
+             run_id INTEGER NOT NULL REFERENCES attempt_runs(id),
+             number INTEGER NOT NULL,
+             session_id TEXT,
+             layer TEXT NOT NULL,
+             status TEXT NOT NULL CHECK (status IN ('running', 'ended', 'discarded')),
+             outcome TEXT,
+             exit_code INTEGER,
+             check_exit INTEGER,
+             check_output TEXT,
+             UNIQUE (run_id, number)
+         );
+         ALTER TABLE sessions ADD COLUMN attempt_of INTEGER REFERENCES attempt_runs(id);",
+    ),
 ];
 
 /// The store, for `goat_state::sqlite::open`. WAL so a reader (`goat

@@ -69,6 +69,8 @@ fn opening_sets_wal_foreign_keys_schema_and_a_private_directory() {
     assert_eq!(
         tables,
         [
+            "attempt_runs",
+            "attempts",
             "call_refusals",
             "egress_decisions",
             "file_changes",
@@ -719,7 +721,10 @@ fn a_version_1_store_gets_failure_kinds_from_its_failure_texts() {
 fn store_at_version_1(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE turn_hook_runs;
+        "DROP TABLE attempts;
+         DROP TABLE attempt_runs;
+         ALTER TABLE sessions DROP COLUMN attempt_of;
+         DROP TABLE turn_hook_runs;
          ALTER TABLE turns DROP COLUMN withheld_by;
          ALTER TABLE turns DROP COLUMN prompt_from_hook;
          DROP TABLE hook_runs;
@@ -741,7 +746,10 @@ fn store_at_version_1(db: &Path) {
 fn store_at_version_2(db: &Path) {
     let conn = Connection::open(db).unwrap();
     conn.execute_batch(
-        "DROP TABLE turn_hook_runs;
+        "DROP TABLE attempts;
+         DROP TABLE attempt_runs;
+         ALTER TABLE sessions DROP COLUMN attempt_of;
+         DROP TABLE turn_hook_runs;
          ALTER TABLE turns DROP COLUMN withheld_by;
          ALTER TABLE turns DROP COLUMN prompt_from_hook;
          DROP TABLE hook_runs;
