@@ -28,9 +28,11 @@ pub fn answer(outcome: Outcome, cancelled: bool) -> Answer {
     }
     match outcome {
         // Denials are visible as failed tool calls; the turn itself ended.
-        Outcome::Completed | Outcome::CompletedWithDenials | Outcome::NeedsApproval => {
-            Answer::Stop(StopReason::EndTurn)
-        }
+        // An editor's turn is one attempt: it never ends in this one.
+        Outcome::Completed
+        | Outcome::CompletedWithDenials
+        | Outcome::NeedsApproval
+        | Outcome::NoAttemptPassed => Answer::Stop(StopReason::EndTurn),
         Outcome::RoundCap => Answer::Stop(StopReason::MaxTurnRequests),
         Outcome::ContextExhausted | Outcome::BudgetExhausted => Answer::Stop(StopReason::MaxTokens),
         Outcome::Cancelled => Answer::Stop(StopReason::Cancelled),

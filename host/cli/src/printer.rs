@@ -246,7 +246,11 @@ impl Printer {
                 let line = self.style.yellow(&crate::text::escape_controls(&line));
                 self.status(&line);
             }
-            EventKind::HooksRan {
+            // `goat run --attempts` says each attempt's check and its end
+            // in its own lines.
+            EventKind::AttemptChecked { .. }
+            | EventKind::AttemptsCompleted(_)
+            | EventKind::HooksRan {
                 objection: None, ..
             }
             | EventKind::SessionStarted(_)

@@ -44,6 +44,8 @@ pub struct AttemptLayer {
 /// string, every map as bytes, so the child makes system calls only.
 struct Entry {
     workspace: CString,
+    /// Another layer's `upper`, between the workspace and this layer.
+    over: Option<CString>,
     upper: CString,
     work: CString,
     user_ns: bool,
@@ -97,7 +99,7 @@ impl AttemptLayer {
         workspace: &Path,
     ) -> io::Result<impl FnMut() -> io::Result<()> + Send + Sync + 'static> {
         let user_ns = !rustix::process::geteuid().is_root();
-        self.enter_as(workspace, user_ns)
+        self.enter_as(workspace, user_ns, None)
     }
 
     /// [`AttemptLayer::enter`], with or without a user namespace (as root,
@@ -106,6 +108,7 @@ impl AttemptLayer {
         &self,
         workspace: &Path,
         user_ns: bool,
+        over: Option<&AttemptLayer>,
     ) -> io::Result<impl FnMut() -> io::Result<()> + Send + Sync + 'static> {
         let c = |p: &Path| {
             CString::new(p.as_os_str().as_bytes())
@@ -115,6 +118,7 @@ impl AttemptLayer {
         let gid = rustix::process::getegid().as_raw();
         let entry = Entry {
             workspace: c(workspace)?,
+            over: over.map(|o| c(&o.dir.join("upper"))).transpose()?,
             upper: c(&self.dir.join("upper"))?,
             work: c(&self.dir.join("work"))?,
             user_ns,
@@ -134,6 +138,20 @@ impl AttemptLayer {
         self.command_as(workspace, program, !rustix::process::geteuid().is_root())
     }
 
+    /// `program`, to be run in this layer stacked on `below` (a layer of
+    /// its own, read-only here) over `workspace`: it sees what `below`
+    /// changed, and what it writes stays in this layer. For an attempt's
+    /// check, whose writes (build outputs) must not change the attempt.
+    pub fn command_over(
+        &self,
+        below: &AttemptLayer,
+        workspace: &Path,
+        program: impl AsRef<std::ffi::OsStr>,
+    ) -> io::Result<std::process::Command> {
+        let user_ns = !rustix::process::geteuid().is_root();
+        self.spawnable(self.enter_as(workspace, user_ns, Some(below))?, program)
+    }
+
     /// [`AttemptLayer::command`], with or without a user namespace.
     pub fn command_as(
         &self,
@@ -141,8 +159,15 @@ impl AttemptLayer {
         program: impl AsRef<std::ffi::OsStr>,
         user_ns: bool,
     ) -> io::Result<std::process::Command> {
+        self.spawnable(self.enter_as(workspace, user_ns, None)?, program)
+    }
+
+    fn spawnable(
+        &self,
+        step: impl FnMut() -> io::Result<()> + Send + Sync + 'static,
+        program: impl AsRef<std::ffi::OsStr>,
+    ) -> io::Result<std::process::Command> {
         use std::os::unix::process::CommandExt;
-        let step = self.enter_as(workspace, user_ns)?;
         let mut command = std::process::Command::new(program);
         #[expect(unsafe_code, reason = "pre_exec runs in the forked child before exec")]
         // SAFETY: the step makes system calls only, with everything it
@@ -199,6 +224,10 @@ impl Entry {
             MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
         )?;
         let fs = rustix::mount::fsopen(c"overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
+        // The top-most lower layer first.
+        if let Some(over) = &self.over {
+            rustix::mount::fsconfig_set_string(&fs, c"lowerdir+", over.as_c_str())?;
+        }
         rustix::mount::fsconfig_set_string(&fs, c"lowerdir+", self.workspace.as_c_str())?;
         rustix::mount::fsconfig_set_string(&fs, c"upperdir", self.upper.as_c_str())?;
         rustix::mount::fsconfig_set_string(&fs, c"workdir", self.work.as_c_str())?;

@@ -173,6 +173,19 @@ impl Prepared {
         self.commands.is_some()
     }
 
+    /// The command containment the settings describe for the workspace
+    /// (where commands' change layers, and attempts' layers, are kept).
+    pub fn command_containment(&self) -> anyhow::Result<goat_command::Containment> {
+        let c = &self.checked;
+        c.settings
+            .command_containment(&c.workspace, &[&c.store_path, &c.permissions_db])
+    }
+
+    /// The workspace, resolved.
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.checked.workspace
+    }
+
     /// Creates the session, recording `client` (the caller's own name,
     /// cut to [`MAX_CLIENT_NAME_CHARS`]) as its model and locking it, and
     /// assembles its router. With an `approver`, writes and commands no
@@ -182,6 +195,17 @@ impl Prepared {
     /// approver to ask.
     pub fn open(
         self,
+        client: &str,
+        approver: Option<Box<dyn Approver>>,
+    ) -> anyhow::Result<DirectSession> {
+        self.open_for(DIRECT_ENGINE, client, approver)
+    }
+
+    /// [`Prepared::open`], with `engine` as what the session's row says
+    /// its engine is (never a URL: nothing resumes such a session).
+    pub fn open_for(
+        self,
+        engine: &str,
         client: &str,
         approver: Option<Box<dyn Approver>>,
     ) -> anyhow::Result<DirectSession> {
@@ -203,7 +227,7 @@ impl Prepared {
         } = checked;
         let client: String = client.chars().take(MAX_CLIENT_NAME_CHARS).collect();
         let mut store = Store::open(&store_path)?;
-        let session_id = store.create_session(&workspace, DIRECT_ENGINE, &client)?;
+        let session_id = store.create_session(&workspace, engine, &client)?;
         let lock = store.lock_session(&session_id)?;
         let store = Arc::new(Mutex::new(store));
         let commands = commands.filter(|_| allow_commands || approver.is_some());

@@ -79,6 +79,7 @@ impl Events {
             seq: inner.seq,
             session_id: inner.session_id.clone(),
             turn: inner.turn,
+            attempt: None,
             kind,
         };
         if numbered {

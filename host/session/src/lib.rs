@@ -32,7 +32,7 @@ pub use assemble::{
     open, read_only_sandbox, sandbox, sandbox_and_tools, server_reads, system_prompt, tools_in,
 };
 pub use drive::{Budget, Driver, Events, TurnReport};
-pub use protocol::{Event, EventKind, Outcome, SCHEMA_VERSION};
+pub use protocol::{AttemptEnded, AttemptsEnded, Event, EventKind, Outcome, SCHEMA_VERSION};
 
 /// Where a session's diagnostics go: one line each, said by GOAT (a
 /// resumed session, the `AGENTS.md` read, a plugin left out). A terminal

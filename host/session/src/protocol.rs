@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol's version, `MAJOR.MINOR`: in `session.started`. A new
 /// minor version only adds; a new major one may change or remove.
-pub const SCHEMA_VERSION: &str = "1.3";
+pub const SCHEMA_VERSION: &str = "1.4";
 
 /// Most characters of a tool's result in `tool_call.completed`; the store
 /// keeps it whole (`goat sessions show`).
@@ -35,6 +35,10 @@ pub struct Event {
     /// The turn, 1 for a session's first; on the events of a turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u64>,
+    /// Under `goat run --attempts`: the attempt (1-based) whose session
+    /// said it; absent on the run's own lines. Schema 1.4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
@@ -189,6 +193,23 @@ pub enum EventKind {
     /// The turn ended without one.
     #[serde(rename = "turn.failed")]
     TurnFailed(TurnEnded),
+    /// `goat run --attempts`: an attempt's check ran in its layer (schema
+    /// 1.4).
+    #[serde(rename = "attempt.checked")]
+    AttemptChecked {
+        /// The attempt (1-based).
+        attempt: u32,
+        /// Whether the check passed (exited 0).
+        passed: bool,
+        /// Its exit code; `null` when it did not exit on its own.
+        exit_code: Option<i32>,
+        /// The end of its output.
+        output: String,
+    },
+    /// `goat run --attempts`: every attempt ended, and what landed (schema
+    /// 1.4). The run's last line.
+    #[serde(rename = "attempts.completed")]
+    AttemptsCompleted(AttemptsEnded),
     /// A failure outside a turn: before the session could open, or
     /// reading the record back. The run's outcome is `host_error`.
     #[serde(rename = "error")]
@@ -559,6 +580,41 @@ pub struct TurnEnded {
     pub duration_ms: u64,
 }
 
+/// `attempts.completed`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AttemptsEnded {
+    /// The run of attempts (`goat attempts show --run ID`).
+    pub run: i64,
+    /// How the run ended: the landed attempt's outcome, or
+    /// `no_attempt_passed`.
+    pub outcome: Outcome,
+    /// The exit code `goat run` ends with.
+    pub exit_code: u8,
+    /// Each attempt, in order.
+    pub attempts: Vec<AttemptEnded>,
+    /// How many passed the check (or, without one, completed).
+    pub passed: u32,
+    /// The attempt whose changes landed; `null` when none did.
+    pub landed: Option<u32>,
+    /// Workspace paths the landing changed.
+    pub files_changed: Vec<String>,
+}
+
+/// One attempt, in `attempts.completed`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AttemptEnded {
+    /// 1-based.
+    pub attempt: u32,
+    /// Its own session.
+    pub session_id: Option<String>,
+    /// How its turn ended.
+    pub outcome: Option<Outcome>,
+    /// Whether its check passed; `null` without `--verify`.
+    pub passed: Option<bool>,
+    /// The paths its layer changed.
+    pub files_changed: Vec<String>,
+}
+
 /// Tokens, as the engine reported them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
@@ -622,6 +678,9 @@ pub enum Outcome {
     MarkupNotRecovered,
     /// `--max-wall-secs` or `--max-total-tokens` was reached. Exit 9.
     BudgetExhausted,
+    /// `goat run --attempts`: no attempt passed its check (or, without
+    /// one, completed); nothing landed. Exit 10.
+    NoAttemptPassed,
     /// The person cancelled (Ctrl-C). Exit 130.
     Cancelled,
     /// GOAT itself failed: bad usage, the store, the workspace. Exit 2.
@@ -630,7 +689,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in the order of the documented table.
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Completed,
         Outcome::CompletedWithDenials,
         Outcome::NeedsApproval,
@@ -639,6 +698,7 @@ impl Outcome {
         Outcome::EngineFailed,
         Outcome::MarkupNotRecovered,
         Outcome::BudgetExhausted,
+        Outcome::NoAttemptPassed,
         Outcome::Cancelled,
         Outcome::HostError,
     ];
@@ -657,6 +717,7 @@ impl Outcome {
             Outcome::EngineFailed => 7,
             Outcome::MarkupNotRecovered => 8,
             Outcome::BudgetExhausted => 9,
+            Outcome::NoAttemptPassed => 10,
             Outcome::Cancelled => 130,
         }
     }
@@ -672,6 +733,7 @@ impl Outcome {
             Outcome::EngineFailed => "engine_failed",
             Outcome::MarkupNotRecovered => "markup_not_recovered",
             Outcome::BudgetExhausted => "budget_exhausted",
+            Outcome::NoAttemptPassed => "no_attempt_passed",
             Outcome::Cancelled => "cancelled",
             Outcome::HostError => "host_error",
         }
@@ -795,6 +857,7 @@ mod tests {
         let event = Event {
             seq: 3,
             session_id: Some("s".into()),
+            attempt: None,
             turn: Some(1),
             kind: EventKind::RoundStarted { round: 2 },
         };

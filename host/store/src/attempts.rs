@@ -37,7 +37,8 @@ pub struct AttemptRecord {
     pub session_id: Option<String>,
     /// Its kept layer.
     pub layer: String,
-    /// `running`, `ended` or `discarded`.
+    /// `running`, `ended`, `landed` (its layer went into the workspace:
+    /// it cannot land again) or `discarded`.
     pub status: String,
     /// How its run ended (`completed`, ...), once it did.
     pub outcome: Option<String>,
@@ -132,13 +133,33 @@ impl Store {
         Ok(())
     }
 
-    /// Records which attempt of `run` is in the workspace (`None`: none).
-    pub fn set_landed(&mut self, run: i64, number: Option<u32>) -> Result<(), StoreError> {
+    /// Records that attempt `number` of `run` landed: its layer went into
+    /// the workspace.
+    pub fn set_landed(&mut self, run: i64, number: u32) -> Result<(), StoreError> {
         let tx = self.write()?;
         tx.prepare_cached("UPDATE attempt_runs SET landed = ?2 WHERE id = ?1")?
             .execute(params![run, number])?;
+        tx.prepare_cached(
+            "UPDATE attempts SET status = 'landed' WHERE run_id = ?1 AND number = ?2",
+        )?
+        .execute(params![run, number])?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Whether what run `run`'s landings changed is all undone (or nothing
+    /// landed): another attempt may land then.
+    pub fn landing_undone(&self, run: i64) -> Result<bool, StoreError> {
+        let left: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM file_changes f
+                 JOIN tool_calls c ON f.call_row = c.id
+                 WHERE c.tool = 'land_attempt' AND json_valid(c.arguments)
+                   AND json_extract(c.arguments, '$.run') = ?1 AND f.undone_at IS NULL",
+            )?
+            .query_row([run], |r| r.get(0))?;
+        Ok(left == 0)
     }
 
     /// Records that attempt `number` of `run` was discarded (its layer

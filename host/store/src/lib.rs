@@ -42,6 +42,7 @@ mod store;
 mod summaries;
 mod turn_hooks;
 
+pub use attempts::{AttemptRecord, AttemptRun};
 pub use changes::{ChangeRecord, EntryKind, FileChange};
 pub use egress::{EgressRecord, EgressRequest, EgressRow, EgressVerdict};
 pub use error::StoreError;
@@ -59,7 +60,6 @@ pub use status::{
     CallDecision, CallErrorKind, CallStatus, ChangesStored, MarkupChannel, Refusal, RefusedBy,
     RoundFailure, RoundStatus, TurnStatus,
 };
-pub use attempts::{AttemptRecord, AttemptRun};
 pub use store::Store;
 pub use summaries::{CompactReason, NewSummary, Summary};
 pub use turn_hooks::TurnHooks;

@@ -281,7 +281,7 @@ const MIGRATIONS: &[Migration] = &[
              number INTEGER NOT NULL,
              session_id TEXT,
              layer TEXT NOT NULL,
-             status TEXT NOT NULL CHECK (status IN ('running', 'ended', 'discarded')),
+             status TEXT NOT NULL CHECK (status IN ('running', 'ended', 'landed', 'discarded')),
              outcome TEXT,
              exit_code INTEGER,
              check_exit INTEGER,

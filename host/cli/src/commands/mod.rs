@@ -4,6 +4,7 @@
 
 mod acp;
 pub(crate) mod atif;
+mod attempts;
 mod chat;
 mod config;
 mod demo;
@@ -19,6 +20,7 @@ mod plugin_new;
 mod plugins;
 mod probe;
 mod run;
+mod run_attempts;
 pub(crate) mod sessions;
 mod stats;
 mod tools;
@@ -95,6 +97,16 @@ pub enum Command {
         #[command(subcommand)]
         command: tools::ToolsCommand,
     },
+    /// The attempts `goat run --attempts` made, each kept in its own layer
+    /// of the workspace: list them, show one, land another, discard them.
+    Attempts {
+        #[command(subcommand)]
+        command: attempts::AttemptsCommand,
+    },
+    /// Run an attempt's check inside its layer (used by goat run
+    /// --attempts).
+    #[command(hide = true)]
+    AttemptCheck(attempts::AttemptCheckArgs),
     /// Check an assistant message for tool-call markup written as text
     /// instead of a call, and print the verdict as one line of JSON.
     ///
@@ -120,5 +132,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Tools { command } => tools::tools(command),
         Command::Hooks { command } => hooks::hooks(command),
         Command::Detect(args) => detect::detect(args),
+        Command::Attempts { command } => attempts::attempts(command),
+        Command::AttemptCheck(args) => attempts::attempt_check(args),
     }
 }

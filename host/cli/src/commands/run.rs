@@ -42,30 +42,42 @@ use crate::{Outcome, note, paths};
 pub struct RunArgs {
     /// The request for the model, or `-` to read it from stdin.
     #[arg(value_name = "PROMPT")]
-    prompt: String,
+    pub(super) prompt: String,
     #[command(flatten)]
-    turn: TurnOptions,
+    pub(super) turn: TurnOptions,
+    /// Make N attempts at the prompt, each a session of its own in its own
+    /// copy-on-write layer of the workspace; the first whose check passes
+    /// (or, without --verify, that completes) lands (docs/attempts.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub(super) attempts: Option<u32>,
+    /// With --attempts: how many run at once (default 1: in order).
+    #[arg(long, value_name = "K", requires = "attempts", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub(super) attempts_parallel: Option<u32>,
+    /// With --attempts: the project's check, run contained in each
+    /// attempt's layer after it ends (its writes dropped); exit 0 passes.
+    #[arg(long, value_name = "CMD", requires = "attempts")]
+    pub(super) verify: Option<String>,
     /// What stdout gets: `text`, the answer as it streams; `json`, one
     /// summary afterwards; `jsonl`, every event as one JSON object per
     /// line, as it happens (docs/harness.md).
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
-    output: OutputFormat,
+    pub(super) output: OutputFormat,
     /// The same as `--output json`.
     #[arg(long, conflicts_with = "output")]
-    json: bool,
+    pub(super) json: bool,
     /// With `--output jsonl`: also the answer and reasoning as they stream
     /// (`message.delta`, `reasoning.delta`).
     #[arg(long)]
-    stream_deltas: bool,
+    pub(super) stream_deltas: bool,
     /// Exit 0 when the turn completed with calls denied (by a rule or a
     /// person), rather than 3.
     #[arg(long)]
-    allow_denials: bool,
+    pub(super) allow_denials: bool,
     /// Keep the run's events (events.jsonl), its trajectory in Harbor's
     /// ATIF (trajectory.json) and the patch of what it changed
     /// (changes.patch) in this directory, outside the workspace.
     #[arg(long, value_name = "DIR")]
-    logs_dir: Option<PathBuf>,
+    pub(super) logs_dir: Option<PathBuf>,
     /// Stop the turn after this many seconds (outcome budget_exhausted).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     max_wall_secs: Option<u64>,
@@ -77,7 +89,7 @@ pub struct RunArgs {
 
 /// What stdout gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum OutputFormat {
+pub(super) enum OutputFormat {
     /// The answer, streamed.
     Text,
     /// One summary at the end.
@@ -94,6 +106,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     };
     if args.stream_deltas && output != OutputFormat::Jsonl {
         bail!("--stream-deltas needs --output jsonl; the text output streams the answer anyway");
+    }
+    if args.attempts.is_some() {
+        return super::run_attempts::run(&args, output == OutputFormat::Jsonl);
     }
     let lines = Lines::new(output == OutputFormat::Jsonl, args.stream_deltas);
     match run_with(&args, output, &lines) {
@@ -386,6 +401,7 @@ impl Lines {
                     seq: 0,
                     session_id: None,
                     turn: None,
+                    attempt: None,
                     kind: EventKind::Error {
                         message,
                         outcome,
@@ -544,7 +560,7 @@ impl EventFile {
 }
 
 /// The prompt, from the argument or stdin for `-`; refusing an empty one.
-fn read_prompt(arg: &str) -> anyhow::Result<String> {
+pub(super) fn read_prompt(arg: &str) -> anyhow::Result<String> {
     let prompt = if arg == "-" {
         let mut s = String::new();
         io::stdin()

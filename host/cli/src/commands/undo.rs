@@ -46,6 +46,15 @@ pub fn undo(args: UndoArgs) -> anyhow::Result<Outcome> {
             .context("`goat sessions list` shows the sessions")?,
         None => latest_session(&store, args.workspace.as_deref())?,
     };
+    // An attempt's journal names the files of its layer, not the
+    // workspace's: what it changed is in the workspace only once landed,
+    // and the landing is what undo takes back.
+    if let Some(run) = store.attempt_of(&session.id)? {
+        bail!(
+            "session {} is an attempt of run {run}: its changes are in its own layer, not in              the workspace; goat undo takes back the attempt that landed (in the run's own              session), and goat attempts discard removes the others",
+            session.id
+        );
+    }
     // A session another process drives is not changed under it.
     let _lock = store.lock_session(&session.id)?;
     let report = undo_turn(&mut store, &session, args.turn)?;
@@ -65,7 +74,8 @@ fn latest_session(store: &Store, workspace: Option<&Path>) -> anyhow::Result<Ses
     let workspace = paths::workspace(workspace)?;
     let found = store.list_sessions()?.into_iter().find(|s| {
         let stored = Path::new(&s.workspace);
-        stored == workspace || stored.canonicalize().is_ok_and(|c| c == workspace)
+        (stored == workspace || stored.canonicalize().is_ok_and(|c| c == workspace))
+            && store.attempt_of(&s.id).is_ok_and(|run| run.is_none())
     });
     found.with_context(|| {
         format!(

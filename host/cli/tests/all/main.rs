@@ -12,6 +12,7 @@ mod acp;
 mod acp_undo;
 mod acp_wire;
 mod atif;
+mod attempts;
 mod boundary;
 mod caps;
 mod chat_slash;

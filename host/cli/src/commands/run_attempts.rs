@@ -1,0 +1,598 @@
+//! `goat run --attempts N` (issue 42, ADR-0099): N attempts at one prompt,
+//! each a `goat run` of its own (a session of its own) started inside a
+//! kept layer of the workspace, where everything it writes stays; each
+//! checked with `--verify` in a throwaway layer stacked on its own; the
+//! first in order that passed landed through the command landing, recorded
+//! in the run's own session so `goat undo` takes it back.
+
+use std::ffi::OsString;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Context, bail};
+use clap::CommandFactory;
+use goat_command::attempt::{AttemptLayer, attempts_base};
+use goat_session::{AttemptEnded, AttemptsEnded, Event, EventKind, Outcome as RunOutcome};
+use goat_store::Store;
+use serde_json::{Value, json};
+
+use super::run::{RunArgs, read_prompt};
+use crate::{Outcome, text};
+
+/// The most of a check's output kept and shown.
+const CHECK_OUTPUT_CHARS: usize = 4000;
+
+/// How long a check may run.
+const CHECK_TIMEOUT_SECS: u64 = 600;
+
+/// What one attempt came to.
+struct Ran {
+    number: u32,
+    session: Option<String>,
+    outcome: Option<RunOutcome>,
+    check: Option<(i64, String)>,
+    files: Vec<String>,
+}
+
+/// What every attempt shares.
+struct Shared {
+    run: i64,
+    base: PathBuf,
+    workspace: PathBuf,
+    exe: PathBuf,
+    args: Vec<OsString>,
+    logs: Option<PathBuf>,
+    prompt: String,
+    verify: Option<String>,
+    jsonl: bool,
+    store: Arc<Mutex<Store>>,
+    out: Mutex<Lines>,
+}
+
+/// The run's own lines: numbered, written to stdout (JSON Lines) and to
+/// `--logs-dir`'s events.jsonl.
+struct Lines {
+    seq: u64,
+    session: String,
+    log: Option<std::fs::File>,
+}
+
+impl Lines {
+    fn write(&mut self, jsonl: bool, line: &Value) {
+        let text = line.to_string();
+        if jsonl {
+            let mut out = io::stdout().lock();
+            let _ = writeln!(out, "{text}");
+            let _ = out.flush();
+        }
+        if let Some(log) = &mut self.log {
+            let _ = writeln!(log, "{text}");
+        }
+    }
+
+    fn event(&mut self, jsonl: bool, kind: EventKind) {
+        let event = Event {
+            seq: self.seq,
+            session_id: Some(self.session.clone()),
+            turn: None,
+            attempt: None,
+            kind,
+        };
+        self.seq += 1;
+        if let Ok(line) = serde_json::to_value(&event) {
+            self.write(jsonl, &line);
+        }
+    }
+}
+
+/// Runs the attempts, checks them, lands the first that passed.
+pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
+    let attempts = args.attempts.unwrap_or(1);
+    let parallel = args.attempts_parallel.unwrap_or(1).min(attempts);
+    if args.turn.session.is_some() {
+        bail!(
+            "--attempts starts a session for each attempt; it does not carry one on (leave out \
+             --session)"
+        );
+    }
+    let prompt = read_prompt(&args.prompt)?;
+    let prepared = goat_session::direct::prepare(
+        &goat_session::direct::DirectOptions {
+            workspace: args.turn.workspace.clone(),
+            db: args.turn.store.db.clone(),
+            permissions: args.turn.permissions.permissions.clone(),
+            tools: Some(Vec::new()),
+            ..Default::default()
+        },
+        &crate::stderr_note,
+    )?;
+    let workspace = prepared.workspace().to_owned();
+    let base = attempts_base(&prepared.command_containment()?)
+        .map_err(|e| anyhow::anyhow!("{}", e))
+        .context("finding where attempts' layers can be kept")?;
+    can_make_layers(&base, &workspace)?;
+    let session = prepared.open_for("attempts", "goat run --attempts", None)?;
+    let run = {
+        let mut store = session.store.lock().unwrap_or_else(PoisonError::into_inner);
+        store.start_attempt_run(
+            &session.session_id,
+            &workspace.to_string_lossy(),
+            &prompt,
+            args.verify.as_deref(),
+        )?
+    };
+    let logs = match &args.logs_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("making the logs directory {}", dir.display()))?;
+            Some(std::path::absolute(dir)?)
+        }
+        None => None,
+    };
+    let log = match &logs {
+        Some(dir) => Some(
+            std::fs::File::create(dir.join("events.jsonl"))
+                .with_context(|| format!("writing {}", dir.join("events.jsonl").display()))?,
+        ),
+        None => None,
+    };
+    let shared = Shared {
+        run,
+        base: base.join(format!("run-{run}")),
+        workspace: workspace.clone(),
+        exe: std::env::current_exe().context("finding GOAT's own binary")?,
+        args: child_args(args, &workspace)?,
+        logs,
+        prompt,
+        verify: args.verify.clone(),
+        jsonl,
+        store: session.store.clone(),
+        out: Mutex::new(Lines {
+            seq: 0,
+            session: session.session_id.clone(),
+            log,
+        }),
+    };
+    let next = AtomicU32::new(1);
+    let results: Mutex<Vec<Ran>> = Mutex::new(Vec::new());
+    let failures: Mutex<Vec<anyhow::Error>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..parallel {
+            scope.spawn(|| {
+                loop {
+                    let n = next.fetch_add(1, Ordering::SeqCst);
+                    if n > attempts {
+                        break;
+                    }
+                    match attempt(&shared, n) {
+                        Ok(ran) => results
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(ran),
+                        Err(e) => failures
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(e.context(format!("attempt {n}"))),
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failures
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .into_iter()
+        .next()
+    {
+        return Err(e);
+    }
+    let mut ran = results.into_inner().unwrap_or_else(PoisonError::into_inner);
+    ran.sort_by_key(|r| r.number);
+    let verified = shared.verify.is_some();
+    let passed: Vec<&Ran> = ran.iter().filter(|r| passes(r, verified)).collect();
+    let chosen = passed.first().map(|r| r.number);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut landed = None;
+    let mut files_changed = Vec::new();
+    let mut outcome = RunOutcome::NoAttemptPassed;
+    if let Some(n) = chosen {
+        let layer = AttemptLayer::open(&shared.base.join(n.to_string()))?;
+        let pending = layer.pending(&workspace)?;
+        let said = format!("land attempt {n} of run {run}");
+        let call = runtime.block_on(session.calls.land_attempt(
+            &said,
+            &json!({ "run": run, "attempt": n }),
+            pending,
+        ))?;
+        let ok = call.status == goat_store::CallStatus::Ok;
+        if ok {
+            landed = Some(n);
+            files_changed = call.changes.iter().map(|c| c.path.clone()).collect();
+            let mut store = shared.store.lock().unwrap_or_else(PoisonError::into_inner);
+            store.set_landed(run, n)?;
+        } else {
+            crate::note(format!(
+                "attempt {n} passed, and did not land: {}",
+                text::escape_controls(call.result.trim())
+            ));
+        }
+        outcome = match (
+            ok,
+            ran.iter().find(|r| r.number == n).and_then(|r| r.outcome),
+        ) {
+            (true, Some(o)) => o,
+            _ => RunOutcome::CompletedWithDenials,
+        };
+    }
+    let exit_code = outcome.exit_code(args.allow_denials);
+    let ended = AttemptsEnded {
+        run,
+        outcome,
+        exit_code,
+        attempts: ran
+            .iter()
+            .map(|r| AttemptEnded {
+                attempt: r.number,
+                session_id: r.session.clone(),
+                outcome: r.outcome,
+                passed: r.check.as_ref().map(|c| c.0 == 0),
+                files_changed: r.files.clone(),
+            })
+            .collect(),
+        passed: u32::try_from(passed.len()).unwrap_or(u32::MAX),
+        landed,
+        files_changed,
+    };
+    say_end(
+        &shared,
+        &ended,
+        args.json || args.output == super::run::OutputFormat::Json,
+    );
+    shared
+        .out
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .event(jsonl, EventKind::AttemptsCompleted(ended));
+    Ok(Outcome::Code(exit_code))
+}
+
+/// Whether `ran` is one that may land: its check passed, or without a
+/// check, its turn completed.
+fn passes(ran: &Ran, verified: bool) -> bool {
+    if verified {
+        ran.check.as_ref().is_some_and(|c| c.0 == 0)
+    } else {
+        matches!(
+            ran.outcome,
+            Some(RunOutcome::Completed | RunOutcome::CompletedWithDenials)
+        )
+    }
+}
+
+/// Refused, saying why, where no layer can be entered: attempts are never
+/// run with less than their own view of the workspace.
+fn can_make_layers(base: &Path, workspace: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(base).with_context(|| format!("making {}", base.display()))?;
+    let probe = AttemptLayer::create(&base.join(format!("probe-{}", std::process::id())))?;
+    let entered = probe
+        .command(workspace, "true")
+        .and_then(|mut c| c.stdout(Stdio::null()).stderr(Stdio::null()).status());
+    let _ = probe.discard();
+    match entered {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => bail!(
+            "--attempts needs a view of the workspace of its own (a mount namespace with an \
+             overlay), which cannot be made here ({status}); attempts are not run with Landlock \
+             alone, which would let them write the real workspace"
+        ),
+        Err(e) => bail!(
+            "--attempts needs a view of the workspace of its own (a mount namespace with an \
+             overlay), which cannot be made here ({e}); attempts are not run with Landlock \
+             alone, which would let them write the real workspace"
+        ),
+    }
+}
+
+/// The child's arguments: this run's, with the prompt read from stdin,
+/// JSON Lines out, paths made absolute (the child starts in the
+/// workspace), and the attempts' own flags left out.
+fn child_args(args: &RunArgs, workspace: &Path) -> anyhow::Result<Vec<OsString>> {
+    let cli = crate::Cli::command();
+    let run = cli
+        .find_subcommand("run")
+        .context("--attempts is a flag of goat run")?;
+    // Which options take a value, by every name they are spelt with.
+    let mut valued: Vec<String> = Vec::new();
+    for arg in run
+        .get_arguments()
+        .filter(|a| a.get_action().takes_values())
+    {
+        valued.extend(
+            arg.get_long_and_visible_aliases()
+                .into_iter()
+                .flatten()
+                .map(|l| format!("--{l}")),
+        );
+        valued.extend(
+            arg.get_short_and_visible_aliases()
+                .into_iter()
+                .flatten()
+                .map(|c| format!("-{c}")),
+        );
+    }
+    // Left out, the child gets its own: the attempts' flags, the output,
+    // the logs, and the paths (made absolute below).
+    let left_out = [
+        "--attempts",
+        "--attempts-parallel",
+        "--verify",
+        "--output",
+        "--json",
+        "--logs-dir",
+        "--workspace",
+        "--db",
+        "--permissions",
+    ];
+    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut out: Vec<OsString> = Vec::new();
+    let mut at = argv
+        .iter()
+        .position(|a| a == "run")
+        .context("goat run's arguments")?;
+    out.push("run".into());
+    at += 1;
+    let mut prompt_seen = false;
+    let mut rest_positional = false;
+    while at < argv.len() {
+        let arg = &argv[at];
+        let word = arg.to_string_lossy();
+        at += 1;
+        let positional = rest_positional || word == "-" || !word.starts_with('-');
+        if positional {
+            if !prompt_seen {
+                prompt_seen = true;
+                out.push("-".into());
+            } else {
+                out.push(arg.clone());
+            }
+            continue;
+        }
+        if word == "--" {
+            rest_positional = true;
+            out.push(arg.clone());
+            continue;
+        }
+        let (name, attached) = match word.split_once('=') {
+            Some((name, _)) => (name.to_owned(), true),
+            None => (word.clone().into_owned(), false),
+        };
+        let takes_value = valued.contains(&name) && !attached;
+        let value = if takes_value {
+            at += 1;
+            argv.get(at - 1).cloned()
+        } else {
+            None
+        };
+        if left_out.contains(&name.as_str()) {
+            continue;
+        }
+        out.push(arg.clone());
+        out.extend(value);
+    }
+    if !prompt_seen {
+        bail!("goat run needs a prompt");
+    }
+    out.extend(["--output".into(), "jsonl".into()]);
+    out.extend(["--workspace".into(), workspace.as_os_str().to_owned()]);
+    let db = crate::paths::store_path(args.turn.store.db.as_deref())?;
+    out.extend(["--db".into(), db.resolved().as_os_str().to_owned()]);
+    if let Some(p) = &args.turn.permissions.permissions {
+        out.extend([
+            "--permissions".into(),
+            std::path::absolute(p)?.into_os_string(),
+        ]);
+    }
+    Ok(out)
+}
+
+/// One attempt: its layer made, its `goat run` started inside it, its
+/// lines passed on with its number, its check run, its end recorded.
+fn attempt(shared: &Shared, n: u32) -> anyhow::Result<Ran> {
+    let layer = AttemptLayer::create(&shared.base.join(n.to_string()))
+        .context("making the attempt's layer")?;
+    shared
+        .store
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .add_attempt(shared.run, n, &layer.dir().to_string_lossy())?;
+    let mut args = shared.args.clone();
+    if let Some(logs) = &shared.logs {
+        args.extend([
+            "--logs-dir".into(),
+            logs.join(format!("attempt-{n}")).into_os_string(),
+        ]);
+    }
+    let stderr = std::fs::File::create(layer.dir().join("stderr.log"))?;
+    let mut child = layer
+        .command(&shared.workspace, &shared.exe)?
+        .args(&args)
+        // A command's own view needs its change layer on the workspace's
+        // mount; inside an attempt, the attempt's layer is that place.
+        .env("GOAT_COMMANDS_CONTAINMENT", "landlock")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .context("starting the attempt")?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(shared.prompt.as_bytes())?;
+    }
+    let mut session = None;
+    let mut last: Option<Value> = None;
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(mut value) = serde_json::from_str::<Value>(&line?) else {
+                continue;
+            };
+            if value["type"] == "session.started"
+                && let Some(id) = value["session_id"].as_str()
+            {
+                session = Some(id.to_owned());
+                shared
+                    .store
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .attempt_session(shared.run, n, id)?;
+            }
+            if let Some(map) = value.as_object_mut() {
+                map.insert("attempt".to_owned(), json!(n));
+            }
+            shared
+                .out
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .write(shared.jsonl, &value);
+            last = Some(value);
+        }
+    }
+    let status = child.wait()?;
+    let outcome = last
+        .as_ref()
+        .and_then(|l| serde_json::from_value::<RunOutcome>(l["outcome"].clone()).ok());
+    let files: Vec<String> = layer
+        .pending(&shared.workspace)
+        .map(|p| p.set.changes.iter().map(|c| c.path.clone()).collect())
+        .unwrap_or_default();
+    let check = match &shared.verify {
+        Some(cmd) => Some(check(shared, &layer, cmd)?),
+        None => None,
+    };
+    shared
+        .store
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .end_attempt(
+            shared.run,
+            n,
+            (
+                outcome.map(RunOutcome::as_str),
+                status.code().map(i64::from),
+            ),
+            check.as_ref().map(|(code, out)| (*code, out.as_str())),
+        )?;
+    if let Some((code, output)) = &check {
+        shared
+            .out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .event(
+                shared.jsonl,
+                EventKind::AttemptChecked {
+                    attempt: n,
+                    passed: *code == 0,
+                    exit_code: i32::try_from(*code).ok(),
+                    output: output.clone(),
+                },
+            );
+    }
+    // An attempt that said no outcome failed before its turn: what it
+    // said on stderr is why.
+    let said = match outcome {
+        Some(o) => o.as_str().to_owned(),
+        None => {
+            let stderr =
+                std::fs::read_to_string(layer.dir().join("stderr.log")).unwrap_or_default();
+            format!(
+                "ended without an outcome ({}; its stderr is kept in {})",
+                text::escape_controls(stderr.trim().lines().last().unwrap_or("nothing said")),
+                layer.dir().join("stderr.log").display()
+            )
+        }
+    };
+    crate::note(format!(
+        "attempt {n}: {said}; {}; {}",
+        match &check {
+            Some((0, _)) => "check passed".to_owned(),
+            Some((code, _)) => format!("check failed (exit {code})"),
+            None => "no check".to_owned(),
+        },
+        text::count(files.len(), "changed file")
+    ));
+    Ok(Ran {
+        number: n,
+        session,
+        outcome,
+        check,
+        files,
+    })
+}
+
+/// Runs the check in a throwaway layer stacked on `layer`: its exit code
+/// (-1 when it did not exit on its own) and the end of its output.
+fn check(shared: &Shared, layer: &AttemptLayer, cmd: &str) -> anyhow::Result<(i64, String)> {
+    let scratch = AttemptLayer::create(&layer.dir().join("check"))?;
+    let out = scratch
+        .command_over(layer, &shared.workspace, &shared.exe)?
+        .args(["attempt-check", "--timeout"])
+        .arg(CHECK_TIMEOUT_SECS.to_string())
+        .arg("--")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .output()
+        .context("running the check");
+    let _ = scratch.discard();
+    let out = out?;
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let code = said["exit_code"].as_i64().unwrap_or(-1);
+    let mut output = said["output"].as_str().map_or_else(
+        || String::from_utf8_lossy(&out.stderr).into_owned(),
+        str::to_owned,
+    );
+    if output.chars().count() > CHECK_OUTPUT_CHARS {
+        let skip = output.chars().count() - CHECK_OUTPUT_CHARS;
+        output = output.chars().skip(skip).collect();
+    }
+    Ok((code, output))
+}
+
+/// The end, as text or one JSON object (JSON Lines end with the event).
+fn say_end(shared: &Shared, ended: &AttemptsEnded, json: bool) {
+    if shared.jsonl {
+        return;
+    }
+    let mut out = io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", serde_json::to_string(ended).unwrap_or_default());
+        return;
+    }
+    match ended.landed {
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "attempt {n} of {} landed (run {}): {}; goat undo takes it back, goat attempts \
+                 list shows the others",
+                ended.attempts.len(),
+                ended.run,
+                if ended.files_changed.is_empty() {
+                    "nothing changed".to_owned()
+                } else {
+                    text::escape_controls(&ended.files_changed.join(", "))
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "no attempt landed ({} of {} passed); the workspace is as it was, and goat \
+                 attempts list shows every attempt's changes",
+                ended.passed,
+                ended.attempts.len()
+            );
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! `goat run --attempts N` (issue 42): each attempt a session of its own in
+//! its own layer of the workspace, checked by `--verify`, the first that
+//! passed landed and undone with `goat undo`, the others kept until
+//! discarded.
+
+use serde_json::{Value, json};
+
+use crate::jsonl::lines;
+use crate::{GoatRun, call_reply, content_reply, json_out, text};
+
+fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
+    call_reply(
+        id,
+        "write_file",
+        &json!({ "path": path, "content": content }).to_string(),
+    )
+}
+
+/// Whether attempts can be made here; said when not.
+fn can_attempt() -> bool {
+    let can = goat_router::command_support().is_ok();
+    if !can {
+        eprintln!("note: skipped: no view of the workspace can be made here");
+    }
+    can
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_attempts_the_check_picks_the_second_it_lands_and_undo_and_land_swap_them() {
+    if !can_attempt() {
+        return;
+    }
+    let builder = GoatRun::builder()
+        .replies([
+            // Attempt 1 breaks the check.
+            write("a1", "value.txt", "fail\n"),
+            content_reply("Done."),
+            // Attempt 2 passes, and leaves a second file.
+            write("b1", "value.txt", "pass two\n"),
+            write("b2", "two.txt", "two\n"),
+            content_reply("Done."),
+            // Attempt 3 cannot read what attempt 2 wrote, and passes.
+            call_reply("c1", "read_file", &json!({ "path": "two.txt" }).to_string()),
+            write("c2", "value.txt", "pass three\n"),
+            content_reply("Done."),
+        ])
+        .allow_writes()
+        .arg("--attempts")
+        .arg("3")
+        .arg("--attempts-parallel")
+        .arg("1")
+        .arg("--verify")
+        .arg("grep -q pass value.txt")
+        .arg("--output")
+        .arg("jsonl");
+    let env = builder.env();
+    std::fs::write(env.ws.join("keep.txt"), "kept\n").unwrap();
+    let run = builder.run("Make the check pass").await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let out = lines(&run.out.stdout);
+    let end = out.last().unwrap();
+    assert_eq!(end["type"], "attempts.completed", "{end}");
+    assert_eq!(end["landed"], 2, "{end}");
+    assert_eq!(end["passed"], 2, "{end}");
+    assert_eq!(end["outcome"], "completed", "{end}");
+    let passed: Vec<&Value> = end["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["passed"])
+        .collect();
+    assert_eq!(passed, [&json!(false), &json!(true), &json!(true)]);
+    // Every attempt's lines say which attempt they are of.
+    for n in 1..=3 {
+        assert!(
+            out.iter()
+                .any(|l| l["attempt"] == n && l["type"] == "turn.completed"),
+            "attempt {n}: {out:?}"
+        );
+    }
+    // The workspace holds attempt 2's changes, and what was there.
+    assert_eq!(run.read("value.txt"), "pass two\n");
+    assert_eq!(run.read("two.txt"), "two\n");
+    assert_eq!(run.read("keep.txt"), "kept\n");
+    // Attempt 3 did not see attempt 2's file.
+    let requests = run.server.requests();
+    let third_read = requests
+        .iter()
+        .map(|r| r.body["messages"].to_string())
+        .find(|m| m.contains("c1") && m.contains("two.txt"))
+        .unwrap();
+    assert!(third_read.contains("does not exist"), "{third_read}");
+    let env = run.env;
+    let listed = json_out(&env.run(&["attempts", "list", "--json"]));
+    let attempts = listed[0]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 3);
+    assert_eq!(attempts[1]["status"], "landed");
+    assert_eq!(attempts[2]["status"], "ended");
+    // Attempt 3 lands only once attempt 2 is taken back.
+    let refused = env.run(&["attempts", "land", "3"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("goat undo"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let undone = env.run(&["undo"]);
+    assert!(undone.status.success(), "{}", text(&undone.stdout));
+    assert!(!env.ws.join("value.txt").exists() && !env.ws.join("two.txt").exists());
+    let landed = env.run(&["attempts", "land", "3"]);
+    assert!(
+        landed.status.success(),
+        "{}{}",
+        text(&landed.stdout),
+        text(&landed.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("value.txt")).unwrap(),
+        "pass three\n"
+    );
+    assert!(!env.ws.join("two.txt").exists());
+    let undone = env.run(&["undo"]);
+    assert!(undone.status.success(), "{}", text(&undone.stdout));
+    assert!(!env.ws.join("value.txt").exists());
+    // A landed attempt's layer went into the workspace: it cannot land again.
+    let again = env.run(&["attempts", "land", "2"]);
+    assert!(
+        text(&again.stderr).contains("landed once"),
+        "{}",
+        text(&again.stderr)
+    );
+    // An attempt's own session is never the one goat undo picks, nor undone.
+    let session = attempts[0]["session_id"].as_str().unwrap();
+    let direct = env.run(&["undo", "--session", session]);
+    assert!(
+        text(&direct.stderr).contains("is an attempt of run"),
+        "{}",
+        text(&direct.stderr)
+    );
+    // Discarded: the layers go, the record stays.
+    let discarded = env.run(&["attempts", "discard"]);
+    assert!(discarded.status.success());
+    let listed = json_out(&env.run(&["attempts", "list", "--json"]));
+    assert_eq!(listed[0]["attempts"][2]["status"], "discarded");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn when_no_attempt_passes_nothing_lands_and_every_attempt_is_kept() {
+    if !can_attempt() {
+        return;
+    }
+    let builder = GoatRun::builder()
+        .replies([
+            write("a1", "value.txt", "one\n"),
+            content_reply("Done."),
+            write("b1", "value.txt", "two\n"),
+            content_reply("Done."),
+        ])
+        .allow_writes()
+        .arg("--attempts")
+        .arg("2")
+        .arg("--verify")
+        .arg("false")
+        .arg("--output")
+        .arg("jsonl");
+    let run = builder.run("Try").await;
+    assert_eq!(run.code(), Some(10), "{}", run.stderr());
+    let out = lines(&run.out.stdout);
+    let end = out.last().unwrap();
+    assert_eq!(end["outcome"], "no_attempt_passed", "{end}");
+    assert_eq!(end["exit_code"], 10, "{end}");
+    assert!(end["landed"].is_null(), "{end}");
+    assert!(!run.env.ws.join("value.txt").exists());
+    // Each attempt's changes are still there to see.
+    for n in ["1", "2"] {
+        let shown = run.env.run(&["attempts", "show", n]);
+        assert!(
+            text(&shown.stdout).contains("created value.txt"),
+            "{}",
+            text(&shown.stdout)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_real_workspace_is_untouched_while_an_attempts_command_runs() {
+    if !can_attempt() {
+        return;
+    }
+    let builder = GoatRun::builder()
+        .replies([
+            call_reply(
+                "a1",
+                "run_command",
+                &json!({ "command": "echo inside > inside.txt && sleep 3" }).to_string(),
+            ),
+            content_reply("Done."),
+        ])
+        .arg("--allow-commands")
+        .arg("--attempts")
+        .arg("1")
+        .arg("--output")
+        .arg("jsonl");
+    let ws = builder.env().ws.clone();
+    let upper = builder
+        .env()
+        .root
+        .join("state/layers/attempts/run-1/1/upper/inside.txt");
+    // From the moment the command's write is in the attempt's layer, and
+    // for as long as the command then sleeps, the real workspace is
+    // looked at: the file is never there.
+    let watch = tokio::spawn(async move {
+        let mut in_layer = false;
+        for _ in 0..400 {
+            if upper.exists() {
+                in_layer = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let mut leaked = false;
+        for _ in 0..20 {
+            leaked |= ws.join("inside.txt").exists();
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        (in_layer, leaked)
+    });
+    let run = builder.run("Work").await;
+    let (in_layer, leaked) = watch.await.unwrap();
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert!(
+        in_layer,
+        "the command's write never showed in the attempt's layer"
+    );
+    assert!(
+        !leaked,
+        "the command's write reached the real workspace while it ran"
+    );
+    let out = lines(&run.out.stdout);
+    let end = out.last().unwrap();
+    assert_eq!(end["landed"], 1, "{end}");
+    // The landing put it there once the attempt had ended.
+    assert_eq!(run.read("inside.txt"), "inside\n");
+}
