@@ -21,6 +21,8 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use std::os::fd::OwnedFd;
+
 use rustix::fs::Mode;
 use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MountPropagationFlags};
 
@@ -190,6 +192,21 @@ impl AttemptLayer {
         Ok(Pending::new(layer, workspace.to_owned(), set))
     }
 
+    /// A copy of this layer, made at `dir`: what a landing moves into the
+    /// workspace, so this layer stays as it was and can land again later.
+    /// Files, directories (with their modes and opaque markers), links and
+    /// whiteouts are copied; nothing is followed.
+    pub fn copy_to(&self, dir: &Path) -> io::Result<AttemptLayer> {
+        let copy = AttemptLayer::create(dir)?;
+        let from = crate::layer::open_dir_path(&self.dir.join("upper"))?;
+        let to = crate::layer::open_dir_path(&copy.dir.join("upper"))?;
+        if let Err(e) = copy_tree(&from, &to) {
+            let _ = copy.discard();
+            return Err(e);
+        }
+        Ok(copy)
+    }
+
     /// Removes the layer and everything in it.
     pub fn discard(self) -> io::Result<()> {
         crate::layer::remove_tree(&self.dir)
@@ -256,4 +273,70 @@ impl Entry {
         rustix::process::chdir(self.workspace.as_c_str())?;
         Ok(())
     }
+}
+
+/// Copies the overlay upper directory `from` into `to`, entry by entry,
+/// following no link.
+fn copy_tree(from: &OwnedFd, to: &OwnedFd) -> io::Result<()> {
+    use rustix::fs::{AtFlags, FileType, OFlags};
+    for name in crate::layer::names(from)? {
+        let name = name.as_slice();
+        let stat = rustix::fs::statat(from, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        let mode = Mode::from_raw_mode(stat.st_mode & 0o7777);
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Directory => {
+                rustix::fs::mkdirat(to, name, Mode::from_raw_mode(0o700))?;
+                let (sub_from, sub_to) = (
+                    crate::layer::open_dir_at(from, name)?,
+                    crate::layer::open_dir_at(to, name)?,
+                );
+                for attr in crate::layer::OPAQUE_XATTRS {
+                    let mut value = [0u8; 4];
+                    if let Ok(n) = rustix::fs::fgetxattr(&sub_from, *attr, &mut value) {
+                        rustix::fs::fsetxattr(
+                            &sub_to,
+                            *attr,
+                            &value[..n],
+                            rustix::fs::XattrFlags::empty(),
+                        )?;
+                    }
+                }
+                copy_tree(&sub_from, &sub_to)?;
+                rustix::fs::fchmod(&sub_to, mode)?;
+            }
+            FileType::RegularFile => {
+                let src = rustix::fs::openat(
+                    from,
+                    name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                let dst = rustix::fs::openat(
+                    to,
+                    name,
+                    OFlags::WRONLY
+                        | OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o600),
+                )?;
+                let mut src = std::fs::File::from(src);
+                let mut dst = std::fs::File::from(dst);
+                io::copy(&mut src, &mut dst)?;
+                rustix::fs::fchmod(&dst, mode)?;
+            }
+            FileType::Symlink => {
+                let target = rustix::fs::readlinkat(from, name, Vec::new())?;
+                rustix::fs::symlinkat(target.as_c_str(), to, name)?;
+            }
+            // A whiteout: a removal.
+            FileType::CharacterDevice if stat.st_rdev == 0 => {
+                rustix::fs::mknodat(to, name, FileType::CharacterDevice, Mode::empty(), 0)?;
+            }
+            // Never landed (the inspection leaves special files out).
+            _ => {}
+        }
+    }
+    Ok(())
 }

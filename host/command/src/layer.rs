@@ -136,7 +136,7 @@ pub(crate) struct Layer {
 
 /// The overlay's `user.` (in a user namespace) and `trusted.` spellings of
 /// the opaque-directory marker.
-const OPAQUE_XATTRS: &[&str] = &["user.overlay.opaque", "trusted.overlay.opaque"];
+pub(crate) const OPAQUE_XATTRS: &[&str] = &["user.overlay.opaque", "trusted.overlay.opaque"];
 
 impl Layer {
     /// Makes the scratch directory under `base` (mode 0700) with its parts.
@@ -213,7 +213,7 @@ fn make_writable(dir: &Path) {
     }
 }
 
-fn open_dir_path(path: &Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir_path(path: &Path) -> io::Result<OwnedFd> {
     Ok(rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
@@ -221,7 +221,7 @@ fn open_dir_path(path: &Path) -> io::Result<OwnedFd> {
     )?)
 }
 
-fn open_dir_at(dir: &impl AsFd, name: &[u8]) -> io::Result<OwnedFd> {
+pub(crate) fn open_dir_at(dir: &impl AsFd, name: &[u8]) -> io::Result<OwnedFd> {
     Ok(rustix::fs::openat(
         dir,
         name,
@@ -239,7 +239,7 @@ fn join(rel: &str, name: &str) -> String {
 }
 
 /// The names in a directory, `.` and `..` left out, sorted.
-fn names(dir: &impl AsFd) -> io::Result<Vec<Vec<u8>>> {
+pub(crate) fn names(dir: &impl AsFd) -> io::Result<Vec<Vec<u8>>> {
     let listing = rustix::fs::openat(
         dir,
         c".",

@@ -37,8 +37,7 @@ pub struct AttemptRecord {
     pub session_id: Option<String>,
     /// Its kept layer.
     pub layer: String,
-    /// `running`, `ended`, `landed` (its layer went into the workspace:
-    /// it cannot land again) or `discarded`.
+    /// `running`, `ended` or `discarded`.
     pub status: String,
     /// How its run ended (`completed`, ...), once it did.
     pub outcome: Option<String>,
@@ -133,33 +132,22 @@ impl Store {
         Ok(())
     }
 
-    /// Records that attempt `number` of `run` landed: its layer went into
-    /// the workspace.
-    pub fn set_landed(&mut self, run: i64, number: u32) -> Result<(), StoreError> {
-        let tx = self.write()?;
-        tx.prepare_cached("UPDATE attempt_runs SET landed = ?2 WHERE id = ?1")?
-            .execute(params![run, number])?;
-        tx.prepare_cached(
-            "UPDATE attempts SET status = 'landed' WHERE run_id = ?1 AND number = ?2",
-        )?
-        .execute(params![run, number])?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Whether what run `run`'s landings changed is all undone (or nothing
-    /// landed): another attempt may land then.
-    pub fn landing_undone(&self, run: i64) -> Result<bool, StoreError> {
-        let left: i64 = self
+    /// The attempt of `run` whose landing is in the workspace: the newest
+    /// landing that succeeded and whose changes are not all undone.
+    pub fn landed_attempt(&self, run: i64) -> Result<Option<u32>, StoreError> {
+        Ok(self
             .conn
             .prepare_cached(
-                "SELECT count(*) FROM file_changes f
-                 JOIN tool_calls c ON f.call_row = c.id
-                 WHERE c.tool = 'land_attempt' AND json_valid(c.arguments)
-                   AND json_extract(c.arguments, '$.run') = ?1 AND f.undone_at IS NULL",
+                "SELECT json_extract(c.arguments, '$.attempt') FROM tool_calls c
+                 WHERE c.tool = 'land_attempt' AND c.status = 'ok' AND json_valid(c.arguments)
+                   AND json_extract(c.arguments, '$.run') = ?1
+                   AND EXISTS (SELECT 1 FROM file_changes f
+                               WHERE f.call_row = c.id AND f.undone_at IS NULL)
+                 ORDER BY c.id DESC LIMIT 1",
             )?
-            .query_row([run], |r| r.get(0))?;
-        Ok(left == 0)
+            .query_row([run], |r| r.get::<_, Option<u32>>(0))
+            .optional()?
+            .flatten())
     }
 
     /// Records that attempt `number` of `run` was discarded (its layer
@@ -199,7 +187,7 @@ impl Store {
         let mut run = self
             .conn
             .prepare_cached(
-                "SELECT id, session_id, workspace, prompt, verify, created_at, landed
+                "SELECT id, session_id, workspace, prompt, verify, created_at
                  FROM attempt_runs WHERE id = ?1",
             )?
             .query_row([id], |r| {
@@ -210,12 +198,13 @@ impl Store {
                     prompt: r.get(3)?,
                     verify: r.get(4)?,
                     created_at: r.get(5)?,
-                    landed: r.get(6)?,
+                    landed: None,
                     attempts: Vec::new(),
                 })
             })
             .optional()?
             .ok_or_else(|| StoreError::NoAttemptRun(id))?;
+        run.landed = self.landed_attempt(id)?;
         run.attempts = self
             .conn
             .prepare_cached(

@@ -261,9 +261,10 @@ const MIGRATIONS: &[Migration] = &[
          ALTER TABLE turns ADD COLUMN prompt_from_hook TEXT;",
     ),
     // 15: several attempts at one task (issue 42, ADR-0099): a run of
-    // attempts, with the session its landings are recorded in; each
-    // attempt with its own session, its kept layer, how it ended and its
-    // check. `sessions.attempt_of`: the run a session is an attempt of (its
+    // attempts, with the session it started in; each attempt with its own
+    // session, its kept layer, how it ended and its check. Which attempt
+    // is in the workspace is read from the landings' calls
+    // (`land_attempt`) and whether their changes were undone. `sessions.attempt_of`: the run a session is an attempt of (its
     // journal names files in its layer, never the workspace's).
     Migration::sql(
         "CREATE TABLE attempt_runs (
@@ -272,8 +273,7 @@ const MIGRATIONS: &[Migration] = &[
              workspace TEXT NOT NULL,
              prompt TEXT NOT NULL,
              verify TEXT,
-             created_at INTEGER NOT NULL,
-             landed INTEGER
+             created_at INTEGER NOT NULL
          );
          CREATE TABLE attempts (
              id INTEGER PRIMARY KEY,
@@ -281,7 +281,7 @@ const MIGRATIONS: &[Migration] = &[
              number INTEGER NOT NULL,
              session_id TEXT,
              layer TEXT NOT NULL,
-             status TEXT NOT NULL CHECK (status IN ('running', 'ended', 'landed', 'discarded')),
+             status TEXT NOT NULL CHECK (status IN ('running', 'ended', 'discarded')),
              outcome TEXT,
              exit_code INTEGER,
              check_exit INTEGER,

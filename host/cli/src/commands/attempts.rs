@@ -6,7 +6,6 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::PoisonError;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -219,23 +218,17 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
         .iter()
         .find(|a| a.number == number)
         .with_context(|| format!("run {} has no attempt {number}", run.id))?;
-    match a.status.as_str() {
-        "ended" => {}
-        "landed" => bail!(
-            "attempt {number} of run {} landed once: its layer went into the workspace, and \
-             cannot land again",
-            run.id
-        ),
-        other => bail!(
-            "attempt {number} of run {} is {other}; it cannot land",
-            run.id
-        ),
-    }
-    if !store.landing_undone(run.id)? {
+    if a.status != "ended" {
         bail!(
-            "attempt {} of run {} is in the workspace; take it back first with goat undo, then \
-             land attempt {number}",
-            run.landed.unwrap_or(0),
+            "attempt {number} of run {} is {}; it cannot land",
+            run.id,
+            a.status
+        );
+    }
+    if let Some(landed) = run.landed {
+        bail!(
+            "attempt {landed} of run {} is in the workspace; take it back first with goat undo, \
+             then land attempt {number}",
             run.id
         );
     }
@@ -251,22 +244,18 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
     )?;
     let session = prepared.open_for("attempts", "goat attempts land", None)?;
     let layer = AttemptLayer::open(std::path::Path::new(&a.layer))?;
-    let pending = layer.pending(&session.workspace)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let call = runtime.block_on(session.calls.land_attempt(
-        &format!("land attempt {number} of run {}", run.id),
-        &json!({ "run": run.id, "attempt": number }),
-        pending,
-    ))?;
+    let call = super::run_attempts::land(
+        &runtime,
+        &session.calls,
+        (run.id, number),
+        &layer,
+        &session.workspace,
+    )?;
     let mut out = io::stdout().lock();
     if call.status == goat_store::CallStatus::Ok {
-        session
-            .store
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_landed(run.id, number)?;
         writeln!(
             out,
             "attempt {number} of run {} landed: {}; goat undo takes it back",

@@ -202,19 +202,11 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     let mut outcome = RunOutcome::NoAttemptPassed;
     if let Some(n) = chosen {
         let layer = AttemptLayer::open(&shared.base.join(n.to_string()))?;
-        let pending = layer.pending(&workspace)?;
-        let said = format!("land attempt {n} of run {run}");
-        let call = runtime.block_on(session.calls.land_attempt(
-            &said,
-            &json!({ "run": run, "attempt": n }),
-            pending,
-        ))?;
+        let call = land(&runtime, &session.calls, (run, n), &layer, &workspace)?;
         let ok = call.status == goat_store::CallStatus::Ok;
         if ok {
             landed = Some(n);
             files_changed = call.changes.iter().map(|c| c.path.clone()).collect();
-            let mut store = shared.store.lock().unwrap_or_else(PoisonError::into_inner);
-            store.set_landed(run, n)?;
         } else {
             crate::note(format!(
                 "attempt {n} passed, and did not land: {}",
@@ -259,6 +251,47 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         .unwrap_or_else(PoisonError::into_inner)
         .event(jsonl, EventKind::AttemptsCompleted(ended));
     Ok(Outcome::Code(exit_code))
+}
+
+/// Lands attempt `n` of `run` (its `layer`) in `workspace` through
+/// `calls`: from a copy of the layer, so the layer itself stays as it was
+/// and can land again after an undo. The copy goes once the landing is
+/// settled, unless a landing that failed could not be taken back (it then
+/// holds what the workspace held, and is said).
+pub(super) fn land(
+    runtime: &tokio::runtime::Runtime,
+    calls: &goat_router::DirectCalls,
+    (run, n): (i64, u32),
+    layer: &AttemptLayer,
+    workspace: &Path,
+) -> anyhow::Result<goat_store::CallOutcome> {
+    let copy = (1..)
+        .map(|k| layer.dir().join(format!("landing-{k}")))
+        .find(|dir| !dir.exists())
+        .context("naming the landing's copy")?;
+    let copy = layer
+        .copy_to(&copy)
+        .context("copying the attempt's layer to land it")?;
+    let pending = copy.pending(workspace)?;
+    let call = runtime.block_on(calls.land_attempt(
+        &format!("land attempt {n} of run {run}"),
+        &json!({ "run": run, "attempt": n }),
+        pending,
+    ))?;
+    // A landing that failed half-way and could not take its steps back
+    // leaves what the workspace held in the copy's backups.
+    let kept = std::fs::read_dir(copy.dir().join("backup"))
+        .map(|mut entries| entries.next().is_some())
+        .unwrap_or(false);
+    if kept {
+        crate::note(format!(
+            "the landing's copy is kept at {}: it holds what the workspace held",
+            copy.dir().display()
+        ));
+    } else {
+        let _ = copy.discard();
+    }
+    Ok(call)
 }
 
 /// Whether `ran` is one that may land: its check passed, or without a

@@ -137,3 +137,59 @@ fn a_kept_layer_is_opened_again_and_a_directory_that_is_not_one_is_refused() {
     // Made once: a second create of the same directory fails.
     assert!(AttemptLayer::create(&root.path().join("a/1")).is_err());
 }
+
+#[test]
+fn a_copy_lands_while_the_layer_stays_and_a_stacked_layer_sees_without_changing_it() {
+    let root = tempfile::tempdir().unwrap();
+    if !can_enter(root.path()) {
+        return;
+    }
+    let ws = root.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("gone.txt"), "here\n").unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let layer = AttemptLayer::create(&root.path().join("attempts/1")).unwrap();
+    sh(
+        &layer,
+        &ws,
+        "rm gone.txt && mkdir -p d && echo new > d/f && ln -s d/f link",
+        false,
+    );
+    // A check stacked on the layer sees its changes; what it writes stays
+    // in its own layer.
+    let check = AttemptLayer::create(&layer.dir().join("check")).unwrap();
+    let out = check
+        .command_over(&layer, &ws, "sh")
+        .unwrap()
+        .args([
+            "-c",
+            "cat d/f && test ! -e gone.txt && echo built > target.txt",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "new\n");
+    check.discard().unwrap();
+    assert!(!layer.dir().join("upper/target.txt").exists());
+    // The copy holds the same change set (the removal, the new directory,
+    // the link), lands, and the layer is as it was.
+    let copy = layer.copy_to(&root.path().join("attempts/1-copy")).unwrap();
+    let pending = copy.pending(&ws).unwrap();
+    let paths: Vec<&str> = pending
+        .set
+        .changes
+        .iter()
+        .map(|c| c.path.as_str())
+        .collect();
+    assert_eq!(paths, ["d", "d/f", "gone.txt", "link"]);
+    pending.land().unwrap();
+    assert_eq!(std::fs::read_to_string(ws.join("d/f")).unwrap(), "new\n");
+    assert!(!ws.join("gone.txt").exists());
+    assert_eq!(
+        std::fs::read_link(ws.join("link")).unwrap(),
+        Path::new("d/f")
+    );
+    assert_eq!(
+        std::fs::read_to_string(layer.dir().join("upper/d/f")).unwrap(),
+        "new\n"
+    );
+}
