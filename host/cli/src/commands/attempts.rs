@@ -218,12 +218,26 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
         .iter()
         .find(|a| a.number == number)
         .with_context(|| format!("run {} has no attempt {number}", run.id))?;
-    if a.status != "ended" {
-        bail!(
-            "attempt {number} of run {} is {}; it cannot land",
-            run.id,
-            a.status
-        );
+    match a.status.as_str() {
+        "ended" => {}
+        // Its run was stopped (killed, crashed) before it was recorded as
+        // ended: it may land once no process drives its session.
+        "running" => {
+            let quiet = a
+                .session_id
+                .as_deref()
+                .is_some_and(|s| store.lock_session(s).is_ok());
+            if !quiet {
+                bail!(
+                    "attempt {number} of run {} is still running; land it once it ended",
+                    run.id
+                );
+            }
+        }
+        other => bail!(
+            "attempt {number} of run {} is {other}; it cannot land",
+            run.id
+        ),
     }
     if let Some(landed) = run.landed {
         bail!(

@@ -248,3 +248,118 @@ async fn the_real_workspace_is_untouched_while_an_attempts_command_runs() {
     // The landing put it there once the attempt had ended.
     assert_eq!(run.read("inside.txt"), "inside\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn as_an_unprivileged_user_attempts_run_in_their_layers_and_one_lands_as_the_users_own() {
+    use std::os::unix::fs::MetadataExt;
+    if !can_attempt() {
+        return;
+    }
+    let Some(nobody) = crate::Nobody::new("goat-nobody-attempts") else {
+        return;
+    };
+    let server = goat_testkit::ScriptedServer::start(vec![
+        write("a1", "value.txt", "fail\n"),
+        content_reply("Done."),
+        write("b1", "value.txt", "pass\n"),
+        content_reply("Done."),
+    ])
+    .await;
+    let url = server.base_url();
+    let mut cmd = nobody.goat(&[
+        "run",
+        "--engine",
+        &url,
+        "--model",
+        "qwen",
+        "--allow-writes",
+        "--attempts",
+        "2",
+        "--verify",
+        "grep -q pass value.txt",
+        "--output",
+        "jsonl",
+        "Try",
+    ]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let end = lines(&out.stdout).last().cloned().unwrap();
+    assert_eq!(end["landed"], 2, "{end}");
+    let landed = nobody.ws.join("value.txt");
+    assert_eq!(std::fs::read_to_string(&landed).unwrap(), "pass\n");
+    // The user's own file, with the user's own mode.
+    let meta = std::fs::metadata(&landed).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+    assert_eq!(meta.mode() & 0o777, 0o644, "{:o}", meta.mode());
+    std::fs::remove_dir_all(&nobody.base).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_mid_run_every_attempt_is_kept_as_it_was_and_can_still_land() {
+    if !can_attempt() {
+        return;
+    }
+    let env = crate::Env::new();
+    let slow = |id: &str| {
+        call_reply(
+            id,
+            "run_command",
+            &json!({ "command": "echo mine > mark.txt && sleep 3" }).to_string(),
+        )
+    };
+    let server = goat_testkit::ScriptedServer::start(vec![
+        slow("a1"),
+        slow("b1"),
+        content_reply("Done."),
+        content_reply("Done."),
+    ])
+    .await;
+    let mut cmd = env.cmd();
+    cmd.args(["run", "--engine", &server.base_url(), "--model", "qwen"])
+        .args([
+            "--allow-commands",
+            "--attempts",
+            "2",
+            "--attempts-parallel",
+            "2",
+        ])
+        .args(["--output", "jsonl", "Work"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut parent = cmd.spawn().unwrap();
+    let layers = env.root.join("state/layers/attempts/run-1");
+    let written = |n: u32| layers.join(format!("{n}/upper/mark.txt")).exists();
+    for _ in 0..200 {
+        if written(1) && written(2) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(written(1) && written(2), "the attempts never wrote");
+    // kill -9, mid-run.
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    // The attempts' own runs end on their own; wait for them.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(!env.ws.join("mark.txt").exists());
+    let listed = json_out(&env.run(&["attempts", "list", "--json"]));
+    let attempts = listed[0]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{listed}");
+    assert!(listed[0]["landed"].is_null(), "{listed}");
+    for n in 1..=2 {
+        assert_eq!(
+            std::fs::read_to_string(layers.join(format!("{n}/upper/mark.txt"))).unwrap(),
+            "mine\n"
+        );
+    }
+    // Nothing was lost: either attempt can still land.
+    let landed = env.run(&["attempts", "land", "1"]);
+    assert!(landed.status.success(), "{}", text(&landed.stderr));
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("mark.txt")).unwrap(),
+        "mine\n"
+    );
+}

@@ -281,6 +281,26 @@ impl Nobody {
         std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
     }
 
+    /// `goat ARGS` as nobody, in the workspace, with a clean environment
+    /// and the store in its state directory.
+    pub(crate) fn goat(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("setpriv");
+        cmd.arg(format!("--reuid={NOBODY}"))
+            .arg(format!("--regid={NOBODY}"))
+            .args(["--clear-groups", "--"])
+            .arg(&self.bin)
+            .args(args)
+            .arg("--db")
+            .arg(self.state.join("goat.db"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.base)
+            .env("XDG_DATA_HOME", &self.state)
+            .env("GOAT_CACHE_DIR", self.state.join("cache"))
+            .current_dir(&self.ws);
+        cmd
+    }
+
     /// `goat tools call run_command COMMAND --allow-commands` as nobody,
     /// in the workspace, with a clean environment and `vars` added.
     pub(crate) fn run_command(&self, command: &Value, vars: &[(&str, &str)]) -> Output {
