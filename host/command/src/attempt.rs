@@ -187,6 +187,8 @@ impl AttemptLayer {
         let layer = Layer {
             dir: self.dir.clone(),
             keep: true,
+            // As `enter` mounted it: with a user namespace unless root.
+            opaque: crate::layer::opaque_xattr(!rustix::process::geteuid().is_root()),
         };
         let set = layer.changes(workspace)?;
         Ok(Pending::new(layer, workspace.to_owned(), set))
@@ -217,6 +219,9 @@ impl Entry {
     /// In the forked child: system calls only.
     fn enter(&self) -> io::Result<()> {
         use rustix::thread::UnshareFlags;
+        // Ended with GOAT: an attempt never runs on unwatched (it ends as a
+        // cancelled turn would, what it wrote kept in its layer).
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
         let mut flags = UnshareFlags::NEWNS;
         if self.user_ns {
             flags |= UnshareFlags::NEWUSER;

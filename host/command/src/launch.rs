@@ -95,6 +95,8 @@ impl<'a> ViewLaunch<'a> {
         } else {
             UserNs::New
         };
+        let mut layer = layer;
+        layer.opaque = crate::layer::opaque_xattr(user_ns == UserNs::New);
         // Proxied: the view's first child makes the proxy's listener in the
         // view's own network namespace and sends it back over this pair.
         let (view_net, net_rules, link) = match containment.network {

@@ -132,11 +132,25 @@ pub(crate) struct Layer {
     /// Kept when dropped: a landing that could not be taken back leaves
     /// what the workspace held in its backups.
     pub keep: bool,
+    /// The opaque-directory marker the overlay was mounted to write
+    /// ([`opaque_xattr`]); the other spelling is an ordinary attribute a
+    /// process inside may set, and is never read as the marker.
+    pub opaque: &'static str,
 }
 
 /// The overlay's `user.` (in a user namespace) and `trusted.` spellings of
 /// the opaque-directory marker.
 pub(crate) const OPAQUE_XATTRS: &[&str] = &["user.overlay.opaque", "trusted.overlay.opaque"];
+
+/// The opaque-directory marker an overlay mounted with (`userxattr`, in a
+/// user namespace) or without a user namespace writes.
+pub(crate) fn opaque_xattr(user_ns: bool) -> &'static str {
+    if user_ns {
+        "user.overlay.opaque"
+    } else {
+        "trusted.overlay.opaque"
+    }
+}
 
 impl Layer {
     /// Makes the scratch directory under `base` (mode 0700) with its parts.
@@ -146,7 +160,11 @@ impl Layer {
         let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
         let dir = base.join(format!("goat-layer-{name}"));
         rustix::fs::mkdir(&dir, Mode::from_raw_mode(0o700))?;
-        let layer = Self { dir, keep: false };
+        let layer = Self {
+            dir,
+            keep: false,
+            opaque: opaque_xattr(true),
+        };
         for part in ["upper", "work", "root", "tmp", "emptydir", "backup"] {
             std::fs::create_dir(layer.dir.join(part))?;
         }
@@ -167,6 +185,7 @@ impl Layer {
         let upper = open_dir_path(&self.upper())?;
         let lower = open_dir_path(workspace)?;
         let mut reader = Reader {
+            opaque: self.opaque,
             set: ChangeSet::default(),
             kept_total: 0,
             entries: 0,
@@ -259,6 +278,7 @@ pub(crate) fn names(dir: &impl AsFd) -> io::Result<Vec<Vec<u8>>> {
 }
 
 struct Reader {
+    opaque: &'static str,
     set: ChangeSet,
     kept_total: u64,
     entries: usize,
@@ -399,7 +419,9 @@ impl Reader {
             }
             let after = self.node(upper, &name, false)?;
             match (&before, &after) {
-                (Node::Dir(old_mode), Node::Dir(new_mode)) if !opaque(upper, &name) => {
+                (Node::Dir(old_mode), Node::Dir(new_mode))
+                    if !opaque(upper, &name, self.opaque) =>
+                {
                     if old_mode != new_mode {
                         self.set.ops.push(Op::Chmod(path.clone(), *new_mode));
                         self.set.changes.push(PathChange {
@@ -497,15 +519,14 @@ fn unnamed(rel: &str) -> io::Error {
     ))
 }
 
-/// Whether the upper layer's directory `name` hides the one below it.
-fn opaque(dir: &OwnedFd, name: &[u8]) -> bool {
+/// Whether the upper layer's directory `name` hides the one below it, by
+/// the marker `attr` its overlay writes.
+fn opaque(dir: &OwnedFd, name: &[u8], attr: &str) -> bool {
     let Ok(fd) = open_dir_at(dir, name) else {
         return false;
     };
-    OPAQUE_XATTRS.iter().any(|attr| {
-        let mut value = [0u8; 4];
-        matches!(rustix::fs::fgetxattr(&fd, *attr, &mut value), Ok(n) if value.get(..n) == Some(b"y"))
-    })
+    let mut value = [0u8; 4];
+    matches!(rustix::fs::fgetxattr(&fd, attr, &mut value), Ok(n) if value.get(..n) == Some(b"y"))
 }
 
 fn same_content(before: &Node, after: &Node) -> bool {

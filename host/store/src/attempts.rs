@@ -20,6 +20,9 @@ pub struct AttemptRun {
     pub prompt: String,
     /// The check each attempt was held to.
     pub verify: Option<String>,
+    /// The permission database its landings are held to (`None`: the
+    /// default beside the store).
+    pub permissions: Option<String>,
     /// When it began (unix seconds).
     pub created_at: i64,
     /// The attempt whose changes are in the workspace, if one is.
@@ -62,17 +65,25 @@ impl Store {
     pub fn start_attempt_run(
         &mut self,
         session_id: &str,
-        workspace: &str,
+        (workspace, permissions): (&str, Option<&str>),
         prompt: &str,
         verify: Option<&str>,
     ) -> Result<i64, StoreError> {
         self.session(session_id)?;
         let tx = self.write()?;
         tx.prepare_cached(
-            "INSERT INTO attempt_runs (session_id, workspace, prompt, verify, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO attempt_runs (session_id, workspace, prompt, verify, permissions,
+                                       created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
-        .execute(params![session_id, workspace, prompt, verify, now()])?;
+        .execute(params![
+            session_id,
+            workspace,
+            prompt,
+            verify,
+            permissions,
+            now()
+        ])?;
         let id = tx.last_insert_rowid();
         tx.commit()?;
         Ok(id)
@@ -187,7 +198,7 @@ impl Store {
         let mut run = self
             .conn
             .prepare_cached(
-                "SELECT id, session_id, workspace, prompt, verify, created_at
+                "SELECT id, session_id, workspace, prompt, verify, created_at, permissions
                  FROM attempt_runs WHERE id = ?1",
             )?
             .query_row([id], |r| {
@@ -198,6 +209,7 @@ impl Store {
                     prompt: r.get(3)?,
                     verify: r.get(4)?,
                     created_at: r.get(5)?,
+                    permissions: r.get(6)?,
                     landed: None,
                     attempts: Vec::new(),
                 })

@@ -273,6 +273,7 @@ const MIGRATIONS: &[Migration] = &[
              workspace TEXT NOT NULL,
              prompt TEXT NOT NULL,
              verify TEXT,
+             permissions TEXT,
              created_at INTEGER NOT NULL
          );
          CREATE TABLE attempts (

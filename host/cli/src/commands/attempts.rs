@@ -95,16 +95,35 @@ fn open(store: &DbArg) -> anyhow::Result<Store> {
     Ok(Store::open(&path)?)
 }
 
-/// Run `run`, or the newest.
+/// Run `run`, or the newest in the current directory's workspace.
 fn pick(store: &Store, run: Option<i64>) -> anyhow::Result<AttemptRun> {
-    match run {
-        Some(id) => Ok(store.attempt_run(id)?),
-        None => store
-            .attempt_runs()?
-            .into_iter()
-            .next()
-            .context("no attempts yet: goat run --attempts N makes them"),
+    if let Some(id) = run {
+        return Ok(store.attempt_run(id)?);
     }
+    let here = paths::workspace(None)?;
+    store
+        .attempt_runs()?
+        .into_iter()
+        .find(|r| {
+            let at = std::path::Path::new(&r.workspace);
+            at == here || at.canonicalize().is_ok_and(|c| c == here)
+        })
+        .with_context(|| {
+            format!(
+                "no attempts in {} yet: goat run --attempts N makes them (goat attempts list \
+                 shows every workspace's; --run ID picks one)",
+                text::escape_controls(&here.to_string_lossy())
+            )
+        })
+}
+
+/// The lock of the run whose attempts live beside `layer`: `None` while
+/// the run is still going.
+fn run_lock(layer: &str) -> anyhow::Result<Option<std::fs::File>> {
+    let dir = std::path::Path::new(layer)
+        .parent()
+        .context("an attempt's layer has no run directory")?;
+    super::run_attempts::lock_run(dir)
 }
 
 fn list(store: &Store, json: bool) -> anyhow::Result<Outcome> {
@@ -218,6 +237,13 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
         .iter()
         .find(|a| a.number == number)
         .with_context(|| format!("run {} has no attempt {number}", run.id))?;
+    // While the run goes on, it may land an attempt itself.
+    let Some(_run_lock) = run_lock(&a.layer)? else {
+        bail!(
+            "run {} is still going; land an attempt once it ended",
+            run.id
+        );
+    };
     match a.status.as_str() {
         "ended" => {}
         // Its run was stopped (killed, crashed) before it was recorded as
@@ -226,7 +252,7 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
             let quiet = a
                 .session_id
                 .as_deref()
-                .is_some_and(|s| store.lock_session(s).is_ok());
+                .is_none_or(|s| store.lock_session(s).is_ok());
             if !quiet {
                 bail!(
                     "attempt {number} of run {} is still running; land it once it ended",
@@ -251,6 +277,8 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
         &goat_session::direct::DirectOptions {
             workspace: Some(PathBuf::from(&run.workspace)),
             db: store_arg.db.clone(),
+            // The rules the run was given.
+            permissions: run.permissions.as_ref().map(PathBuf::from),
             tools: Some(Vec::new()),
             ..Default::default()
         },
@@ -292,6 +320,16 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
 
 fn discard(store: &mut Store, run: Option<i64>) -> anyhow::Result<Outcome> {
     let run = pick(store, run)?;
+    let lock = match run.attempts.first() {
+        Some(a) => run_lock(&a.layer)?,
+        None => None,
+    };
+    if lock.is_none() && !run.attempts.is_empty() {
+        bail!(
+            "run {} is still going; discard its attempts once it ended",
+            run.id
+        );
+    }
     let mut removed = 0;
     for a in &run.attempts {
         if a.status == "discarded" {

@@ -192,6 +192,7 @@ fn run_with(args: &RunArgs, output: OutputFormat, lines: &Arc<Lines>) -> anyhow:
         }))
     });
     let opened = goat_session::for_turn(&args.turn.open_options(), approver, &crate::stderr_note)?;
+    mark_attempt(&opened, args.turn.session.is_some())?;
     let turns_before = opened.turn_count()?;
     let driver = Driver::new(
         opened,
@@ -560,6 +561,36 @@ impl EventFile {
 }
 
 /// The prompt, from the argument or stdin for `-`; refusing an empty one.
+/// The environment variable `goat run --attempts` gives each attempt's
+/// own run: `RUN:N`.
+pub(super) const ATTEMPT_ENV: &str = "GOAT_ATTEMPT";
+
+/// Marks the session as attempt N of run RUN when this run is one (the
+/// attempt marks itself, so a kill of the run between the session's start
+/// and its first line cannot leave it unmarked); refuses to carry on an
+/// attempt's session (`--session`): what it would change could never be
+/// undone from the workspace.
+fn mark_attempt(opened: &goat_session::Opened, resumed: bool) -> anyhow::Result<()> {
+    let mut store = opened.store.lock().unwrap_or_else(PoisonError::into_inner);
+    if resumed && let Some(run) = store.attempt_of(&opened.session_id)? {
+        bail!(
+            "session {} is an attempt of run {run}: it is not carried on; goat attempts show \
+             and land work with it",
+            opened.session_id
+        );
+    }
+    let Some(value) = std::env::var_os(ATTEMPT_ENV) else {
+        return Ok(());
+    };
+    let value = value.to_string_lossy();
+    let (run, n) = value
+        .split_once(':')
+        .and_then(|(r, n)| Some((r.parse::<i64>().ok()?, n.parse::<u32>().ok()?)))
+        .with_context(|| format!("{ATTEMPT_ENV} is not RUN:N"))?;
+    store.attempt_session(run, n, &opened.session_id)?;
+    Ok(())
+}
+
 pub(super) fn read_prompt(arg: &str) -> anyhow::Result<String> {
     let prompt = if arg == "-" {
         let mut s = String::new();

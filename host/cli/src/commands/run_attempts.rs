@@ -110,20 +110,35 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         &crate::stderr_note,
     )?;
     let workspace = prepared.workspace().to_owned();
+    let exe = own_binary(&workspace)?;
     let base = attempts_base(&prepared.command_containment()?)
         .map_err(|e| anyhow::anyhow!("{}", e))
         .context("finding where attempts' layers can be kept")?;
+    private_dir(&base)?;
     can_make_layers(&base, &workspace)?;
     let session = prepared.open_for("attempts", "goat run --attempts", None)?;
+    let permissions = match &args.turn.permissions.permissions {
+        Some(p) => Some(std::path::absolute(p)?.to_string_lossy().into_owned()),
+        None => None,
+    };
     let run = {
         let mut store = session.store.lock().unwrap_or_else(PoisonError::into_inner);
         store.start_attempt_run(
             &session.session_id,
-            &workspace.to_string_lossy(),
+            (&workspace.to_string_lossy(), permissions.as_deref()),
             &prompt,
             args.verify.as_deref(),
         )?
     };
+    // Named by the run's own session too: another store using the same
+    // layers directory never meets these.
+    let run_dir = base.join(format!("run-{run}-{}", session.session_id));
+    rustix::fs::mkdir(&run_dir, rustix::fs::Mode::from_raw_mode(0o700))
+        .with_context(|| format!("making {}", run_dir.display()))?;
+    // Held for the whole run: `goat attempts land` and `discard` wait for
+    // it to end.
+    let _run_lock =
+        lock_run(&run_dir)?.context("another process holds this run's lock, which it just made")?;
     let logs = match &args.logs_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)
@@ -141,9 +156,9 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     };
     let shared = Shared {
         run,
-        base: base.join(format!("run-{run}")),
+        base: run_dir,
         workspace: workspace.clone(),
-        exe: std::env::current_exe().context("finding GOAT's own binary")?,
+        exe,
         args: child_args(args, &workspace)?,
         logs,
         prompt,
@@ -193,35 +208,36 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     ran.sort_by_key(|r| r.number);
     let verified = shared.verify.is_some();
     let passed: Vec<&Ran> = ran.iter().filter(|r| passes(r, verified)).collect();
-    let chosen = passed.first().map(|r| r.number);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let mut landed = None;
     let mut files_changed = Vec::new();
     let mut outcome = RunOutcome::NoAttemptPassed;
-    if let Some(n) = chosen {
+    // The first in order that passed and lands: one whose changes the
+    // rules refuse is said, and the next is tried.
+    for r in &passed {
+        let n = r.number;
         let layer = AttemptLayer::open(&shared.base.join(n.to_string()))?;
         let call = land(&runtime, &session.calls, (run, n), &layer, &workspace)?;
-        let ok = call.status == goat_store::CallStatus::Ok;
-        if ok {
+        if call.status == goat_store::CallStatus::Ok {
             landed = Some(n);
             files_changed = call.changes.iter().map(|c| c.path.clone()).collect();
-        } else {
-            crate::note(format!(
-                "attempt {n} passed, and did not land: {}",
-                text::escape_controls(call.result.trim())
-            ));
+            outcome = r.outcome.unwrap_or(RunOutcome::Completed);
+            break;
         }
-        outcome = match (
-            ok,
-            ran.iter().find(|r| r.number == n).and_then(|r| r.outcome),
-        ) {
-            (true, Some(o)) => o,
-            _ => RunOutcome::CompletedWithDenials,
-        };
+        crate::note(format!(
+            "attempt {n} passed, and did not land: {}",
+            text::escape_controls(call.result.trim())
+        ));
+        outcome = RunOutcome::CompletedWithDenials;
     }
-    let exit_code = outcome.exit_code(args.allow_denials);
+    // Passed, and none landed: never a success, whatever --allow-denials
+    // says of denials.
+    let exit_code = match landed {
+        None if !passed.is_empty() => RunOutcome::CompletedWithDenials.exit_code(false),
+        _ => outcome.exit_code(args.allow_denials),
+    };
     let ended = AttemptsEnded {
         run,
         outcome,
@@ -279,10 +295,12 @@ pub(super) fn land(
         pending,
     ))?;
     // A landing that failed half-way and could not take its steps back
-    // leaves what the workspace held in the copy's backups.
-    let kept = std::fs::read_dir(copy.dir().join("backup"))
-        .map(|mut entries| entries.next().is_some())
-        .unwrap_or(false);
+    // leaves what the workspace held in the copy's backups. After a
+    // landing that succeeded, the journal holds what was replaced.
+    let kept = call.status != goat_store::CallStatus::Ok
+        && std::fs::read_dir(copy.dir().join("backup"))
+            .map(|mut entries| entries.next().is_some())
+            .unwrap_or(false);
     if kept {
         crate::note(format!(
             "the landing's copy is kept at {}: it holds what the workspace held",
@@ -297,13 +315,70 @@ pub(super) fn land(
 /// Whether `ran` is one that may land: its check passed, or without a
 /// check, its turn completed.
 fn passes(ran: &Ran, verified: bool) -> bool {
-    if verified {
-        ran.check.as_ref().is_some_and(|c| c.0 == 0)
-    } else {
-        matches!(
-            ran.outcome,
-            Some(RunOutcome::Completed | RunOutcome::CompletedWithDenials)
-        )
+    // An attempt that never got to work (an engine failure, a crash) left
+    // the workspace as it was: a check the workspace already passes says
+    // nothing of it.
+    let completed = matches!(
+        ran.outcome,
+        Some(RunOutcome::Completed | RunOutcome::CompletedWithDenials)
+    );
+    completed && (!verified || ran.check.as_ref().is_some_and(|c| c.0 == 0))
+}
+
+/// GOAT's own binary, which every attempt and check runs: refused when it
+/// lies in the workspace, where an attempt could replace it in its layer
+/// before its check runs it.
+fn own_binary(workspace: &Path) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .context("finding GOAT's own binary")?;
+    if exe.starts_with(workspace) {
+        bail!(
+            "GOAT's binary ({}) is inside the workspace, where an attempt could replace it \
+             before its check runs it; run --attempts with a goat installed outside the \
+             workspace",
+            exe.display()
+        );
+    }
+    Ok(exe)
+}
+
+/// Makes `dir` (mode 0700) if it is missing, and refuses one that is a
+/// link, is not the user's own, or others may read or write: attempts'
+/// layers are kept there.
+fn private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    match rustix::fs::mkdir(dir, rustix::fs::Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        Err(e) => return Err(e).with_context(|| format!("making {}", dir.display())),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir()
+        || meta.uid() != rustix::process::geteuid().as_raw()
+        || meta.mode() & 0o077 != 0
+    {
+        bail!(
+            "{} is not a private directory of this user's (a link, another's, or open to \
+             others); attempts' layers are kept there, so GOAT will not use it: remove it, or \
+             set commands.layers_dir",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Takes run directory `dir`'s lock, if no other process holds it.
+pub(super) fn lock_run(dir: &Path) -> anyhow::Result<Option<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))
+        .with_context(|| format!("opening {}", dir.join("lock").display()))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(file)),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(e) => Err(e).context("locking the run"),
     }
 }
 
@@ -313,7 +388,7 @@ fn can_make_layers(base: &Path, workspace: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(base).with_context(|| format!("making {}", base.display()))?;
     let probe = AttemptLayer::create(&base.join(format!("probe-{}", std::process::id())))?;
     let entered = probe
-        .command(workspace, "true")
+        .command(workspace, "/bin/true")
         .and_then(|mut c| c.stdout(Stdio::null()).stderr(Stdio::null()).status());
     let _ = probe.discard();
     match entered {
@@ -370,15 +445,29 @@ fn child_args(args: &RunArgs, workspace: &Path) -> anyhow::Result<Vec<OsString>>
         "--workspace",
         "--db",
         "--permissions",
+        "--ca-cert",
     ];
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let mut out: Vec<OsString> = Vec::new();
     let mut at = argv
         .iter()
         .position(|a| a == "run")
         .context("goat run's arguments")?;
-    out.push("run".into());
     at += 1;
+    // GOAT's own flags first: after a `--` they would be read as words of
+    // the prompt.
+    let mut out: Vec<OsString> = vec!["run".into(), "--output".into(), "jsonl".into()];
+    out.extend(["--workspace".into(), workspace.as_os_str().to_owned()]);
+    let db = crate::paths::store_path(args.turn.store.db.as_deref())?;
+    out.extend(["--db".into(), db.resolved().as_os_str().to_owned()]);
+    if let Some(p) = &args.turn.permissions.permissions {
+        out.extend([
+            "--permissions".into(),
+            std::path::absolute(p)?.into_os_string(),
+        ]);
+    }
+    if let Some(p) = &args.turn.engine.ca_cert {
+        out.extend(["--ca-cert".into(), std::path::absolute(p)?.into_os_string()]);
+    }
     let mut prompt_seen = false;
     let mut rest_positional = false;
     while at < argv.len() {
@@ -420,16 +509,6 @@ fn child_args(args: &RunArgs, workspace: &Path) -> anyhow::Result<Vec<OsString>>
     if !prompt_seen {
         bail!("goat run needs a prompt");
     }
-    out.extend(["--output".into(), "jsonl".into()]);
-    out.extend(["--workspace".into(), workspace.as_os_str().to_owned()]);
-    let db = crate::paths::store_path(args.turn.store.db.as_deref())?;
-    out.extend(["--db".into(), db.resolved().as_os_str().to_owned()]);
-    if let Some(p) = &args.turn.permissions.permissions {
-        out.extend([
-            "--permissions".into(),
-            std::path::absolute(p)?.into_os_string(),
-        ]);
-    }
     Ok(out)
 }
 
@@ -457,11 +536,14 @@ fn attempt(shared: &Shared, n: u32) -> anyhow::Result<Ran> {
         // A command's own view needs its change layer on the workspace's
         // mount; inside an attempt, the attempt's layer is that place.
         .env("GOAT_COMMANDS_CONTAINMENT", "landlock")
+        .env(super::run::ATTEMPT_ENV, format!("{}:{n}", shared.run))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
+        .map(Reaped)
         .context("starting the attempt")?;
+    let child = &mut child.0;
     if let Some(mut stdin) = child.stdin.take() {
         stdin.write_all(shared.prompt.as_bytes())?;
     }
@@ -563,6 +645,19 @@ fn attempt(shared: &Shared, n: u32) -> anyhow::Result<Ran> {
         check,
         files,
     })
+}
+
+/// A child that is killed and waited for if it is left running (an error
+/// on the way out of [`attempt`]).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 /// Runs the check in a throwaway layer stacked on `layer`: its exit code

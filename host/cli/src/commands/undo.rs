@@ -51,7 +51,9 @@ pub fn undo(args: UndoArgs) -> anyhow::Result<Outcome> {
     // and the landing is what undo takes back.
     if let Some(run) = store.attempt_of(&session.id)? {
         bail!(
-            "session {} is an attempt of run {run}: its changes are in its own layer, not in              the workspace; goat undo takes back the attempt that landed (in the run's own              session), and goat attempts discard removes the others",
+            "session {} is an attempt of run {run}: its changes are in its own layer, not in \
+             the workspace; goat undo takes back the attempt that landed (in the landing's own \
+             session), and goat attempts discard removes the others",
             session.id
         );
     }

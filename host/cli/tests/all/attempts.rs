@@ -16,13 +16,36 @@ fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
     )
 }
 
-/// Whether attempts can be made here; said when not.
+/// Whether an attempt's layer can be entered here (a mount namespace
+/// with an overlay); said when not.
 fn can_attempt() -> bool {
-    let can = goat_router::command_support().is_ok();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let layer = goat_command::attempt::AttemptLayer::create(&dir.path().join("probe")).unwrap();
+    let can = layer
+        .command(&ws, "/bin/true")
+        .and_then(|mut c| c.status())
+        .is_ok_and(|s| s.success());
     if !can {
-        eprintln!("note: skipped: no view of the workspace can be made here");
+        eprintln!("note: skipped: no mount namespace with an overlay can be made here");
     }
     can
+}
+
+fn in_layer_at(root: &std::path::Path, n: u32, rel: &str) -> bool {
+    in_layer(root, n, rel).is_some_and(|p| p.exists())
+}
+
+/// Attempt `n`'s layer path `rel` of the first run under `root` (the
+/// run's directory is named by its session too), once it exists.
+fn in_layer(root: &std::path::Path, n: u32, rel: &str) -> Option<std::path::PathBuf> {
+    let base = root.join("state/layers/attempts");
+    let run = std::fs::read_dir(&base)
+        .ok()?
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("run-1-"))?;
+    Some(run.path().join(n.to_string()).join("upper").join(rel))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -208,17 +231,14 @@ async fn the_real_workspace_is_untouched_while_an_attempts_command_runs() {
         .arg("--output")
         .arg("jsonl");
     let ws = builder.env().ws.clone();
-    let upper = builder
-        .env()
-        .root
-        .join("state/layers/attempts/run-1/1/upper/inside.txt");
+    let root = builder.env().root.clone();
     // From the moment the command's write is in the attempt's layer, and
     // for as long as the command then sleeps, the real workspace is
     // looked at: the file is never there.
     let watch = tokio::spawn(async move {
         let mut in_layer = false;
         for _ in 0..400 {
-            if upper.exists() {
+            if in_layer_at(&root, 1, "inside.txt") {
                 in_layer = true;
                 break;
             }
@@ -330,8 +350,7 @@ async fn killed_mid_run_every_attempt_is_kept_as_it_was_and_can_still_land() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut parent = cmd.spawn().unwrap();
-    let layers = env.root.join("state/layers/attempts/run-1");
-    let written = |n: u32| layers.join(format!("{n}/upper/mark.txt")).exists();
+    let written = |n: u32| in_layer_at(&env.root, n, "mark.txt");
     for _ in 0..200 {
         if written(1) && written(2) {
             break;
@@ -351,7 +370,7 @@ async fn killed_mid_run_every_attempt_is_kept_as_it_was_and_can_still_land() {
     assert!(listed[0]["landed"].is_null(), "{listed}");
     for n in 1..=2 {
         assert_eq!(
-            std::fs::read_to_string(layers.join(format!("{n}/upper/mark.txt"))).unwrap(),
+            std::fs::read_to_string(in_layer(&env.root, n, "mark.txt").unwrap()).unwrap(),
             "mine\n"
         );
     }
@@ -362,4 +381,24 @@ async fn killed_mid_run_every_attempt_is_kept_as_it_was_and_can_still_land() {
         std::fs::read_to_string(env.ws.join("mark.txt")).unwrap(),
         "mine\n"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_after_double_dash_reaches_every_attempt_whole() {
+    if !can_attempt() {
+        return;
+    }
+    let builder = GoatRun::builder()
+        .replies([write("a1", "value.txt", "done\n"), content_reply("Done.")])
+        .allow_writes()
+        .arg("--attempts")
+        .arg("1")
+        .arg("--output")
+        .arg("jsonl")
+        .arg("--");
+    let run = builder.run("-write it, starting with a dash").await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let sent = run.request_text(0);
+    assert!(sent.contains("-write it, starting with a dash"), "{sent}");
+    assert_eq!(run.read("value.txt"), "done\n");
 }
