@@ -95,6 +95,17 @@ pub fn props_window(body: &str) -> Option<u64> {
     .and_then(plausible)
 }
 
+/// How many requests llama-server serves at once, as its `/props` says
+/// (`total_slots`, from `-np`).
+pub fn props_slots(body: &str) -> Option<u32> {
+    serde_json::from_str::<Value>(body)
+        .ok()?
+        .get("total_slots")?
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 0)
+}
+
 /// Whether a `/props` body is llama-server's: it takes `cache_prompt`
 /// (issue 25). Its `/props` has always carried
 /// `default_generation_settings`; newer builds add `build_info` and
@@ -273,6 +284,14 @@ fn number_after(text: &str, marker: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn slots_are_read_from_llama_servers_props() {
+        assert_eq!(super::props_slots(r#"{"total_slots": 4}"#), Some(4));
+        assert_eq!(super::props_slots(r#"{"total_slots": 0}"#), None);
+        assert_eq!(super::props_slots(r#"{"n_ctx": 4096}"#), None);
+        assert_eq!(super::props_slots("not json"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -593,6 +593,14 @@ fn settings(opts: &OpenOptions) -> anyhow::Result<Settings> {
     Ok(settings)
 }
 
+/// How many requests the engine `opts` name serves at once, where it says
+/// (llama-server's `total_slots`); `None` otherwise.
+pub async fn engine_slots(opts: &OpenOptions) -> Option<u32> {
+    let checked = checked(opts).ok()?;
+    let (engine, _, _) = engine_with(&checked.settings, None, &|_| {}).ok()?;
+    engine.slots().await
+}
+
 /// The engine client, its URL and the model. A flag or environment
 /// variable wins; then, when resuming, what the session used; then the
 /// config file. A missing one is named with every way to set it.

@@ -28,8 +28,9 @@ pub mod text;
 pub mod undo;
 
 pub use assemble::{
-    OpenOptions, Opened, Parts, Plugins, Start, command_tool, engine_with, for_turn, host_files,
-    open, read_only_sandbox, sandbox, sandbox_and_tools, server_reads, system_prompt, tools_in,
+    OpenOptions, Opened, Parts, Plugins, Start, command_tool, engine_slots, engine_with, for_turn,
+    host_files, open, read_only_sandbox, sandbox, sandbox_and_tools, server_reads, system_prompt,
+    tools_in,
 };
 pub use drive::{Budget, Driver, Events, TurnReport};
 pub use protocol::{AttemptEnded, AttemptsEnded, Event, EventKind, Outcome, SCHEMA_VERSION};

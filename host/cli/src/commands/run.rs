@@ -50,7 +50,9 @@ pub struct RunArgs {
     /// (or, without --verify, that completes) lands (docs/attempts.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
     pub(super) attempts: Option<u32>,
-    /// With --attempts: how many run at once (default 1: in order).
+    /// With --attempts: how many run at once (default: as many as the
+    /// engine serves at once where it says, llama-server's slots; else 1,
+    /// in order).
     #[arg(long, value_name = "K", requires = "attempts", value_parser = clap::value_parser!(u32).range(1..=16))]
     pub(super) attempts_parallel: Option<u32>,
     /// With --attempts: the project's check, run contained in each

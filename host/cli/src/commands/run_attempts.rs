@@ -91,7 +91,17 @@ impl Lines {
 /// Runs the attempts, checks them, lands the first that passed.
 pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     let attempts = args.attempts.unwrap_or(1);
-    let parallel = args.attempts_parallel.unwrap_or(1).min(attempts);
+    // By default as many at once as the engine serves (llama-server says
+    // its slots); one at a time where it does not say.
+    let parallel = match args.attempts_parallel {
+        Some(k) => k,
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(goat_session::engine_slots(&args.turn.open_options()))
+            .unwrap_or(1),
+    }
+    .clamp(1, attempts);
     if args.turn.session.is_some() {
         bail!(
             "--attempts starts a session for each attempt; it does not carry one on (leave out \

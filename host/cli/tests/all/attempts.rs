@@ -402,3 +402,56 @@ async fn a_prompt_after_double_dash_reaches_every_attempt_whole() {
     assert!(sent.contains("-write it, starting with a dash"), "{sent}");
     assert_eq!(run.read("value.txt"), "done\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn by_default_as_many_attempts_run_at_once_as_the_engine_has_slots() {
+    if !can_attempt() {
+        return;
+    }
+    let slow = |id: &str| {
+        call_reply(
+            id,
+            "run_command",
+            &json!({ "command": "sleep 1" }).to_string(),
+        )
+    };
+    let builder = GoatRun::builder()
+        .replies([
+            slow("a1"),
+            slow("b1"),
+            content_reply("Done."),
+            content_reply("Done."),
+        ])
+        .route(
+            "/props",
+            goat_testkit::Reply::error(
+                200,
+                "application/json",
+                r#"{"default_generation_settings": {"n_ctx": 32768}, "total_slots": 2}"#,
+            ),
+        )
+        .arg("--allow-commands")
+        .arg("--attempts")
+        .arg("2")
+        .arg("--output")
+        .arg("jsonl");
+    let run = builder.run("Work").await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    // Both attempts asked their first round before either its second: the
+    // engine's second request carries no tool result.
+    let chats: Vec<Value> = run
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.get("messages").is_some())
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(chats.len(), 4);
+    assert!(
+        !chats[1]["messages"]
+            .to_string()
+            .contains("\"role\":\"tool\""),
+        "{}",
+        chats[1]["messages"]
+    );
+}

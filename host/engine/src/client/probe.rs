@@ -19,6 +19,17 @@ impl EngineClient {
         Ok(model_ids(&self.get_small(&self.models_url()).await?))
     }
 
+    /// How many requests the engine serves at once, where it says
+    /// (llama-server's `/props`, `total_slots`); `None` where it does not,
+    /// or cannot be asked.
+    pub async fn slots(&self) -> Option<u32> {
+        let body = self
+            .fetch_small(self.http.get(self.props_url()))
+            .await
+            .ok()?;
+        window::props_slots(&body)
+    }
+
     /// Asks the engine its context window: llama-server's `/props` (beside
     /// `/v1`, at the server's root), then `/models` (`max_model_len`,
     /// vLLM and SGLang), then LM Studio's `/api/v0/models` and Ollama's
