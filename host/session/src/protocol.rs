@@ -838,7 +838,7 @@ mod tests {
     #[test]
     fn every_outcome_has_its_own_exit_code() {
         let mut codes: Vec<u8> = Outcome::ALL.iter().map(|o| o.exit_code(false)).collect();
-        assert_eq!(codes, [0, 3, 4, 5, 6, 7, 8, 9, 130, 2]);
+        assert_eq!(codes, [0, 3, 4, 5, 6, 7, 8, 9, 10, 130, 2]);
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), Outcome::ALL.len());
