@@ -17,6 +17,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod attempts;
+mod nullable;
+
+pub use attempts::{AttemptEnded, AttemptsEnded};
+use nullable::require_nullable;
+
 /// The protocol's version, `MAJOR.MINOR`: in `session.started`. A new
 /// minor version only adds; a new major one may change or remove.
 pub const SCHEMA_VERSION: &str = "1.4";
@@ -580,41 +586,6 @@ pub struct TurnEnded {
     pub duration_ms: u64,
 }
 
-/// `attempts.completed`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AttemptsEnded {
-    /// The run of attempts (`goat attempts show --run ID`).
-    pub run: i64,
-    /// How the run ended: the landed attempt's outcome, or
-    /// `no_attempt_passed`.
-    pub outcome: Outcome,
-    /// The exit code `goat run` ends with.
-    pub exit_code: u8,
-    /// Each attempt, in order.
-    pub attempts: Vec<AttemptEnded>,
-    /// How many passed the check (or, without one, completed).
-    pub passed: u32,
-    /// The attempt whose changes landed; `null` when none did.
-    pub landed: Option<u32>,
-    /// Workspace paths the landing changed.
-    pub files_changed: Vec<String>,
-}
-
-/// One attempt, in `attempts.completed`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AttemptEnded {
-    /// 1-based.
-    pub attempt: u32,
-    /// Its own session.
-    pub session_id: Option<String>,
-    /// How its turn ended.
-    pub outcome: Option<Outcome>,
-    /// Whether its check passed; `null` without `--verify`.
-    pub passed: Option<bool>,
-    /// The paths its layer changed.
-    pub files_changed: Vec<String>,
-}
-
 /// Tokens, as the engine reported them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
@@ -780,93 +751,5 @@ pub fn schema() -> serde_json::Value {
     schema
 }
 
-/// Marks as required every property that may be `null` (an `Option`
-/// serde always writes), except [`OMITTED_WHEN_EMPTY`]: a reader can count
-/// on the key being there.
-fn require_nullable(schema: &mut serde_json::Value) {
-    use serde_json::Value;
-    match schema {
-        Value::Object(object) => {
-            if let Some(Value::Object(properties)) = object.get("properties") {
-                let mut nullable: Vec<String> = properties
-                    .iter()
-                    .filter(|(name, _)| !OMITTED_WHEN_EMPTY.contains(&name.as_str()))
-                    .filter(|(_, p)| allows_null(p))
-                    .map(|(name, _)| name.clone())
-                    .collect();
-                // Sorted, as a sorted map would give them, whichever order
-                // the map keeps.
-                nullable.sort();
-                let required = object
-                    .entry("required")
-                    .or_insert_with(|| Value::Array(Vec::new()));
-                if let Value::Array(required) = required {
-                    for name in nullable {
-                        if !required.iter().any(|r| r.as_str() == Some(&name)) {
-                            required.push(Value::String(name));
-                        }
-                    }
-                }
-            }
-            for value in object.values_mut() {
-                require_nullable(value);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(require_nullable),
-        _ => {}
-    }
-}
-
-/// Whether a property's schema lets it be `null`.
-fn allows_null(property: &serde_json::Value) -> bool {
-    let null = serde_json::Value::String("null".to_owned());
-    match property.get("type") {
-        Some(serde_json::Value::Array(types)) => types.contains(&null),
-        _ => property
-            .get("anyOf")
-            .and_then(serde_json::Value::as_array)
-            .is_some_and(|any| any.iter().any(|s| s.get("type") == Some(&null))),
-    }
-}
-
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
-mod tests {
-    use super::*;
-
-    /// The documented table, and no outcome shares another's code.
-    #[test]
-    fn every_outcome_has_its_own_exit_code() {
-        let mut codes: Vec<u8> = Outcome::ALL.iter().map(|o| o.exit_code(false)).collect();
-        assert_eq!(codes, [0, 3, 4, 5, 6, 7, 8, 9, 10, 130, 2]);
-        codes.sort_unstable();
-        codes.dedup();
-        assert_eq!(codes.len(), Outcome::ALL.len());
-        assert_eq!(Outcome::CompletedWithDenials.exit_code(true), 0);
-        assert_eq!(Outcome::NeedsApproval.exit_code(true), 4);
-        for outcome in Outcome::ALL {
-            assert_eq!(
-                serde_json::to_value(outcome).unwrap(),
-                serde_json::Value::String(outcome.as_str().to_owned())
-            );
-        }
-    }
-
-    #[test]
-    fn an_event_is_flat_with_its_type() {
-        let event = Event {
-            seq: 3,
-            session_id: Some("s".into()),
-            attempt: None,
-            turn: Some(1),
-            kind: EventKind::RoundStarted { round: 2 },
-        };
-        let json = serde_json::to_value(&event).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({"seq": 3, "session_id": "s", "turn": 1, "type": "round.started", "round": 2})
-        );
-        let back: Event = serde_json::from_value(json).unwrap();
-        assert_eq!(back, event);
-    }
-}
+mod tests;
