@@ -720,9 +720,11 @@ impl Outcome {
 }
 
 /// Fields that are left out when they have no value (`turn` outside a
-/// turn, `note` on an answer without one). Every other field is always
+/// turn, `note` on an answer without one, `attempt` outside `goat run
+/// --attempts`, `objection` when no hook objected, `event` on a call's
+/// denial). Every other field is always
 /// there, `null` when it has no value, and the schema says so.
-const OMITTED_WHEN_EMPTY: [&str; 2] = ["turn", "note"];
+const OMITTED_WHEN_EMPTY: [&str; 5] = ["turn", "note", "attempt", "objection", "event"];
 
 /// The JSON Schema of one line of `--output jsonl`, as committed in
 /// `docs/schema/events.schema.json`.

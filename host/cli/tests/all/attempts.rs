@@ -81,6 +81,8 @@ async fn three_attempts_the_check_picks_the_second_it_lands_and_undo_and_land_sw
     let run = builder.run("Make the check pass").await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     let out = lines(&run.out.stdout);
+    // Every line, the attempts' own and the run's, as the schema says.
+    crate::jsonl::validate(&out);
     let end = out.last().unwrap();
     assert_eq!(end["type"], "attempts.completed", "{end}");
     assert_eq!(end["landed"], 2, "{end}");

@@ -41,7 +41,7 @@ fn validator() -> Option<PathBuf> {
 
 /// Validates each line with the `jsonschema` package, as a reader of the
 /// stream would; panics naming every line that does not validate.
-fn validate(lines: &[Value]) {
+pub(crate) fn validate(lines: &[Value]) {
     let Some(python) = validator() else {
         return;
     };

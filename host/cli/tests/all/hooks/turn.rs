@@ -60,6 +60,7 @@ async fn a_prompt_hook_withholds_a_prompt_that_is_neither_sent_nor_kept() {
     // no prompt when they withheld it.
     assert!(!text(&run.out.stdout).contains("SECRET-1234"));
     let lines = lines(&run.out.stdout);
+    crate::jsonl::validate(&lines);
     let started = lines.iter().position(|l| l["type"] == "turn.started");
     let hooked = lines.iter().position(|l| l["type"] == "hooks.ran");
     assert!(started.is_some() && started < hooked, "{lines:?}");
@@ -164,6 +165,7 @@ async fn a_stop_hook_sends_the_model_back_until_its_check_passes() {
         "{second}"
     );
     let lines = lines(&run.out.stdout);
+    crate::jsonl::validate(&lines);
     let end = lines.last().unwrap();
     assert_eq!(end["outcome"], "completed", "{end}");
     assert_eq!(end["answer"], "Finished now.", "{end}");
