@@ -6,7 +6,7 @@
 //! in the run's own session so `goat undo` takes it back.
 
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -224,9 +224,26 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     let mut landed = None;
     let mut files_changed = Vec::new();
     let mut outcome = RunOutcome::NoAttemptPassed;
-    // The first in order that passed and lands: one whose changes the
-    // rules refuse is said, and the next is tried.
-    for r in &passed {
+    // At a terminal the person sees each attempt and picks; headless, the
+    // first in order that passed and lands (one whose changes the rules
+    // refuse is said, and the next is tried).
+    let at_terminal = io::stdin().is_terminal() && io::stderr().is_terminal();
+    let candidates: Vec<&Ran> = if at_terminal {
+        let default = passed.first().map(|r| r.number);
+        match pick_at_terminal(&shared, &ran, default)? {
+            Some(n) => ran.iter().filter(|r| r.number == n).collect(),
+            None => {
+                crate::note("no attempt lands, as you chose; goat attempts land N lands one later");
+                if !passed.is_empty() {
+                    outcome = RunOutcome::Completed;
+                }
+                Vec::new()
+            }
+        }
+    } else {
+        passed.clone()
+    };
+    for r in candidates {
         let n = r.number;
         let layer = AttemptLayer::open(&shared.base.join(n.to_string()))?;
         let call = land(&runtime, &session.calls, (run, n), &layer, &workspace)?;
@@ -242,10 +259,12 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         ));
         outcome = RunOutcome::CompletedWithDenials;
     }
-    // Passed, and none landed: never a success, whatever --allow-denials
-    // says of denials.
+    // Passed, and none landed (but as the person chose): never a
+    // success, whatever --allow-denials says of denials.
     let exit_code = match landed {
-        None if !passed.is_empty() => RunOutcome::CompletedWithDenials.exit_code(false),
+        None if !passed.is_empty() && outcome != RunOutcome::Completed => {
+            RunOutcome::CompletedWithDenials.exit_code(false)
+        }
         _ => outcome.exit_code(args.allow_denials),
     };
     let ended = AttemptsEnded {
@@ -320,6 +339,102 @@ pub(super) fn land(
         let _ = copy.discard();
     }
     Ok(call)
+}
+
+/// The most of one file shown in an attempt's diff.
+const SHOWN_FILE_BYTES: u64 = 1024 * 1024;
+
+/// At a terminal: each attempt's outcome, check and diff, on stderr, then
+/// the person's pick (`default` on Enter). `None`: none lands.
+fn pick_at_terminal(
+    shared: &Shared,
+    ran: &[Ran],
+    default: Option<u32>,
+) -> anyhow::Result<Option<u32>> {
+    let mut err = io::stderr().lock();
+    for r in ran {
+        let check = match &r.check {
+            Some((0, _)) => "check passed".to_owned(),
+            Some((code, _)) => format!("check failed (exit {code})"),
+            None => "no check".to_owned(),
+        };
+        writeln!(
+            err,
+            "\n== attempt {}: {}; {check}",
+            r.number,
+            r.outcome.map_or("no outcome", RunOutcome::as_str)
+        )?;
+        write!(err, "{}", layer_diff(shared, r.number))?;
+    }
+    let default_said = default.map_or("none".to_owned(), |n| n.to_string());
+    for _ in 0..3 {
+        write!(
+            err,
+            "\nland which attempt? a number, or none (default {default_said}): "
+        )?;
+        err.flush()?;
+        let mut line = String::new();
+        if io::stdin().read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        match line.trim() {
+            "" => return Ok(default),
+            "none" | "n" => return Ok(None),
+            word => match word.parse::<u32>() {
+                Ok(n) if ran.iter().any(|r| r.number == n) => return Ok(Some(n)),
+                _ => writeln!(
+                    err,
+                    "'{}' is not one of the attempts",
+                    text::escape_controls(word)
+                )?,
+            },
+        }
+    }
+    Ok(None)
+}
+
+/// What attempt `n`'s layer changed, as unified diffs of escaped lines.
+fn layer_diff(shared: &Shared, n: u32) -> String {
+    let layer = shared.base.join(n.to_string());
+    let pending = match AttemptLayer::open(&layer).and_then(|l| l.pending(&shared.workspace)) {
+        Ok(pending) => pending,
+        Err(e) => return format!("its changes cannot be read: {e}\n"),
+    };
+    let read = |path: &Path| -> Option<Vec<u8>> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        (meta.is_file() && meta.len() <= SHOWN_FILE_BYTES)
+            .then(|| std::fs::read(path).ok())
+            .flatten()
+    };
+    let mut out = String::new();
+    if pending.set.changes.is_empty() {
+        out.push_str("no changes\n");
+    }
+    for change in &pending.set.changes {
+        let shown = text::escape_controls(&change.path);
+        let file = |node: &goat_command::Node| matches!(node, goat_command::Node::File { .. });
+        if !file(&change.before) && !file(&change.after) {
+            let what = if change.after.exists() {
+                "changed"
+            } else {
+                "removed"
+            };
+            out.push_str(&format!("{shown}: {what}\n"));
+            continue;
+        }
+        let before = file(&change.before)
+            .then(|| read(&shared.workspace.join(&change.path)))
+            .flatten();
+        let after = file(&change.after)
+            .then(|| read(&layer.join("upper").join(&change.path)))
+            .flatten();
+        if (file(&change.before) && before.is_none()) || (file(&change.after) && after.is_none()) {
+            out.push_str(&format!("{shown}: changed; too large to show here\n"));
+            continue;
+        }
+        super::diff::write_text_diff(&mut out, &shown, before.as_deref(), after.as_deref());
+    }
+    out
 }
 
 /// Whether `ran` is one that may land: its check passed, or without a

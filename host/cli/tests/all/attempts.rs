@@ -457,3 +457,49 @@ async fn by_default_as_many_attempts_run_at_once_as_the_engine_has_slots() {
         chats[1]["messages"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_a_terminal_the_person_sees_each_attempts_diff_and_picks_one() {
+    if !can_attempt() {
+        return;
+    }
+    let env = crate::Env::new();
+    let server = goat_testkit::ScriptedServer::start(vec![
+        write("a1", "value.txt", "pass one\n"),
+        content_reply("Done."),
+        write("b1", "value.txt", "pass two\n"),
+        content_reply("Done."),
+    ])
+    .await;
+    let url = server.base_url();
+    let args = [
+        "run",
+        "--engine",
+        &url,
+        "--model",
+        "qwen",
+        "--allow-writes",
+        "--attempts",
+        "2",
+        "--attempts-parallel",
+        "1",
+        "--verify",
+        "grep -q pass value.txt",
+        "Try",
+    ];
+    let mut pty = crate::pty::Pty::spawn(&env, &args, &[("NO_COLOR", "1")]);
+    // Each attempt, its check and its diff; the first that passed is the
+    // default, and the person picks the second.
+    pty.expect("== attempt 1: completed; check passed");
+    pty.expect("+pass one");
+    pty.expect("== attempt 2: completed; check passed");
+    pty.expect("+pass two");
+    pty.expect("(default 1): ");
+    pty.type_keys("2\r");
+    pty.expect("attempt 2 of 2 landed");
+    assert_eq!(pty.exit_code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("value.txt")).unwrap(),
+        "pass two\n"
+    );
+}

@@ -40,7 +40,7 @@ mod plugin_grants;
 mod plugin_specs;
 mod plugins;
 mod probe;
-mod pty;
+pub(crate) mod pty;
 mod refusals;
 mod run;
 mod sampling;

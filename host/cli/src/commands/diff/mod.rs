@@ -249,6 +249,18 @@ fn write_net(out: &mut String, net: &Net<'_>) {
         );
         return;
     };
+    write_text_diff(out, &path, before, after);
+}
+
+/// `path`'s change from `before` to `after` (`None`: absent) as a unified
+/// diff of escaped lines, or a line saying a binary file changed; nothing
+/// when they are the same. `path` is already escaped.
+pub(crate) fn write_text_diff(
+    out: &mut String,
+    path: &str,
+    before: Option<&[u8]>,
+    after: Option<&[u8]>,
+) {
     if before == after {
         return;
     }
