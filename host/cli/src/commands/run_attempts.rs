@@ -13,11 +13,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, bail};
-use clap::CommandFactory;
 use goat_command::attempt::{AttemptLayer, attempts_base};
 use goat_session::{AttemptEnded, AttemptsEnded, Event, EventKind, Outcome as RunOutcome};
 use goat_store::Store;
 use serde_json::{Value, json};
+
+mod args;
+mod pick;
+
+use args::child_args;
+use pick::pick_at_terminal;
 
 use super::run::{RunArgs, read_prompt};
 use crate::{Outcome, text};
@@ -341,102 +346,6 @@ pub(super) fn land(
     Ok(call)
 }
 
-/// The most of one file shown in an attempt's diff.
-const SHOWN_FILE_BYTES: u64 = 1024 * 1024;
-
-/// At a terminal: each attempt's outcome, check and diff, on stderr, then
-/// the person's pick (`default` on Enter). `None`: none lands.
-fn pick_at_terminal(
-    shared: &Shared,
-    ran: &[Ran],
-    default: Option<u32>,
-) -> anyhow::Result<Option<u32>> {
-    let mut err = io::stderr().lock();
-    for r in ran {
-        let check = match &r.check {
-            Some((0, _)) => "check passed".to_owned(),
-            Some((code, _)) => format!("check failed (exit {code})"),
-            None => "no check".to_owned(),
-        };
-        writeln!(
-            err,
-            "\n== attempt {}: {}; {check}",
-            r.number,
-            r.outcome.map_or("no outcome", RunOutcome::as_str)
-        )?;
-        write!(err, "{}", layer_diff(shared, r.number))?;
-    }
-    let default_said = default.map_or("none".to_owned(), |n| n.to_string());
-    for _ in 0..3 {
-        write!(
-            err,
-            "\nland which attempt? a number, or none (default {default_said}): "
-        )?;
-        err.flush()?;
-        let mut line = String::new();
-        if io::stdin().read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        match line.trim() {
-            "" => return Ok(default),
-            "none" | "n" => return Ok(None),
-            word => match word.parse::<u32>() {
-                Ok(n) if ran.iter().any(|r| r.number == n) => return Ok(Some(n)),
-                _ => writeln!(
-                    err,
-                    "'{}' is not one of the attempts",
-                    text::escape_controls(word)
-                )?,
-            },
-        }
-    }
-    Ok(None)
-}
-
-/// What attempt `n`'s layer changed, as unified diffs of escaped lines.
-fn layer_diff(shared: &Shared, n: u32) -> String {
-    let layer = shared.base.join(n.to_string());
-    let pending = match AttemptLayer::open(&layer).and_then(|l| l.pending(&shared.workspace)) {
-        Ok(pending) => pending,
-        Err(e) => return format!("its changes cannot be read: {e}\n"),
-    };
-    let read = |path: &Path| -> Option<Vec<u8>> {
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        (meta.is_file() && meta.len() <= SHOWN_FILE_BYTES)
-            .then(|| std::fs::read(path).ok())
-            .flatten()
-    };
-    let mut out = String::new();
-    if pending.set.changes.is_empty() {
-        out.push_str("no changes\n");
-    }
-    for change in &pending.set.changes {
-        let shown = text::escape_controls(&change.path);
-        let file = |node: &goat_command::Node| matches!(node, goat_command::Node::File { .. });
-        if !file(&change.before) && !file(&change.after) {
-            let what = if change.after.exists() {
-                "changed"
-            } else {
-                "removed"
-            };
-            out.push_str(&format!("{shown}: {what}\n"));
-            continue;
-        }
-        let before = file(&change.before)
-            .then(|| read(&shared.workspace.join(&change.path)))
-            .flatten();
-        let after = file(&change.after)
-            .then(|| read(&layer.join("upper").join(&change.path)))
-            .flatten();
-        if (file(&change.before) && before.is_none()) || (file(&change.after) && after.is_none()) {
-            out.push_str(&format!("{shown}: changed; too large to show here\n"));
-            continue;
-        }
-        super::diff::write_text_diff(&mut out, &shown, before.as_deref(), after.as_deref());
-    }
-    out
-}
-
 /// Whether `ran` is one that may land: its check passed, or without a
 /// check, its turn completed.
 fn passes(ran: &Ran, verified: bool) -> bool {
@@ -529,112 +438,6 @@ fn can_make_layers(base: &Path, workspace: &Path) -> anyhow::Result<()> {
              alone, which would let them write the real workspace"
         ),
     }
-}
-
-/// The child's arguments: this run's, with the prompt read from stdin,
-/// JSON Lines out, paths made absolute (the child starts in the
-/// workspace), and the attempts' own flags left out.
-fn child_args(args: &RunArgs, workspace: &Path) -> anyhow::Result<Vec<OsString>> {
-    let cli = crate::Cli::command();
-    let run = cli
-        .find_subcommand("run")
-        .context("--attempts is a flag of goat run")?;
-    // Which options take a value, by every name they are spelt with.
-    let mut valued: Vec<String> = Vec::new();
-    for arg in run
-        .get_arguments()
-        .filter(|a| a.get_action().takes_values())
-    {
-        valued.extend(
-            arg.get_long_and_visible_aliases()
-                .into_iter()
-                .flatten()
-                .map(|l| format!("--{l}")),
-        );
-        valued.extend(
-            arg.get_short_and_visible_aliases()
-                .into_iter()
-                .flatten()
-                .map(|c| format!("-{c}")),
-        );
-    }
-    // Left out, the child gets its own: the attempts' flags, the output,
-    // the logs, and the paths (made absolute below).
-    let left_out = [
-        "--attempts",
-        "--attempts-parallel",
-        "--verify",
-        "--output",
-        "--json",
-        "--logs-dir",
-        "--workspace",
-        "--db",
-        "--permissions",
-        "--ca-cert",
-    ];
-    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let mut at = argv
-        .iter()
-        .position(|a| a == "run")
-        .context("goat run's arguments")?;
-    at += 1;
-    // GOAT's own flags first: after a `--` they would be read as words of
-    // the prompt.
-    let mut out: Vec<OsString> = vec!["run".into(), "--output".into(), "jsonl".into()];
-    out.extend(["--workspace".into(), workspace.as_os_str().to_owned()]);
-    let db = crate::paths::store_path(args.turn.store.db.as_deref())?;
-    out.extend(["--db".into(), db.resolved().as_os_str().to_owned()]);
-    if let Some(p) = &args.turn.permissions.permissions {
-        out.extend([
-            "--permissions".into(),
-            std::path::absolute(p)?.into_os_string(),
-        ]);
-    }
-    if let Some(p) = &args.turn.engine.ca_cert {
-        out.extend(["--ca-cert".into(), std::path::absolute(p)?.into_os_string()]);
-    }
-    let mut prompt_seen = false;
-    let mut rest_positional = false;
-    while at < argv.len() {
-        let arg = &argv[at];
-        let word = arg.to_string_lossy();
-        at += 1;
-        let positional = rest_positional || word == "-" || !word.starts_with('-');
-        if positional {
-            if !prompt_seen {
-                prompt_seen = true;
-                out.push("-".into());
-            } else {
-                out.push(arg.clone());
-            }
-            continue;
-        }
-        if word == "--" {
-            rest_positional = true;
-            out.push(arg.clone());
-            continue;
-        }
-        let (name, attached) = match word.split_once('=') {
-            Some((name, _)) => (name.to_owned(), true),
-            None => (word.clone().into_owned(), false),
-        };
-        let takes_value = valued.contains(&name) && !attached;
-        let value = if takes_value {
-            at += 1;
-            argv.get(at - 1).cloned()
-        } else {
-            None
-        };
-        if left_out.contains(&name.as_str()) {
-            continue;
-        }
-        out.push(arg.clone());
-        out.extend(value);
-    }
-    if !prompt_seen {
-        bail!("goat run needs a prompt");
-    }
-    Ok(out)
 }
 
 /// One attempt: its layer made, its `goat run` started inside it, its
