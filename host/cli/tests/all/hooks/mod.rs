@@ -63,6 +63,16 @@ pub(crate) fn stored_runs(env: &Env, session: &str) -> Vec<(String, String, Stri
         .collect()
 }
 
+/// `a.txt`, which the rules let be read, and `secret/key` (TOPSECRET),
+/// which a deny rule hides from every tool.
+pub(crate) fn plant_hidden_secret(env: &Env) {
+    std::fs::write(env.ws.join("a.txt"), "open\n").unwrap();
+    std::fs::create_dir(env.ws.join("secret")).unwrap();
+    std::fs::write(env.ws.join("secret/key"), "TOPSECRET\n").unwrap();
+    let out = env.run(&["permissions", "deny", "*", "secret"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 /// Whether hooks can be contained here; said when they cannot, and the
 /// test then skips.
 pub(crate) fn contained() -> bool {
@@ -577,11 +587,7 @@ async fn a_hook_sees_nothing_the_rules_hide_from_the_call() {
         content_reply("Done."),
     ]);
     let env = builder.env();
-    std::fs::write(env.ws.join("a.txt"), "open\n").unwrap();
-    std::fs::create_dir(env.ws.join("secret")).unwrap();
-    std::fs::write(env.ws.join("secret/key"), "TOPSECRET\n").unwrap();
-    let out = env.run(&["permissions", "deny", "*", "secret"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    plant_hidden_secret(env);
     // A hook that tells the model whatever it can read of the secret.
     let leak = script(
         env,

@@ -355,11 +355,7 @@ async fn a_stop_hook_cannot_go_on_past_the_round_limit_or_a_stop_or_see_a_hidden
     let builder =
         GoatRun::builder().replies([content_reply("Finished."), content_reply("Finished again.")]);
     let env = builder.env();
-    std::fs::write(env.ws.join("a.txt"), "open\n").unwrap();
-    std::fs::create_dir(env.ws.join("secret")).unwrap();
-    std::fs::write(env.ws.join("secret/key"), "TOPSECRET\n").unwrap();
-    let out = env.run(&["permissions", "deny", "*", "secret"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    super::plant_hidden_secret(env);
     let leak = script(
         env,
         "leak.sh",
