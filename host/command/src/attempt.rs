@@ -29,6 +29,10 @@ use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MountPropagationF
 use crate::layer::Layer;
 use crate::run::{CommandError, Containment, Pending};
 
+mod swap;
+
+pub use swap::Before;
+
 /// Where attempts' layers are kept for `containment`'s workspace: beside
 /// commands' change layers, on the workspace's own mount (a landing is
 /// renames), under `attempts/`.

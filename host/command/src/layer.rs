@@ -522,11 +522,13 @@ fn unnamed(rel: &str) -> io::Error {
 /// Whether the upper layer's directory `name` hides the one below it, by
 /// the marker `attr` its overlay writes.
 fn opaque(dir: &OwnedFd, name: &[u8], attr: &str) -> bool {
-    let Ok(fd) = open_dir_at(dir, name) else {
-        return false;
-    };
+    open_dir_at(dir, name).is_ok_and(|fd| is_opaque(&fd, attr))
+}
+
+/// Whether the directory `fd` carries the opaque marker `attr`.
+pub(crate) fn is_opaque(fd: &OwnedFd, attr: &str) -> bool {
     let mut value = [0u8; 4];
-    matches!(rustix::fs::fgetxattr(&fd, attr, &mut value), Ok(n) if value.get(..n) == Some(b"y"))
+    matches!(rustix::fs::fgetxattr(fd, attr, &mut value), Ok(n) if value.get(..n) == Some(b"y"))
 }
 
 fn same_content(before: &Node, after: &Node) -> bool {

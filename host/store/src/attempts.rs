@@ -31,6 +31,17 @@ pub struct AttemptRun {
     pub attempts: Vec<AttemptRecord>,
 }
 
+/// The landing of one attempt that is in the workspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Landing {
+    /// The attempt.
+    pub attempt: u32,
+    /// The session it is recorded in.
+    pub session_id: String,
+    /// What it changed, oldest first.
+    pub changes: Vec<crate::ChangeRecord>,
+}
+
 /// One attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AttemptRecord {
@@ -146,19 +157,46 @@ impl Store {
     /// The attempt of `run` whose landing is in the workspace: the newest
     /// landing that succeeded and whose changes are not all undone.
     pub fn landed_attempt(&self, run: i64) -> Result<Option<u32>, StoreError> {
-        Ok(self
+        Ok(self.landing(run)?.map(|l| l.attempt))
+    }
+
+    /// The landing of `run` that is in the workspace (see
+    /// [`Store::landed_attempt`]), with the changes it made that are not
+    /// undone, oldest first.
+    pub fn landing(&self, run: i64) -> Result<Option<Landing>, StoreError> {
+        let found = self
             .conn
             .prepare_cached(
-                "SELECT json_extract(c.arguments, '$.attempt') FROM tool_calls c
+                "SELECT json_extract(c.arguments, '$.attempt'), c.id, t.session_id
+                 FROM tool_calls c JOIN rounds r ON r.id = c.round_id
+                 JOIN turns t ON t.id = r.turn_id
                  WHERE c.tool = 'land_attempt' AND c.status = 'ok' AND json_valid(c.arguments)
                    AND json_extract(c.arguments, '$.run') = ?1
                    AND EXISTS (SELECT 1 FROM file_changes f
                                WHERE f.call_row = c.id AND f.undone_at IS NULL)
                  ORDER BY c.id DESC LIMIT 1",
             )?
-            .query_row([run], |r| r.get::<_, Option<u32>>(0))
-            .optional()?
-            .flatten())
+            .query_row([run], |r| {
+                Ok((
+                    r.get::<_, Option<u32>>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .optional()?;
+        let Some((Some(attempt), call_row, session_id)) = found else {
+            return Ok(None);
+        };
+        let changes = self
+            .file_changes(&session_id)?
+            .into_iter()
+            .filter(|c| c.call_row == call_row && c.undone_at.is_none())
+            .collect();
+        Ok(Some(Landing {
+            attempt,
+            session_id,
+            changes,
+        }))
     }
 
     /// Records that attempt `number` of `run` was discarded (its layer

@@ -42,7 +42,7 @@ mod store;
 mod summaries;
 mod turn_hooks;
 
-pub use attempts::{AttemptRecord, AttemptRun};
+pub use attempts::{AttemptRecord, AttemptRun, Landing};
 pub use changes::{ChangeRecord, EntryKind, FileChange};
 pub use egress::{EgressRecord, EgressRequest, EgressRow, EgressVerdict};
 pub use error::StoreError;

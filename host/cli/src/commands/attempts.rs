@@ -1,11 +1,12 @@
 //! `goat attempts`: the attempts `goat run --attempts` made (issue 42,
 //! ADR-0099), each kept in its own layer until discarded: list them, show
-//! one, land another (once what landed is undone), discard them. And the
+//! one, land another (in place of the one landed, in one undoable step),
+//! discard them. And the
 //! hidden `goat attempt-check`, which runs an attempt's check inside the
 //! layer it was started in.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -37,8 +38,9 @@ pub enum AttemptsCommand {
         store: DbArg,
     },
     /// Land attempt N's changes in the workspace (inspected and recorded
-    /// like a command's, undone with goat undo). Once one attempt of the
-    /// run has landed, undo it first.
+    /// like a command's, undone with goat undo). Where another attempt of
+    /// the run is in the workspace, attempt N takes its place in the same
+    /// step, and one goat undo brings it back.
     Land {
         /// The attempt (1-based).
         attempt: u32,
@@ -265,13 +267,31 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
             run.id
         ),
     }
-    if let Some(landed) = run.landed {
-        bail!(
-            "attempt {landed} of run {} is in the workspace; take it back first with goat undo, \
-             then land attempt {number}",
+    // Another attempt in the workspace is swapped out in the same change
+    // set: what it replaced is put back wherever attempt N says nothing.
+    let swap_out = match store.landing(run.id)? {
+        Some(landing) if landing.attempt == number => bail!(
+            "attempt {number} of run {} is already in the workspace (goat undo takes it back)",
             run.id
-        );
-    }
+        ),
+        Some(landing) => {
+            let records: Vec<&goat_store::ChangeRecord> = landing.changes.iter().collect();
+            let befores = goat_router::checkpoint::befores(Path::new(&run.workspace), &records)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "attempt {} of run {} is in the workspace and cannot be taken back: {}; \
+                         nothing landed",
+                        landing.attempt,
+                        run.id,
+                        text::escape_controls(&e.to_string())
+                    )
+                })?;
+            // Nothing undoes it meanwhile.
+            let lock = store.lock_session(&landing.session_id)?;
+            Some(((landing.attempt, befores), lock))
+        }
+        None => None,
+    };
     drop(store);
     let prepared = goat_session::direct::prepare(
         &goat_session::direct::DirectOptions {
@@ -295,13 +315,19 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
         (run.id, number),
         &layer,
         &session.workspace,
+        swap_out.as_ref().map(|(out, _lock)| out),
     )?;
     let mut out = io::stdout().lock();
     if call.status == goat_store::CallStatus::Ok {
         writeln!(
             out,
-            "attempt {number} of run {} landed: {}; goat undo takes it back",
+            "attempt {number} of run {} landed{}: {}; goat undo takes it back",
             run.id,
+            swap_out
+                .as_ref()
+                .map_or_else(String::new, |((old, _), _)| format!(
+                    " in place of attempt {old}"
+                )),
             text::escape_controls(
                 &call
                     .changes

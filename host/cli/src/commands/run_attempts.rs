@@ -251,7 +251,7 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     for r in candidates {
         let n = r.number;
         let layer = AttemptLayer::open(&shared.base.join(n.to_string()))?;
-        let call = land(&runtime, &session.calls, (run, n), &layer, &workspace)?;
+        let call = land(&runtime, &session.calls, (run, n), &layer, &workspace, None)?;
         if call.status == goat_store::CallStatus::Ok {
             landed = Some(n);
             files_changed = call.changes.iter().map(|c| c.path.clone()).collect();
@@ -308,12 +308,21 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
 /// and can land again after an undo. The copy goes once the landing is
 /// settled, unless a landing that failed could not be taken back (it then
 /// holds what the workspace held, and is said).
+/// What a landing swaps out: the attempt in the workspace, and what the
+/// workspace held before it landed.
+pub(super) type SwapOut = (u32, Vec<(String, goat_command::attempt::Before)>);
+
+/// Lands a copy of attempt `n`'s layer in `workspace`, recorded as a call
+/// of `calls`' session. With `swap_out`, the copy also takes back the
+/// attempt in the workspace (what was there before it, put back wherever
+/// attempt `n` says nothing), in the same change set.
 pub(super) fn land(
     runtime: &tokio::runtime::Runtime,
     calls: &goat_router::DirectCalls,
     (run, n): (i64, u32),
     layer: &AttemptLayer,
     workspace: &Path,
+    swap_out: Option<&SwapOut>,
 ) -> anyhow::Result<goat_store::CallOutcome> {
     let copy = (1..)
         .map(|k| layer.dir().join(format!("landing-{k}")))
@@ -322,12 +331,26 @@ pub(super) fn land(
     let copy = layer
         .copy_to(&copy)
         .context("copying the attempt's layer to land it")?;
+    let (label, args) = match swap_out {
+        Some((old, befores)) => {
+            if let Err(e) = copy.put_back(workspace, befores) {
+                let _ = copy.discard();
+                return Err(anyhow::Error::new(e).context(format!(
+                    "putting back what the workspace held before attempt {old} landed"
+                )));
+            }
+            (
+                format!("land attempt {n} of run {run} in place of attempt {old}"),
+                json!({ "run": run, "attempt": n, "replaces": old }),
+            )
+        }
+        None => (
+            format!("land attempt {n} of run {run}"),
+            json!({ "run": run, "attempt": n }),
+        ),
+    };
     let pending = copy.pending(workspace)?;
-    let call = runtime.block_on(calls.land_attempt(
-        &format!("land attempt {n} of run {run}"),
-        &json!({ "run": run, "attempt": n }),
-        pending,
-    ))?;
+    let call = runtime.block_on(calls.land_attempt(&label, &args, pending))?;
     // A landing that failed half-way and could not take its steps back
     // leaves what the workspace held in the copy's backups. After a
     // landing that succeeded, the journal holds what was replaced.

@@ -49,7 +49,8 @@ fn in_layer(root: &std::path::Path, n: u32, rel: &str) -> Option<std::path::Path
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn three_attempts_the_check_picks_the_second_it_lands_and_undo_and_land_swap_them() {
+async fn three_attempts_the_check_picks_the_second_it_lands_land_swaps_in_the_third_and_undo_swaps_back()
+ {
     if !can_attempt() {
         return;
     }
@@ -121,17 +122,8 @@ async fn three_attempts_the_check_picks_the_second_it_lands_and_undo_and_land_sw
     let attempts = listed[0]["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 3);
     assert!(attempts.iter().all(|a| a["status"] == "ended"), "{listed}");
-    // Attempt 3 lands only once attempt 2 is taken back.
-    let refused = env.run(&["attempts", "land", "3"]);
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(
-        text(&refused.stderr).contains("goat undo"),
-        "{}",
-        text(&refused.stderr)
-    );
-    let undone = env.run(&["undo"]);
-    assert!(undone.status.success(), "{}", text(&undone.stdout));
-    assert!(!env.ws.join("value.txt").exists() && !env.ws.join("two.txt").exists());
+    // Attempt 3 lands in place of attempt 2, in one step: attempt 2's
+    // second file goes, what was there before stays.
     let landed = env.run(&["attempts", "land", "3"]);
     assert!(
         landed.status.success(),
@@ -139,25 +131,63 @@ async fn three_attempts_the_check_picks_the_second_it_lands_and_undo_and_land_sw
         text(&landed.stdout),
         text(&landed.stderr)
     );
-    assert_eq!(
-        std::fs::read_to_string(env.ws.join("value.txt")).unwrap(),
-        "pass three\n"
+    assert!(
+        text(&landed.stdout).contains("in place of attempt 2"),
+        "{}",
+        text(&landed.stdout)
     );
-    assert!(!env.ws.join("two.txt").exists());
+    let read = |rel: &str| std::fs::read_to_string(env.ws.join(rel)).ok();
+    assert_eq!(read("value.txt").as_deref(), Some("pass three\n"));
+    assert_eq!(read("two.txt"), None);
+    assert_eq!(read("keep.txt").as_deref(), Some("kept\n"));
+    let listed = json_out(&env.run(&["attempts", "list", "--json"]));
+    assert_eq!(listed[0]["landed"], 3);
+    // The same attempt twice is refused, saying so.
+    let twice = env.run(&["attempts", "land", "3"]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(
+        text(&twice.stderr).contains("already in the workspace"),
+        "{}",
+        text(&twice.stderr)
+    );
+    // One goat undo swaps back: attempt 2, whole.
     let undone = env.run(&["undo"]);
     assert!(undone.status.success(), "{}", text(&undone.stdout));
-    assert!(!env.ws.join("value.txt").exists());
+    assert_eq!(read("value.txt").as_deref(), Some("pass two\n"));
+    assert_eq!(read("two.txt").as_deref(), Some("two\n"));
+    assert_eq!(read("keep.txt").as_deref(), Some("kept\n"));
+    let listed = json_out(&env.run(&["attempts", "list", "--json"]));
+    assert_eq!(listed[0]["landed"], 2);
+    // A change the person made since attempt 2 landed is never swapped
+    // away: the swap is refused, naming the file, and nothing moves.
+    std::fs::write(env.ws.join("two.txt"), "mine now\n").unwrap();
+    let refused = env.run(&["attempts", "land", "3"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("two.txt")
+            && text(&refused.stderr).contains("nothing landed"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert_eq!(read("two.txt").as_deref(), Some("mine now\n"));
+    assert_eq!(read("value.txt").as_deref(), Some("pass two\n"));
+    std::fs::write(env.ws.join("two.txt"), "two\n").unwrap();
+    // The landing of attempt 2 is undone as any other: then attempt 3
+    // lands on the workspace as it was, and attempt 2 after it again.
+    // (The run landed it in its own session.)
+    let landing_of_two = listed[0]["session_id"].as_str().unwrap().to_owned();
+    let undone = env.run(&["undo", "--session", &landing_of_two]);
+    assert!(undone.status.success(), "{}", text(&undone.stdout));
+    assert_eq!(read("value.txt"), None);
+    assert_eq!(read("two.txt"), None);
+    let landed = env.run(&["attempts", "land", "3"]);
+    assert!(landed.status.success(), "{}", text(&landed.stderr));
+    assert_eq!(read("value.txt").as_deref(), Some("pass three\n"));
     // Each landing went from a copy: attempt 2 lands again, as it was.
     let again = env.run(&["attempts", "land", "2"]);
     assert!(again.status.success(), "{}", text(&again.stderr));
-    assert_eq!(
-        std::fs::read_to_string(env.ws.join("value.txt")).unwrap(),
-        "pass two\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(env.ws.join("two.txt")).unwrap(),
-        "two\n"
-    );
+    assert_eq!(read("value.txt").as_deref(), Some("pass two\n"));
+    assert_eq!(read("two.txt").as_deref(), Some("two\n"));
     let listed = json_out(&env.run(&["attempts", "list", "--json"]));
     assert_eq!(listed[0]["landed"], 2);
     // An attempt's own session is never the one goat undo picks, nor undone.

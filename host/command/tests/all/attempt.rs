@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use goat_command::Node;
-use goat_command::attempt::AttemptLayer;
+use goat_command::attempt::{AttemptLayer, Before};
 
 use crate::Protected;
 
@@ -195,4 +195,119 @@ fn a_copy_lands_while_the_layer_stays_and_a_stacked_layer_sees_without_changing_
         std::fs::read_to_string(layer.dir().join("upper/d/f")).unwrap(),
         "new\n"
     );
+}
+
+/// Every file under `dir` (links as `-> target`, directories as `dir/`),
+/// with its bytes, in path order.
+fn tree(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_symlink() {
+                let to = std::fs::read_link(&path).unwrap();
+                out.push((rel, format!("-> {}", to.display())));
+            } else if meta.is_dir() {
+                use std::os::unix::fs::PermissionsExt;
+                out.push((
+                    format!("{rel}/"),
+                    format!("{:o}", meta.permissions().mode() & 0o7777),
+                ));
+                stack.push(path);
+            } else {
+                out.push((rel, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_landed_attempt_is_swapped_for_another_in_one_change_set_that_leaves_what_the_second_made() {
+    let root = tempfile::tempdir().unwrap();
+    if !can_enter(root.path()) {
+        return;
+    }
+    let user_ns = !rustix::process::geteuid().is_root();
+    let ws = root.path().join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::create_dir_all(ws.join("old/deep")).unwrap();
+    std::fs::write(ws.join("a.txt"), "base\n").unwrap();
+    std::fs::write(ws.join("src/lib.rs"), "base lib\n").unwrap();
+    std::fs::write(ws.join("old/deep/x"), "kept\n").unwrap();
+    std::fs::write(ws.join("gone.txt"), "here\n").unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let base = tree(&ws);
+    let second = AttemptLayer::create(&root.path().join("attempts/2")).unwrap();
+    let third = AttemptLayer::create(&root.path().join("attempts/3")).unwrap();
+    // Attempt 2: changes a file both touch, one only it touches, makes a
+    // directory both make, one only it makes, removes a directory tree
+    // and a file, and makes a link.
+    sh(
+        &second,
+        &ws,
+        "echo two > a.txt && echo two lib > src/lib.rs && mkdir both only2 && echo 2 > both/f \
+         && echo 2 > only2/g && rm -r old && rm gone.txt && ln -s a.txt link2",
+        user_ns,
+    );
+    // Attempt 3 (made over the same workspace): its own a.txt, its own
+    // file in `both`, and a new file.
+    sh(
+        &third,
+        &ws,
+        "echo three > a.txt && mkdir both && echo 3 > both/h && echo 3 > m.txt",
+        user_ns,
+    );
+    let expect_third = {
+        let copy = root.path().join("expect");
+        std::fs::create_dir(&copy).unwrap();
+        for (rel, _) in &base {
+            let (from, to) = (
+                ws.join(rel.trim_end_matches('/')),
+                copy.join(rel.trim_end_matches('/')),
+            );
+            if rel.ends_with('/') {
+                std::fs::create_dir_all(&to).unwrap();
+            } else {
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                std::fs::copy(&from, &to).unwrap();
+            }
+        }
+        std::fs::write(copy.join("a.txt"), "three\n").unwrap();
+        std::fs::create_dir(copy.join("both")).unwrap();
+        std::fs::write(copy.join("both/h"), "3\n").unwrap();
+        std::fs::write(copy.join("m.txt"), "3\n").unwrap();
+        tree(&copy)
+    };
+    // Attempt 2 lands.
+    let landing = second
+        .copy_to(&root.path().join("attempts/2-copy"))
+        .unwrap();
+    let pending = landing.pending(&ws).unwrap();
+    let landed: Vec<(String, Before)> = pending
+        .set
+        .changes
+        .iter()
+        .map(|c| (c.path.clone(), Before::from_node(&c.before).unwrap()))
+        .collect();
+    pending.land().unwrap();
+    assert_eq!(std::fs::read_to_string(ws.join("only2/g")).unwrap(), "2\n");
+    // Attempt 3 in its place: its layer, with what attempt 2 replaced put
+    // back wherever attempt 3 says nothing.
+    let swap = third.copy_to(&root.path().join("attempts/3-swap")).unwrap();
+    swap.put_back(&ws, &landed).unwrap();
+    // Attempt 3's layer is as it was.
+    assert!(!third.dir().join("upper/only2").exists());
+    let mut pending = swap.pending(&ws).unwrap();
+    assert!(pending.inspect(&Protected).refused.is_empty());
+    pending.land().unwrap();
+    assert_eq!(tree(&ws), expect_third, "user_ns {user_ns}");
 }

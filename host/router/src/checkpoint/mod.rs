@@ -27,7 +27,7 @@ use serde_json::Value;
 
 pub(crate) use keeper::Keeper;
 pub use keeper::{MAX_KEPT_BYTES_PER_CALL, MAX_KEPT_PATHS_PER_CALL};
-pub use restore::{Restored, UndoError, UndoPlan, plan_undo};
+pub use restore::{Restored, UndoError, UndoPlan, befores, plan_undo};
 
 /// Which of a change's recorded states a path holds now (for a change set
 /// GOAT stopped while landing).

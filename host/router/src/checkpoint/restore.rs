@@ -5,6 +5,7 @@
 use std::io;
 use std::path::Path;
 
+use goat_command::attempt::Before;
 use goat_store::{ChangeRecord, EntryKind};
 
 use super::beneath::{self, Now};
@@ -24,6 +25,10 @@ pub enum UndoError {
          Put it back by hand if you need to"
     )]
     Protected(String),
+    /// A file's earlier bytes were too large to keep: it cannot be put
+    /// back by anything but undo's own report of it.
+    #[error("'{0}' held bytes too large to keep before it was changed; they cannot be put back")]
+    Unkept(String),
     /// The workspace cannot be opened.
     #[error("cannot open the workspace {path}: {source}")]
     Workspace {
@@ -137,6 +142,40 @@ fn expected_of(change: &goat_store::FileChange) -> Expected {
         (_, Some(sha)) => Expected::File(sha.clone()),
         (_, None) => Expected::Absent,
     }
+}
+
+/// What `workspace` held before the changes `records` made (one landing's,
+/// none undone, oldest first), for a landing that takes them back in the
+/// same change set as it brings its own (`goat attempts land` swapping one
+/// attempt for another). Checked as [`plan_undo`] checks a turn: each path
+/// must still hold what the changes left; and each file's earlier bytes
+/// must have been kept. In path order, parents first.
+pub fn befores(
+    workspace: &Path,
+    records: &[&ChangeRecord],
+) -> Result<Vec<(String, Before)>, UndoError> {
+    plan_undo(workspace, records)?;
+    let mut out: Vec<(String, Before)> = Vec::new();
+    for record in records {
+        let change = &record.change;
+        // The earliest change to a path says what was there before.
+        if out.iter().any(|(p, _)| *p == change.path) {
+            continue;
+        }
+        let before = match target_of(change) {
+            Target::Absent => Before::Absent,
+            Target::File { bytes, mode } => Before::File {
+                bytes,
+                mode: mode.unwrap_or(0o644),
+            },
+            Target::Link(to) => Before::Link(to),
+            Target::Dir(mode) => Before::Dir(mode.unwrap_or(0o755)),
+            Target::Unkept => return Err(UndoError::Unkept(change.path.clone())),
+        };
+        out.push((change.path.clone(), before));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
 }
 
 /// Checks the changes of one turn (`changes`, oldest first, none undone)
