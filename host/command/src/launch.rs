@@ -28,7 +28,9 @@ use crate::layer::Layer;
 use crate::net::{self, NetRules, ProxyLink};
 use crate::pids::PidsGroup;
 use crate::progress::{Progress, Stage};
-use crate::run::{CommandError, Containment, Network, layer_base, lock_down, refused_at};
+use crate::run::{
+    CommandError, Containment, Network, layer_base, lock_down, refused_at, scratch_base,
+};
 use crate::seccomp;
 use crate::special::special_paths;
 use crate::view::{self, UserNs, ViewInput, ViewNet, ViewPlan, WorkspaceMount};
@@ -86,7 +88,12 @@ impl<'a> ViewLaunch<'a> {
         let what = launched.what;
         let failed =
             |doing: String, e: io::Error| CommandError::Containment(format!("{doing}: {e}"));
-        let base = layer_base(containment)?;
+        // A bound workspace needs no change layer beside it: the view's
+        // scratch parts may be anywhere GOAT may write.
+        let base = match launched.mount {
+            WorkspaceMount::Overlay => layer_base(containment)?,
+            WorkspaceMount::Bind { .. } => scratch_base(containment)?,
+        };
         let layer = Layer::create(&base)
             .map_err(|e| failed(format!("cannot make the {what}'s layer"), e))?;
         let (read_only, hidden) = special_paths(&containment.workspace, rules)?;

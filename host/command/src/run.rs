@@ -525,6 +525,26 @@ fn proxy_link<'a>(request: &CommandRequest<'a>) -> Result<&'a dyn ProxyLink, Com
 /// workspace's own mount. The same filesystem is not enough: a rename
 /// between two mounts of one filesystem fails (`EXDEV`), so the mount is
 /// compared (or, where the kernel does not say, the device).
+/// Where a view whose workspace is bound (a server's) keeps its scratch
+/// parts: the layers directory, or else the temporary directory.
+pub(crate) fn scratch_base(containment: &Containment) -> Result<PathBuf, CommandError> {
+    let candidates = containment
+        .layers_dir
+        .iter()
+        .cloned()
+        .chain(std::iter::once(std::env::temp_dir()));
+    for base in candidates {
+        if std::fs::create_dir_all(&base).is_ok() && base.is_dir() {
+            return Ok(base);
+        }
+    }
+    Err(CommandError::Containment(
+        "no directory to keep the view's scratch parts in: set commands.layers_dir to one GOAT \
+         may write"
+            .to_owned(),
+    ))
+}
+
 pub(crate) fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
     let dev = |p: &Path| match mount_id(p) {
         Some(id) => Some((0, id)),

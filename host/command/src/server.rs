@@ -31,9 +31,8 @@ use crate::launch::{Launched, ViewLaunch};
 use crate::layer::{ChangeSet, Layer};
 use crate::net;
 use crate::pids::PidsGroup;
-use crate::run::{CommandError, Containment, Unsupported, Used};
+use crate::run::{CommandError, Containment, Unsupported};
 use crate::special::special_paths;
-use crate::support::resolve;
 use crate::view::WorkspaceMount;
 
 /// What to start, as the person added it.
@@ -118,15 +117,18 @@ impl Drop for Server {
     }
 }
 
-/// Whether a server can be contained here: it needs a view.
-pub fn server_support(containment: &Containment) -> Result<(), Unsupported> {
-    match resolve(containment)? {
-        Used::Namespace => Ok(()),
-        Used::Landlock => Err(Unsupported(
-            "an MCP server runs only in a view (a user namespace or root, and overlayfs), and \
-             none can be made here"
-                .to_owned(),
-        )),
+/// Whether a server can be contained here: it needs a view, whatever
+/// mode commands are held in (a server is always started in one). Its
+/// workspace is bound, not overlaid, so the view needs no change layer on
+/// the workspace's mount: inside an attempt (whose workspace is itself an
+/// overlay, where commands are held by Landlock) a server still starts.
+pub fn server_support(_containment: &Containment) -> Result<(), Unsupported> {
+    match crate::support::resolve_mode(crate::ContainmentMode::Namespace) {
+        Ok(_) => Ok(()),
+        Err(Unsupported(why)) => Err(Unsupported(format!(
+            "an MCP server runs only in a view (a user namespace or root), and none can be made \
+             here: {why}"
+        ))),
     }
 }
 

@@ -37,7 +37,7 @@ fn add_and_trust(env: &Env, name: &str, flags: &[&str], command: &[&str]) -> Str
 
 /// The hostile server in `mode`, added (readable: its directory) and
 /// trusted.
-pub(super) fn hostile(env: &Env, name: &str, mode: &[&str], flags: &[&str]) -> String {
+pub(crate) fn hostile(env: &Env, name: &str, mode: &[&str], flags: &[&str]) -> String {
     let script = servers_dir().join("hostile.py");
     let dir = servers_dir();
     let mut all = vec!["--read", dir.to_str().unwrap()];
@@ -59,7 +59,7 @@ pub(super) fn system_python() -> &'static str {
 }
 
 /// An allow rule for `tool`, as the person would write it.
-pub(super) fn allow(env: &Env, tool: &str) {
+pub(crate) fn allow(env: &Env, tool: &str) {
     let out = env.run(&["permissions", "allow", tool, ".", "--write"]);
     assert!(out.status.success(), "{}", shown(&out));
 }

@@ -7,7 +7,7 @@
 //! The hostile client (`hostile`, and one that goes away: `gone`) needs no
 //! client but raw pipes; `trust` checks where a server is looked at.
 
-mod client;
+pub(crate) mod client;
 mod gone;
 mod hostile;
 mod inspector;
