@@ -18,10 +18,10 @@ use goat_session::{AttemptEnded, AttemptsEnded, Event, EventKind, Outcome as Run
 use goat_store::Store;
 use serde_json::{Value, json};
 
-mod args;
+pub(crate) mod args;
 mod pick;
 
-use args::child_args;
+pub(crate) use args::{Sub, child_args};
 use pick::pick_at_terminal;
 
 use super::run::{RunArgs, read_prompt};
@@ -93,20 +93,40 @@ impl Lines {
     }
 }
 
-/// Runs the attempts, checks them, lands the first that passed.
+/// One run of attempts, as `goat run --attempts` or the chat's
+/// `/attempts` asks for it.
+pub(crate) struct Plan<'a> {
+    /// The workspace, engine, store and permissions (the run's or the
+    /// chat's own).
+    pub turn: &'a crate::args::TurnOptions,
+    /// How many.
+    pub attempts: u32,
+    /// How many at once (default: the engine's slots, else 1).
+    pub parallel: Option<u32>,
+    /// The check.
+    pub verify: Option<String>,
+    /// The task.
+    pub prompt: String,
+    /// Whose command line each attempt's `goat run` arguments are read
+    /// from ([`args::child_args`]).
+    pub sub: Sub,
+    /// `--logs-dir`.
+    pub logs_dir: Option<PathBuf>,
+    /// JSON Lines out.
+    pub jsonl: bool,
+    /// The end as one JSON object (`--json`).
+    pub json_end: bool,
+    /// `--allow-denials`.
+    pub allow_denials: bool,
+}
+
+/// How the person picks the attempt that lands: `None` headless (the
+/// first that passed lands); else, at a terminal, what reads their answer
+/// to the question it is given (`None`: end of input or Ctrl-C).
+pub(crate) type Picker<'a> = Option<&'a mut dyn FnMut(&str) -> Option<String>>;
+
+/// `goat run --attempts`.
 pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
-    let attempts = args.attempts.unwrap_or(1);
-    // By default as many at once as the engine serves (llama-server says
-    // its slots); one at a time where it does not say.
-    let parallel = match args.attempts_parallel {
-        Some(k) => k,
-        None => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-            .block_on(goat_session::engine_slots(&args.turn.open_options()))
-            .unwrap_or(1),
-    }
-    .clamp(1, attempts);
     if args.turn.session.is_some() {
         bail!(
             "--attempts starts a session for each attempt; it does not carry one on (leave out \
@@ -114,11 +134,58 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         );
     }
     let prompt = read_prompt(&args.prompt)?;
+    let plan = Plan {
+        turn: &args.turn,
+        attempts: args.attempts.unwrap_or(1),
+        parallel: args.attempts_parallel,
+        verify: args.verify.clone(),
+        prompt,
+        sub: Sub::Run,
+        logs_dir: args.logs_dir.clone(),
+        jsonl,
+        json_end: args.json || args.output == super::run::OutputFormat::Json,
+        allow_denials: args.allow_denials,
+    };
+    let mut stdin_line = |question: &str| {
+        let mut err = io::stderr().lock();
+        let _ = write!(err, "{question}");
+        let _ = err.flush();
+        let mut line = String::new();
+        match io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    };
+    let at_terminal = io::stdin().is_terminal() && io::stderr().is_terminal();
+    let picker: Picker<'_> = if at_terminal {
+        Some(&mut stdin_line)
+    } else {
+        None
+    };
+    Ok(Outcome::Code(run_plan(&plan, picker)?.exit_code))
+}
+
+/// Runs the attempts, checks them, lands the one picked (headless, the
+/// first that passed), and says how the run ended.
+pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<AttemptsEnded> {
+    let attempts = plan.attempts;
+    // By default as many at once as the engine serves (llama-server says
+    // its slots); one at a time where it does not say.
+    let parallel = match plan.parallel {
+        Some(k) => k,
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(goat_session::engine_slots(&plan.turn.open_options()))
+            .unwrap_or(1),
+    }
+    .clamp(1, attempts);
+    let prompt = plan.prompt.clone();
     let prepared = goat_session::direct::prepare(
         &goat_session::direct::DirectOptions {
-            workspace: args.turn.workspace.clone(),
-            db: args.turn.store.db.clone(),
-            permissions: args.turn.permissions.permissions.clone(),
+            workspace: plan.turn.workspace.clone(),
+            db: plan.turn.store.db.clone(),
+            permissions: plan.turn.permissions.permissions.clone(),
             tools: Some(Vec::new()),
             ..Default::default()
         },
@@ -132,7 +199,7 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     private_dir(&base)?;
     can_make_layers(&base, &workspace)?;
     let session = prepared.open_for("attempts", "goat run --attempts", None)?;
-    let permissions = match &args.turn.permissions.permissions {
+    let permissions = match &plan.turn.permissions.permissions {
         Some(p) => Some(std::path::absolute(p)?.to_string_lossy().into_owned()),
         None => None,
     };
@@ -142,7 +209,7 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
             &session.session_id,
             (&workspace.to_string_lossy(), permissions.as_deref()),
             &prompt,
-            args.verify.as_deref(),
+            plan.verify.as_deref(),
         )?
     };
     // Named by the run's own session too: another store using the same
@@ -154,7 +221,7 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     // it to end.
     let _run_lock =
         lock_run(&run_dir)?.context("another process holds this run's lock, which it just made")?;
-    let logs = match &args.logs_dir {
+    let logs = match &plan.logs_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("making the logs directory {}", dir.display()))?;
@@ -174,11 +241,11 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         base: run_dir,
         workspace: workspace.clone(),
         exe,
-        args: child_args(args, &workspace)?,
+        args: child_args(plan.turn, &workspace, plan.sub)?,
         logs,
         prompt,
-        verify: args.verify.clone(),
-        jsonl,
+        verify: plan.verify.clone(),
+        jsonl: plan.jsonl,
         store: session.store.clone(),
         out: Mutex::new(Lines {
             seq: 0,
@@ -232,10 +299,9 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
     // At a terminal the person sees each attempt and picks; headless, the
     // first in order that passed and lands (one whose changes the rules
     // refuse is said, and the next is tried).
-    let at_terminal = io::stdin().is_terminal() && io::stderr().is_terminal();
-    let candidates: Vec<&Ran> = if at_terminal {
+    let candidates: Vec<&Ran> = if let Some(read_line) = picker {
         let default = passed.first().map(|r| r.number);
-        match pick_at_terminal(&shared, &ran, default)? {
+        match pick_at_terminal(&shared, &ran, default, read_line)? {
             Some(n) => ran.iter().filter(|r| r.number == n).collect(),
             None => {
                 crate::note("no attempt lands, as you chose; goat attempts land N lands one later");
@@ -270,7 +336,7 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         None if !passed.is_empty() && outcome != RunOutcome::Completed => {
             RunOutcome::CompletedWithDenials.exit_code(false)
         }
-        _ => outcome.exit_code(args.allow_denials),
+        _ => outcome.exit_code(plan.allow_denials),
     };
     let ended = AttemptsEnded {
         run,
@@ -290,17 +356,13 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         landed,
         files_changed,
     };
-    say_end(
-        &shared,
-        &ended,
-        args.json || args.output == super::run::OutputFormat::Json,
-    );
+    say_end(&shared, &ended, plan.json_end);
     shared
         .out
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .event(jsonl, EventKind::AttemptsCompleted(ended));
-    Ok(Outcome::Code(exit_code))
+        .event(plan.jsonl, EventKind::AttemptsCompleted(ended.clone()));
+    Ok(ended)
 }
 
 /// Lands attempt `n` of `run` (its `layer`) in `workspace` through

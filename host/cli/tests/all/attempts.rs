@@ -601,3 +601,62 @@ async fn at_a_terminal_the_person_sees_each_attempts_diff_and_picks_one() {
         "pass two\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_the_chat_attempts_run_in_the_chats_mode_and_the_person_picks_the_one_that_lands() {
+    if !can_attempt() {
+        return;
+    }
+    let env = crate::Env::new();
+    let server = goat_testkit::ScriptedServer::start(vec![
+        write("a1", "value.txt", "fail\n"),
+        content_reply("Done."),
+        write("b1", "value.txt", "pass two\n"),
+        content_reply("Done."),
+    ])
+    .await;
+    let url = server.base_url();
+    // In ask mode, no rule allowing writes: the chat's mode, switched to
+    // accept-edits, is what lets the attempts write.
+    let mut pty = crate::composer::chat(&env, &url, &[], &[("NO_COLOR", "1")]);
+    pty.expect("> ");
+    crate::composer::settle();
+    pty.type_keys("/attempts two Try\r");
+    pty.expect("is not a number of attempts and a prompt");
+    pty.expect("> ");
+    crate::composer::settle();
+    pty.type_keys("/mode accept-edits\r");
+    pty.expect("accept-edits> ");
+    crate::composer::settle();
+    pty.type_keys("/verify grep -q pass value.txt\r");
+    pty.expect("each attempt is checked with: grep -q pass value.txt");
+    pty.expect("accept-edits> ");
+    crate::composer::settle();
+    pty.type_keys("/attempts 2 Make the check pass\r");
+    pty.expect("== attempt 1: completed; check failed");
+    pty.expect("+fail");
+    pty.expect("== attempt 2: completed; check passed");
+    pty.expect("+pass two");
+    // The first that passed is the default.
+    pty.expect("(default 2): ");
+    assert!(!env.ws.join("value.txt").exists());
+    pty.type_keys("\r");
+    pty.expect("attempt 2 of 2 landed");
+    pty.expect("goat undo (in a shell) takes it back");
+    pty.expect("accept-edits> ");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("value.txt")).unwrap(),
+        "pass two\n"
+    );
+    crate::composer::leave(&mut pty);
+    // Each attempt was its own session, given the prompt as typed; the
+    // chat sent nothing of its own.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let first = requests[0].body["messages"].to_string();
+    assert!(first.contains("Make the check pass"), "{first}");
+    // The landing is what goat undo takes back.
+    let undone = env.run(&["undo"]);
+    assert!(undone.status.success(), "{}", text(&undone.stdout));
+    assert!(!env.ws.join("value.txt").exists());
+}

@@ -23,6 +23,7 @@
 //! while the model works is dropped before a question rather than taken as
 //! its answer.
 
+mod attempts;
 mod slash;
 
 use std::io::{self, IsTerminal, Write};
@@ -113,6 +114,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
     // Whether any turn got as far as the engine: a new session none did
     // is not kept (as with `goat run`).
     let mut reached = false;
+    let mut attempt_settings = attempts::AttemptsSettings::default();
 
     loop {
         let shown = match opened.mode.get() {
@@ -142,6 +144,8 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<Outcome> {
                     out: &mut err,
                     runtime: &runtime,
                     console: &console,
+                    turn: &args.turn,
+                    attempts: &mut attempt_settings,
                 };
                 match slash::dispatch(&mut state, name, rest) {
                     Flow::Continue => continue,

@@ -39,6 +39,10 @@ pub struct ChatState<'a> {
     pub out: &'a mut dyn Write,
     pub runtime: &'a tokio::runtime::Runtime,
     pub console: &'a crate::terminal::Console,
+    /// The chat's own options, which `/attempts` gives each attempt.
+    pub turn: &'a crate::args::TurnOptions,
+    /// What `/verify` set.
+    pub attempts: &'a mut super::attempts::AttemptsSettings,
 }
 
 /// One slash command.
@@ -90,6 +94,18 @@ pub const COMMANDS: &[SlashCommand] = &[
         args: "[TURN]",
         help: "put back the files the last turn (or turn TURN) changed",
         run: undo,
+    },
+    SlashCommand {
+        name: "attempts",
+        args: "N PROMPT",
+        help: "N attempts at PROMPT, each in its own layer; you pick the one that lands",
+        run: super::attempts::attempts,
+    },
+    SlashCommand {
+        name: "verify",
+        args: "[CMD|none]",
+        help: "show or set the check each attempt must pass (e.g. cargo test)",
+        run: super::attempts::verify,
     },
     SlashCommand {
         name: "exit",

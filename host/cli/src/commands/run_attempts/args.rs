@@ -6,12 +6,27 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use clap::CommandFactory;
 
-use crate::commands::run::RunArgs;
+use crate::args::TurnOptions;
 
-/// The child's arguments: this run's, with the prompt read from stdin,
-/// JSON Lines out, paths made absolute (the child starts in the
-/// workspace), and the attempts' own flags left out.
-pub(super) fn child_args(args: &RunArgs, workspace: &Path) -> anyhow::Result<Vec<OsString>> {
+/// Whose command line the attempts' arguments are read from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Sub {
+    /// `goat run --attempts`: its flags, and its prompt (read from stdin).
+    Run,
+    /// The chat's `/attempts`: `goat chat`'s flags (all of them `goat
+    /// run`'s too), no session carried on, and the chat's approval mode
+    /// as it is now.
+    Chat(goat_router::ApprovalMode),
+}
+
+/// The child's arguments: this run's (or this chat's), with the prompt
+/// read from stdin, JSON Lines out, paths made absolute (the child starts
+/// in the workspace), and the attempts' own flags left out.
+pub(crate) fn child_args(
+    turn: &TurnOptions,
+    workspace: &Path,
+    sub: Sub,
+) -> anyhow::Result<Vec<OsString>> {
     let cli = crate::Cli::command();
     let run = cli
         .find_subcommand("run")
@@ -48,26 +63,40 @@ pub(super) fn child_args(args: &RunArgs, workspace: &Path) -> anyhow::Result<Vec
         "--db",
         "--permissions",
         "--ca-cert",
+        // Each attempt a session of its own, in the mode given below.
+        "--session",
+        "--mode",
     ];
+    let name = match sub {
+        Sub::Run => "run",
+        Sub::Chat(_) => "chat",
+    };
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
     let mut at = argv
         .iter()
-        .position(|a| a == "run")
-        .context("goat run's arguments")?;
+        .position(|a| a == name)
+        .with_context(|| format!("goat {name}'s arguments"))?;
     at += 1;
     // GOAT's own flags first: after a `--` they would be read as words of
     // the prompt.
     let mut out: Vec<OsString> = vec!["run".into(), "--output".into(), "jsonl".into()];
     out.extend(["--workspace".into(), workspace.as_os_str().to_owned()]);
-    let db = crate::paths::store_path(args.turn.store.db.as_deref())?;
+    let db = crate::paths::store_path(turn.store.db.as_deref())?;
     out.extend(["--db".into(), db.resolved().as_os_str().to_owned()]);
-    if let Some(p) = &args.turn.permissions.permissions {
+    let mode = match sub {
+        Sub::Run => turn.mode,
+        Sub::Chat(mode) => Some(mode),
+    };
+    if let Some(mode) = mode {
+        out.extend(["--mode".into(), mode.name().into()]);
+    }
+    if let Some(p) = &turn.permissions.permissions {
         out.extend([
             "--permissions".into(),
             std::path::absolute(p)?.into_os_string(),
         ]);
     }
-    if let Some(p) = &args.turn.engine.ca_cert {
+    if let Some(p) = &turn.engine.ca_cert {
         out.extend(["--ca-cert".into(), std::path::absolute(p)?.into_os_string()]);
     }
     let mut prompt_seen = false;
@@ -109,7 +138,11 @@ pub(super) fn child_args(args: &RunArgs, workspace: &Path) -> anyhow::Result<Vec
         out.extend(value);
     }
     if !prompt_seen {
-        bail!("goat run needs a prompt");
+        match sub {
+            Sub::Run => bail!("goat run needs a prompt"),
+            // The chat's command line has none: the prompt is typed.
+            Sub::Chat(_) => out.push("-".into()),
+        }
     }
     Ok(out)
 }

@@ -14,11 +14,13 @@ use crate::text;
 const SHOWN_FILE_BYTES: u64 = 1024 * 1024;
 
 /// At a terminal: each attempt's outcome, check and diff, on stderr, then
-/// the person's pick (`default` on Enter). `None`: none lands.
+/// the person's pick (`default` on Enter), read by `read_line` (given the
+/// question). `None`: none lands.
 pub(super) fn pick_at_terminal(
     shared: &Shared,
     ran: &[Ran],
     default: Option<u32>,
+    read_line: &mut dyn FnMut(&str) -> Option<String>,
 ) -> anyhow::Result<Option<u32>> {
     let mut err = io::stderr().lock();
     for r in ran {
@@ -36,16 +38,15 @@ pub(super) fn pick_at_terminal(
         write!(err, "{}", layer_diff(shared, r.number))?;
     }
     let default_said = default.map_or("none".to_owned(), |n| n.to_string());
+    err.flush()?;
+    drop(err);
     for _ in 0..3 {
-        write!(
-            err,
+        let Some(line) = read_line(&format!(
             "\nland which attempt? a number, or none (default {default_said}): "
-        )?;
-        err.flush()?;
-        let mut line = String::new();
-        if io::stdin().read_line(&mut line)? == 0 {
+        )) else {
             return Ok(None);
-        }
+        };
+        let mut err = io::stderr().lock();
         match line.trim() {
             "" => return Ok(default),
             "none" | "n" => return Ok(None),
