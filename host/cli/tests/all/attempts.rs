@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use crate::jsonl::lines;
 use crate::{GoatRun, call_reply, content_reply, json_out, text};
 
+mod no_view;
+
 fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
     call_reply(
         id,
