@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 use crate::jsonl::lines;
 use crate::{GoatRun, call_reply, content_reply, json_out, text};
 
+mod logs;
 mod no_view;
 
-fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
+pub(super) fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
     call_reply(
         id,
         "write_file",
@@ -20,7 +21,7 @@ fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
 
 /// Whether an attempt's layer can be entered here (a mount namespace
 /// with an overlay); said when not.
-fn can_attempt() -> bool {
+pub(super) fn can_attempt() -> bool {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
