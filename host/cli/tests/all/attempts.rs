@@ -10,6 +10,7 @@ use crate::{GoatRun, call_reply, content_reply, json_out, text};
 
 mod logs;
 mod no_view;
+mod plugin;
 
 pub(super) fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
     call_reply(
@@ -42,7 +43,7 @@ fn in_layer_at(root: &std::path::Path, n: u32, rel: &str) -> bool {
 
 /// Attempt `n`'s layer path `rel` of the first run under `root` (the
 /// run's directory is named by its session too), once it exists.
-fn in_layer(root: &std::path::Path, n: u32, rel: &str) -> Option<std::path::PathBuf> {
+pub(super) fn in_layer(root: &std::path::Path, n: u32, rel: &str) -> Option<std::path::PathBuf> {
     let base = root.join("state/layers/attempts");
     let run = std::fs::read_dir(&base)
         .ok()?
