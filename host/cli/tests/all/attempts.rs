@@ -9,6 +9,7 @@ use crate::jsonl::lines;
 use crate::{GoatRun, call_reply, content_reply, json_out, text};
 
 mod logs;
+mod mcp;
 mod no_view;
 mod plugin;
 
@@ -207,74 +208,6 @@ async fn three_attempts_the_check_picks_the_second_it_lands_land_swaps_in_the_th
     assert!(discarded.status.success());
     let listed = json_out(&env.run(&["attempts", "list", "--json"]));
     assert_eq!(listed[0]["attempts"][2]["status"], "discarded");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn an_mcp_servers_writes_go_into_its_attempts_layer_and_land_with_it() {
-    if !can_attempt() {
-        return;
-    }
-    let builder = GoatRun::builder()
-        .arg("--attempts")
-        .arg("2")
-        .arg("--attempts-parallel")
-        .arg("1")
-        .arg("--verify")
-        .arg("grep -q two made.txt")
-        .arg("--output")
-        .arg("jsonl");
-    let env = builder.env();
-    crate::mcp::client::hostile(env, "scribe", &["probe"], &["--writes"]);
-    crate::mcp::client::allow(env, "scribe__write_file");
-    crate::mcp::client::allow(env, "scribe__read_file");
-    let made = env.ws.join("made.txt");
-    let builder = builder.replies([
-        // Attempt 1: the server writes, in attempt 1's layer.
-        call_reply(
-            "a1",
-            "scribe__write_file",
-            &json!({ "path": "made.txt", "text": "one\n" }).to_string(),
-        ),
-        content_reply("Done."),
-        // Attempt 2: the server cannot read what it wrote for attempt 1.
-        call_reply(
-            "b1",
-            "scribe__read_file",
-            &json!({ "path": made.to_str().unwrap() }).to_string(),
-        ),
-        call_reply(
-            "b2",
-            "scribe__write_file",
-            &json!({ "path": "made.txt", "text": "two\n" }).to_string(),
-        ),
-        content_reply("Done."),
-    ]);
-    let run = builder.run("Write made.txt").await;
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
-    let out = lines(&run.out.stdout);
-    crate::jsonl::validate(&out);
-    let end = out.last().unwrap();
-    assert_eq!(end["landed"], 2, "{end}");
-    // Each attempt's server wrote into that attempt's layer, recorded as
-    // the attempt's change.
-    for (n, text) in [(1, "one\n"), (2, "two\n")] {
-        let attempt = &end["attempts"][n - 1];
-        assert_eq!(attempt["files_changed"], json!(["made.txt"]), "{end}");
-        assert_eq!(
-            std::fs::read_to_string(in_layer(&run.env.root, n as u32, "made.txt").unwrap())
-                .unwrap(),
-            text
-        );
-    }
-    let requests = run.server.requests();
-    let read = requests
-        .iter()
-        .map(|r| r.body["messages"].to_string())
-        .find(|m| m.contains("b1") && m.contains("\"tool\""))
-        .unwrap();
-    assert!(read.contains("No such file"), "{read}");
-    // Attempt 2's landed; the workspace holds it.
-    assert_eq!(run.read("made.txt"), "two\n");
 }
 
 #[tokio::test(flavor = "multi_thread")]

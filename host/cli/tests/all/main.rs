@@ -288,10 +288,14 @@ impl Nobody {
         cmd.arg(format!("--reuid={NOBODY}"))
             .arg(format!("--regid={NOBODY}"))
             .args(["--clear-groups", "--"])
-            .arg(&self.bin)
-            .args(args)
+            .arg(&self.bin);
+        // The store's flag before a `--`, after which words are another
+        // program's.
+        let end = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        cmd.args(&args[..end])
             .arg("--db")
             .arg(self.state.join("goat.db"))
+            .args(&args[end..])
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &self.base)

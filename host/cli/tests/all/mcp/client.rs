@@ -14,7 +14,7 @@ use super::sdk_python;
 use crate::{Env, GoatRun, GoatRunBuilder, shown, text};
 
 /// The test servers' directory.
-pub(super) fn servers_dir() -> PathBuf {
+pub(crate) fn servers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp_servers")
         .canonicalize()
@@ -50,7 +50,7 @@ pub(crate) fn hostile(env: &Env, name: &str, mode: &[&str], flags: &[&str]) -> S
 }
 
 /// `/usr/bin/python3` where there is one, else `python3` from PATH.
-pub(super) fn system_python() -> &'static str {
+pub(crate) fn system_python() -> &'static str {
     if Path::new("/usr/bin/python3").exists() {
         "/usr/bin/python3"
     } else {
