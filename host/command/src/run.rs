@@ -520,11 +520,6 @@ fn proxy_link<'a>(request: &CommandRequest<'a>) -> Result<&'a dyn ProxyLink, Com
     })
 }
 
-/// Where the command's layer goes: the first of the configured layers
-/// directory and the system's temporary directory that is on the
-/// workspace's own mount. The same filesystem is not enough: a rename
-/// between two mounts of one filesystem fails (`EXDEV`), so the mount is
-/// compared (or, where the kernel does not say, the device).
 /// Where a view whose workspace is bound (a server's) keeps its scratch
 /// parts: the layers directory, or else the temporary directory.
 pub(crate) fn scratch_base(containment: &Containment) -> Result<PathBuf, CommandError> {
@@ -545,6 +540,11 @@ pub(crate) fn scratch_base(containment: &Containment) -> Result<PathBuf, Command
     ))
 }
 
+/// Where the command's layer goes: the first of the configured layers
+/// directory and the system's temporary directory that is on the
+/// workspace's own mount. The same filesystem is not enough: a rename
+/// between two mounts of one filesystem fails (`EXDEV`), so the mount is
+/// compared (or, where the kernel does not say, the device).
 pub(crate) fn layer_base(containment: &Containment) -> Result<PathBuf, CommandError> {
     let dev = |p: &Path| match mount_id(p) {
         Some(id) => Some((0, id)),

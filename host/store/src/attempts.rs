@@ -31,14 +31,15 @@ pub struct AttemptRun {
     pub attempts: Vec<AttemptRecord>,
 }
 
-/// The landing of one attempt that is in the workspace.
+/// The attempt of a run that is in the workspace, and what the run's
+/// landings changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Landing {
     /// The attempt.
     pub attempt: u32,
-    /// The session it is recorded in.
-    pub session_id: String,
-    /// What it changed, oldest first.
+    /// The sessions the run's landings are recorded in.
+    pub sessions: Vec<String>,
+    /// What the run's landings changed, not undone, oldest first.
     pub changes: Vec<crate::ChangeRecord>,
 }
 
@@ -161,40 +162,51 @@ impl Store {
     }
 
     /// The landing of `run` that is in the workspace (see
-    /// [`Store::landed_attempt`]), with the changes it made that are not
-    /// undone, oldest first.
+    /// [`Store::landed_attempt`]), with every change the run's landings
+    /// made that is not undone, oldest first: a swap's journal holds what
+    /// the landing before it left, so what was there before the first is
+    /// read from that one's.
     pub fn landing(&self, run: i64) -> Result<Option<Landing>, StoreError> {
-        let found = self
-            .conn
-            .prepare_cached(
-                "SELECT json_extract(c.arguments, '$.attempt'), c.id, t.session_id
-                 FROM tool_calls c JOIN rounds r ON r.id = c.round_id
-                 JOIN turns t ON t.id = r.turn_id
-                 WHERE c.tool = 'land_attempt' AND c.status = 'ok' AND json_valid(c.arguments)
-                   AND json_extract(c.arguments, '$.run') = ?1
-                   AND EXISTS (SELECT 1 FROM file_changes f
-                               WHERE f.call_row = c.id AND f.undone_at IS NULL)
-                 ORDER BY c.id DESC LIMIT 1",
-            )?
-            .query_row([run], |r| {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT json_extract(c.arguments, '$.attempt'), c.id, t.session_id
+             FROM tool_calls c JOIN rounds r ON r.id = c.round_id
+             JOIN turns t ON t.id = r.turn_id
+             WHERE c.tool = 'land_attempt' AND c.status = 'ok' AND json_valid(c.arguments)
+               AND json_extract(c.arguments, '$.run') = ?1
+               AND EXISTS (SELECT 1 FROM file_changes f
+                           WHERE f.call_row = c.id AND f.undone_at IS NULL)
+             ORDER BY c.id",
+        )?;
+        let landings = stmt
+            .query_map([run], |r| {
                 Ok((
                     r.get::<_, Option<u32>>(0)?,
                     r.get::<_, i64>(1)?,
                     r.get::<_, String>(2)?,
                 ))
-            })
-            .optional()?;
-        let Some((Some(attempt), call_row, session_id)) = found else {
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some((Some(attempt), _, _)) = landings.last().cloned() else {
             return Ok(None);
         };
-        let changes = self
-            .file_changes(&session_id)?
-            .into_iter()
-            .filter(|c| c.call_row == call_row && c.undone_at.is_none())
-            .collect();
+        let rows: Vec<i64> = landings.iter().map(|l| l.1).collect();
+        let mut sessions: Vec<String> = Vec::new();
+        let mut changes = Vec::new();
+        for (_, _, session_id) in &landings {
+            if sessions.contains(session_id) {
+                continue;
+            }
+            changes.extend(
+                self.file_changes(session_id)?
+                    .into_iter()
+                    .filter(|c| c.undone_at.is_none() && rows.contains(&c.call_row)),
+            );
+            sessions.push(session_id.clone());
+        }
+        changes.sort_by_key(|c| c.id);
         Ok(Some(Landing {
             attempt,
-            session_id,
+            sessions,
             changes,
         }))
     }

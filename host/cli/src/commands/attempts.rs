@@ -6,7 +6,7 @@
 //! layer it was started in.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -268,27 +268,20 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
         ),
     }
     // Another attempt in the workspace is swapped out in the same change
-    // set: what it replaced is put back wherever attempt N says nothing.
+    // set: what was there before is put back wherever attempt N says
+    // nothing. Nothing undoes the landings meanwhile.
     let swap_out = match store.landing(run.id)? {
         Some(landing) if landing.attempt == number => bail!(
             "attempt {number} of run {} is already in the workspace (goat undo takes it back)",
             run.id
         ),
         Some(landing) => {
-            let records: Vec<&goat_store::ChangeRecord> = landing.changes.iter().collect();
-            let befores = goat_router::checkpoint::befores(Path::new(&run.workspace), &records)
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "attempt {} of run {} is in the workspace and cannot be taken back: {}; \
-                         nothing landed",
-                        landing.attempt,
-                        run.id,
-                        text::escape_controls(&e.to_string())
-                    )
-                })?;
-            // Nothing undoes it meanwhile.
-            let lock = store.lock_session(&landing.session_id)?;
-            Some(((landing.attempt, befores), lock))
+            let locks = landing
+                .sessions
+                .iter()
+                .map(|s| store.lock_session(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            Some(((landing.attempt, landing.changes), locks))
         }
         None => None,
     };
@@ -309,14 +302,26 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let call = super::run_attempts::land(
+    let call = match super::run_attempts::land(
         &runtime,
         &session.calls,
         (run.id, number),
         &layer,
         &session.workspace,
         swap_out.as_ref().map(|(out, _lock)| out),
-    )?;
+    ) {
+        Ok(call) => call,
+        Err(e) => {
+            // Refused before anything was recorded: the landing's session
+            // is not kept (it would be the one goat undo picks next).
+            let _ = session
+                .store
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove_session(&session.session_id);
+            return Err(e);
+        }
+    };
     let mut out = io::stdout().lock();
     if call.status == goat_store::CallStatus::Ok {
         writeln!(

@@ -19,9 +19,11 @@ use goat_store::Store;
 use serde_json::{Value, json};
 
 pub(crate) mod args;
+mod land;
 mod pick;
 
 pub(crate) use args::{Sub, child_args};
+pub(super) use land::land;
 use pick::pick_at_terminal;
 
 use super::run::{RunArgs, read_prompt};
@@ -55,6 +57,15 @@ struct Shared {
     jsonl: bool,
     store: Arc<Mutex<Store>>,
     out: Mutex<Lines>,
+    cancel: Option<goat_engine::CancellationToken>,
+}
+
+impl Shared {
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(goat_engine::CancellationToken::is_cancelled)
+    }
 }
 
 /// The run's own lines: numbered, written to stdout (JSON Lines) and to
@@ -118,6 +129,10 @@ pub(crate) struct Plan<'a> {
     pub json_end: bool,
     /// `--allow-denials`.
     pub allow_denials: bool,
+    /// Cancelled (the chat's Ctrl-C): no attempt starts after, and no
+    /// check runs (the running attempts are cancelled by the same Ctrl-C,
+    /// which reaches them at the terminal).
+    pub cancel: Option<goat_engine::CancellationToken>,
 }
 
 /// How the person picks the attempt that lands: `None` headless (the
@@ -145,6 +160,7 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         jsonl,
         json_end: args.json || args.output == super::run::OutputFormat::Json,
         allow_denials: args.allow_denials,
+        cancel: None,
     };
     let mut stdin_line = |question: &str| {
         let mut err = io::stderr().lock();
@@ -252,6 +268,7 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
             session: session.session_id.clone(),
             log,
         }),
+        cancel: plan.cancel.clone(),
     };
     let next = AtomicU32::new(1);
     let results: Mutex<Vec<Ran>> = Mutex::new(Vec::new());
@@ -261,7 +278,7 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
             scope.spawn(|| {
                 loop {
                     let n = next.fetch_add(1, Ordering::SeqCst);
-                    if n > attempts {
+                    if n > attempts || shared.cancelled() {
                         break;
                     }
                     match attempt(&shared, n) {
@@ -299,7 +316,13 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
     // At a terminal the person sees each attempt and picks; headless, the
     // first in order that passed and lands (one whose changes the rules
     // refuse is said, and the next is tried).
-    let candidates: Vec<&Ran> = if let Some(read_line) = picker {
+    let candidates: Vec<&Ran> = if shared.cancelled() {
+        crate::note(
+            "the attempts were cancelled, so none lands; goat attempts list shows each, and goat \
+             attempts land N lands one",
+        );
+        Vec::new()
+    } else if let Some(read_line) = picker {
         let default = passed.first().map(|r| r.number);
         match pick_at_terminal(&shared, &ran, default, read_line)? {
             Some(n) => ran.iter().filter(|r| r.number == n).collect(),
@@ -363,72 +386,6 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
         .unwrap_or_else(PoisonError::into_inner)
         .event(plan.jsonl, EventKind::AttemptsCompleted(ended.clone()));
     Ok(ended)
-}
-
-/// Lands attempt `n` of `run` (its `layer`) in `workspace` through
-/// `calls`: from a copy of the layer, so the layer itself stays as it was
-/// and can land again after an undo. The copy goes once the landing is
-/// settled, unless a landing that failed could not be taken back (it then
-/// holds what the workspace held, and is said).
-/// What a landing swaps out: the attempt in the workspace, and what the
-/// workspace held before it landed.
-pub(super) type SwapOut = (u32, Vec<(String, goat_command::attempt::Before)>);
-
-/// Lands a copy of attempt `n`'s layer in `workspace`, recorded as a call
-/// of `calls`' session. With `swap_out`, the copy also takes back the
-/// attempt in the workspace (what was there before it, put back wherever
-/// attempt `n` says nothing), in the same change set.
-pub(super) fn land(
-    runtime: &tokio::runtime::Runtime,
-    calls: &goat_router::DirectCalls,
-    (run, n): (i64, u32),
-    layer: &AttemptLayer,
-    workspace: &Path,
-    swap_out: Option<&SwapOut>,
-) -> anyhow::Result<goat_store::CallOutcome> {
-    let copy = (1..)
-        .map(|k| layer.dir().join(format!("landing-{k}")))
-        .find(|dir| !dir.exists())
-        .context("naming the landing's copy")?;
-    let copy = layer
-        .copy_to(&copy)
-        .context("copying the attempt's layer to land it")?;
-    let (label, args) = match swap_out {
-        Some((old, befores)) => {
-            if let Err(e) = copy.put_back(workspace, befores) {
-                let _ = copy.discard();
-                return Err(anyhow::Error::new(e).context(format!(
-                    "putting back what the workspace held before attempt {old} landed"
-                )));
-            }
-            (
-                format!("land attempt {n} of run {run} in place of attempt {old}"),
-                json!({ "run": run, "attempt": n, "replaces": old }),
-            )
-        }
-        None => (
-            format!("land attempt {n} of run {run}"),
-            json!({ "run": run, "attempt": n }),
-        ),
-    };
-    let pending = copy.pending(workspace)?;
-    let call = runtime.block_on(calls.land_attempt(&label, &args, pending))?;
-    // A landing that failed half-way and could not take its steps back
-    // leaves what the workspace held in the copy's backups. After a
-    // landing that succeeded, the journal holds what was replaced.
-    let kept = call.status != goat_store::CallStatus::Ok
-        && std::fs::read_dir(copy.dir().join("backup"))
-            .map(|mut entries| entries.next().is_some())
-            .unwrap_or(false);
-    if kept {
-        crate::note(format!(
-            "the landing's copy is kept at {}: it holds what the workspace held",
-            copy.dir().display()
-        ));
-    } else {
-        let _ = copy.discard();
-    }
-    Ok(call)
 }
 
 /// Whether `ran` is one that may land: its check passed, or without a
@@ -597,8 +554,8 @@ fn attempt(shared: &Shared, n: u32) -> anyhow::Result<Ran> {
         .map(|p| p.set.changes.iter().map(|c| c.path.clone()).collect())
         .unwrap_or_default();
     let check = match &shared.verify {
-        Some(cmd) => Some(check(shared, &layer, cmd)?),
-        None => None,
+        Some(cmd) if !shared.cancelled() => Some(check(shared, &layer, cmd)?),
+        _ => None,
     };
     shared
         .store

@@ -8,10 +8,12 @@ use serde_json::{Value, json};
 use crate::jsonl::lines;
 use crate::{GoatRun, call_reply, content_reply, json_out, text};
 
+mod chat;
 mod logs;
 mod mcp;
 mod no_view;
 mod plugin;
+mod swap;
 
 pub(super) fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply {
     call_reply(
@@ -157,6 +159,34 @@ async fn three_attempts_the_check_picks_the_second_it_lands_land_swaps_in_the_th
     );
     // One goat undo swaps back: attempt 2, whole.
     let undone = env.run(&["undo"]);
+    assert!(undone.status.success(), "{}", text(&undone.stdout));
+    assert_eq!(read("value.txt").as_deref(), Some("pass two\n"));
+    assert_eq!(read("two.txt").as_deref(), Some("two\n"));
+    assert_eq!(
+        json_out(&env.run(&["attempts", "list", "--json"]))[0]["landed"],
+        2
+    );
+    let landed = env.run(&["attempts", "land", "3"]);
+    assert!(landed.status.success(), "{}", text(&landed.stderr));
+    assert_eq!(read("value.txt").as_deref(), Some("pass three\n"));
+    // (The swap's own session, the newest.)
+    let swap_to_three = json_out(&env.run(&["sessions", "list", "--json"]))[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A swap of a swap: attempt 1 in place of attempt 3 leaves nothing of
+    // attempt 2 (what was there before is read from the first landing).
+    let landed = env.run(&["attempts", "land", "1"]);
+    assert!(landed.status.success(), "{}", text(&landed.stderr));
+    assert_eq!(read("value.txt").as_deref(), Some("fail\n"));
+    assert_eq!(read("two.txt"), None);
+    assert_eq!(read("keep.txt").as_deref(), Some("kept\n"));
+    let undone = env.run(&["undo"]);
+    assert!(undone.status.success(), "{}", text(&undone.stdout));
+    assert_eq!(read("value.txt").as_deref(), Some("pass three\n"));
+    assert_eq!(read("two.txt"), None);
+    // Undoing that swap's session swaps back again: attempt 2, whole.
+    let undone = env.run(&["undo", "--session", &swap_to_three]);
     assert!(undone.status.success(), "{}", text(&undone.stdout));
     assert_eq!(read("value.txt").as_deref(), Some("pass two\n"));
     assert_eq!(read("two.txt").as_deref(), Some("two\n"));

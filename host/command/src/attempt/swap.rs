@@ -71,6 +71,8 @@ impl AttemptLayer {
         // Directories made here, given their bits once everything is in
         // them (a read-only one would refuse what goes in it).
         let mut modes: Vec<(OwnedFd, u32)> = Vec::new();
+        let known: std::collections::HashSet<&str> =
+            paths.iter().map(|(p, _)| p.as_str()).collect();
         for (path, before) in paths {
             let names = components(path)?;
             let Some((last, parents)) = names.split_last() else {
@@ -116,6 +118,22 @@ impl AttemptLayer {
             if covered || exists(&dir, last)? {
                 continue;
             }
+            // A directory the workspace holds is removed whole by anything
+            // but a directory put in its place: never with something in it
+            // that the landing did not put there (the person's, since).
+            if !matches!(before, Before::Dir(_))
+                && let Some(below) = &below
+                && let Ok(sub) = open_dir_at(below, last)
+                && let Some(foreign) = unknown_below(&sub, path, &known)?
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "'{foreign}' was put in '{path}' after the landing, which did not make \
+                         it; it would be removed"
+                    ),
+                ));
+            }
             match before {
                 // A removal, of what is there now.
                 Before::Absent => {
@@ -159,6 +177,27 @@ impl AttemptLayer {
         }
         Ok(())
     }
+}
+
+/// The first path under the directory `dir` (at `rel`) that is not in
+/// `known`, if any; nothing is followed.
+fn unknown_below(
+    dir: &OwnedFd,
+    rel: &str,
+    known: &std::collections::HashSet<&str>,
+) -> io::Result<Option<String>> {
+    for name in crate::layer::names(dir)? {
+        let child = format!("{rel}/{}", String::from_utf8_lossy(&name));
+        if !known.contains(child.as_str()) {
+            return Ok(Some(child));
+        }
+        if let Ok(sub) = open_dir_at(dir, &name)
+            && let Some(found) = unknown_below(&sub, &child, known)?
+        {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
 }
 
 /// The names of `path`, each a plain one (no `.`, `..` or empty name).

@@ -311,3 +311,51 @@ fn a_landed_attempt_is_swapped_for_another_in_one_change_set_that_leaves_what_th
     pending.land().unwrap();
     assert_eq!(tree(&ws), expect_third, "user_ns {user_ns}");
 }
+
+#[test]
+fn a_swap_never_removes_what_was_put_since_in_a_directory_the_landing_made() {
+    let root = tempfile::tempdir().unwrap();
+    if !can_enter(root.path()) {
+        return;
+    }
+    let user_ns = !rustix::process::geteuid().is_root();
+    let ws = root.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let landed = AttemptLayer::create(&root.path().join("attempts/1")).unwrap();
+    let other = AttemptLayer::create(&root.path().join("attempts/2")).unwrap();
+    sh(&landed, &ws, "mkdir made && echo 1 > made/f", user_ns);
+    sh(&other, &ws, "echo 2 > other.txt", user_ns);
+    let landing = landed
+        .copy_to(&root.path().join("attempts/1-copy"))
+        .unwrap();
+    let pending = landing.pending(&ws).unwrap();
+    let befores: Vec<(String, Before)> = pending
+        .set
+        .changes
+        .iter()
+        .map(|c| (c.path.clone(), Before::from_node(&c.before).unwrap()))
+        .collect();
+    pending.land().unwrap();
+    // The person's own file, in the directory the landing made.
+    std::fs::write(ws.join("made/mine.txt"), "mine\n").unwrap();
+    let swap = other.copy_to(&root.path().join("attempts/2-swap")).unwrap();
+    let err = swap.put_back(&ws, &befores).unwrap_err();
+    assert!(err.to_string().contains("'made/mine.txt'"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("made/mine.txt")).unwrap(),
+        "mine\n"
+    );
+    // Without it, the directory goes whole.
+    std::fs::remove_file(ws.join("made/mine.txt")).unwrap();
+    let swap = other
+        .copy_to(&root.path().join("attempts/2-swap-again"))
+        .unwrap();
+    swap.put_back(&ws, &befores).unwrap();
+    swap.pending(&ws).unwrap().land().unwrap();
+    assert!(!ws.join("made").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("other.txt")).unwrap(),
+        "2\n"
+    );
+}

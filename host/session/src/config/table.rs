@@ -410,7 +410,7 @@ pub static SETTINGS: &[SettingDef] = &[
         key: "commands.containment",
         env: "GOAT_COMMANDS_CONTAINMENT",
         flag: None,
-        doc: "How run_command is contained: \"auto\" (the strongest that works here), \"namespace\" (a view whose changes GOAT inspects before they land; no command where it cannot be made) or \"landlock\" (Landlock only: weaker, said in goat tools list)",
+        doc: "How run_command is contained: \"auto\" (the strongest that works here), \"namespace\" (a view whose changes GOAT inspects before they land; no command where it cannot be made) or \"landlock\" (Landlock only: weaker, said in goat tools list); an MCP server runs in a view of its own whatever this says, and not at all where none can be made",
         example: "\"auto\"",
         kind: Kind::Text(field!(commands_containment)),
     },

@@ -10,8 +10,9 @@ use std::io::{self, IsTerminal};
 use goat_router::ApprovalMode;
 
 use super::slash::{ChatState, Flow};
+use crate::approval::Answers;
 use crate::commands::run_attempts::{Plan, Sub, run_plan};
-use crate::terminal::Input;
+use crate::terminal::{ConsoleAnswers, Input};
 use crate::text::{GOAT_LINE, escape_controls};
 
 /// The most attempts one `/attempts` makes (as `--attempts`).
@@ -59,6 +60,10 @@ pub fn attempts(state: &mut ChatState<'_>, rest: &str) -> Flow {
             );
         }
     }
+    // Ctrl-C while they run cancels them, as it cancels a turn: the
+    // running attempts' own turns (the terminal's Ctrl-C reaches them),
+    // and no attempt or check starts after; a second quits, as in a turn.
+    let cancel = goat_engine::CancellationToken::new();
     let plan = Plan {
         turn: state.turn,
         attempts: count,
@@ -70,14 +75,16 @@ pub fn attempts(state: &mut ChatState<'_>, rest: &str) -> Flow {
         jsonl: false,
         json_end: false,
         allow_denials: false,
+        cancel: Some(cancel.clone()),
     };
     let console = state.console;
-    // Ctrl-C while they run cancels them (each attempt's own turn is
-    // cancelled, what it wrote kept in its layer), not the chat.
-    console.begin_turn(goat_engine::CancellationToken::new());
+    console.begin_turn(cancel);
+    // The pick is asked as an approval is, within the turn: a Ctrl-C
+    // answers it with none, and is not taken for leaving the chat.
+    let mut answers = ConsoleAnswers(console.clone());
     let mut ask = |question: &str| {
-        console.end_turn();
-        match console.prompt(question) {
+        eprint!("{question}");
+        match answers.next() {
             Input::Line(line) => Some(line),
             Input::Eof | Input::Interrupt => None,
         }

@@ -38,7 +38,7 @@ pub struct ChatState<'a> {
     pub opened: &'a Opened,
     pub out: &'a mut dyn Write,
     pub runtime: &'a tokio::runtime::Runtime,
-    pub console: &'a crate::terminal::Console,
+    pub console: &'a std::sync::Arc<crate::terminal::Console>,
     /// The chat's own options, which `/attempts` gives each attempt.
     pub turn: &'a crate::args::TurnOptions,
     /// What `/verify` set.
