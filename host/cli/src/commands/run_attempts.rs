@@ -686,8 +686,9 @@ fn say_end(shared: &Shared, ended: &AttemptsEnded, json: bool) {
         None => {
             let _ = writeln!(
                 out,
-                "no attempt landed ({} of {} passed); the workspace is as it was, and goat \
-                 attempts list shows every attempt's changes",
+                "no attempt landed ({} of {} completed its turn and passed); the workspace is \
+                 as it was, goat attempts list shows every attempt's changes, and goat attempts \
+                 land N lands one",
                 ended.passed,
                 ended.attempts.len()
             );
