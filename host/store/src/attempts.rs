@@ -37,6 +37,8 @@ pub struct AttemptRun {
 pub struct Landing {
     /// The attempt.
     pub attempt: u32,
+    /// The session its landing is recorded in.
+    pub session_id: String,
     /// The sessions the run's landings are recorded in.
     pub sessions: Vec<String>,
     /// What the run's landings changed, not undone, oldest first.
@@ -156,7 +158,10 @@ impl Store {
     }
 
     /// The attempt of `run` whose landing is in the workspace: the newest
-    /// landing that succeeded and whose changes are not all undone.
+    /// landing that succeeded and was not undone. An undo takes a landing
+    /// back whole, but for files whose earlier bytes were too large to
+    /// keep (left as the landing left them, their rows not marked): a
+    /// landing with any change undone is taken back.
     pub fn landed_attempt(&self, run: i64) -> Result<Option<u32>, StoreError> {
         Ok(self.landing(run)?.map(|l| l.attempt))
     }
@@ -175,6 +180,8 @@ impl Store {
                AND json_extract(c.arguments, '$.run') = ?1
                AND EXISTS (SELECT 1 FROM file_changes f
                            WHERE f.call_row = c.id AND f.undone_at IS NULL)
+               AND NOT EXISTS (SELECT 1 FROM file_changes f
+                               WHERE f.call_row = c.id AND f.undone_at IS NOT NULL)
              ORDER BY c.id",
         )?;
         let landings = stmt
@@ -186,7 +193,7 @@ impl Store {
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
-        let Some((Some(attempt), _, _)) = landings.last().cloned() else {
+        let Some((Some(attempt), _, session_id)) = landings.last().cloned() else {
             return Ok(None);
         };
         let rows: Vec<i64> = landings.iter().map(|l| l.1).collect();
@@ -206,6 +213,7 @@ impl Store {
         changes.sort_by_key(|c| c.id);
         Ok(Some(Landing {
             attempt,
+            session_id,
             sessions,
             changes,
         }))

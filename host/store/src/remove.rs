@@ -6,8 +6,9 @@ use crate::{Store, StoreError};
 
 impl Store {
     /// Removes session `id` with its turns, rounds, tool calls, file
-    /// changes, proxy decisions, recovery events and summaries, in one
-    /// transaction: all of it or none. Whether it existed.
+    /// changes, proxy decisions, refusals, hook runs, recovery events and
+    /// summaries, in one transaction: all of it or none. Whether it
+    /// existed.
     ///
     /// The caller holds the session's lock (or knows no other process can
     /// drive it): a session being driven is never removed under its driver.
@@ -32,6 +33,21 @@ impl Store {
                 "DELETE FROM egress_decisions WHERE call_row IN
                    (SELECT id FROM tool_calls WHERE round_id IN ({rounds}))"
             ),
+            params![id],
+        )?;
+        // What refused a call and the hooks run for it, every row that
+        // names one of the session's calls or turns.
+        for table in ["call_refusals", "hook_runs"] {
+            tx.execute(
+                &format!(
+                    "DELETE FROM {table} WHERE call_row IN
+                       (SELECT id FROM tool_calls WHERE round_id IN ({rounds}))"
+                ),
+                params![id],
+            )?;
+        }
+        tx.execute(
+            &format!("DELETE FROM turn_hook_runs WHERE turn_id IN ({turns})"),
             params![id],
         )?;
         tx.execute(

@@ -271,17 +271,30 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
     // set: what was there before is put back wherever attempt N says
     // nothing. Nothing undoes the landings meanwhile.
     let swap_out = match store.landing(run.id)? {
-        Some(landing) if landing.attempt == number => bail!(
-            "attempt {number} of run {} is already in the workspace (goat undo takes it back)",
-            run.id
-        ),
         Some(landing) => {
             let locks = landing
                 .sessions
                 .iter()
                 .map(|s| store.lock_session(s))
                 .collect::<Result<Vec<_>, _>>()?;
-            Some(((landing.attempt, landing.changes), locks))
+            // Read again under the locks: an undo just before them is seen.
+            match store.landing(run.id)? {
+                Some(landing) if landing.attempt == number => bail!(
+                    "attempt {number} of run {} is already in the workspace (goat undo --session \
+                     {} takes it back)",
+                    run.id,
+                    landing.session_id
+                ),
+                Some(again) if again.sessions == landing.sessions => {
+                    Some(((again.attempt, again.changes), locks))
+                }
+                Some(_) => bail!(
+                    "run {}'s landings changed while this one was being prepared; nothing landed, \
+                     try again",
+                    run.id
+                ),
+                None => None,
+            }
         }
         None => None,
     };
@@ -302,26 +315,35 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let call = match super::run_attempts::land(
+    let landed = super::run_attempts::land(
         &runtime,
         &session.calls,
         (run.id, number),
         &layer,
         &session.workspace,
         swap_out.as_ref().map(|(out, _lock)| out),
-    ) {
-        Ok(call) => call,
-        Err(e) => {
-            // Refused before anything was recorded: the landing's session
-            // is not kept (it would be the one goat undo picks next).
-            let _ = session
-                .store
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove_session(&session.session_id);
-            return Err(e);
-        }
+    );
+    // Refused before a landing was tried, or refused whole by the rules:
+    // the workspace is as it was, and the landing's session is not kept
+    // (it would be the one goat undo picks next).
+    let nothing = match &landed {
+        Err(e) => e.downcast_ref::<super::run_attempts::NotLanded>().is_some(),
+        Ok(call) => call.status == goat_store::CallStatus::Denied && call.changes.is_empty(),
     };
+    if nothing
+        && let Err(e) = session
+            .store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove_session(&session.session_id)
+    {
+        crate::note(format!(
+            "the landing's session {} was kept ({e}); goat undo may pick it: name another \
+             with --session",
+            session.session_id
+        ));
+    }
+    let call = landed?;
     let mut out = io::stdout().lock();
     if call.status == goat_store::CallStatus::Ok {
         writeln!(

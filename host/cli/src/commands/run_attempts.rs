@@ -23,7 +23,7 @@ mod land;
 mod pick;
 
 pub(crate) use args::{Sub, child_args};
-pub(super) use land::land;
+pub(super) use land::{NotLanded, land};
 use pick::pick_at_terminal;
 
 use super::run::{RunArgs, read_prompt};
@@ -162,7 +162,12 @@ pub(super) fn run(args: &RunArgs, jsonl: bool) -> anyhow::Result<Outcome> {
         allow_denials: args.allow_denials,
         cancel: None,
     };
+    let mut first = true;
     let mut stdin_line = |question: &str| {
+        // What was typed while the attempts ran is not an answer.
+        if std::mem::take(&mut first) {
+            let _ = rustix::termios::tcflush(io::stdin(), rustix::termios::QueueSelector::IFlush);
+        }
         let mut err = io::stderr().lock();
         let _ = write!(err, "{question}");
         let _ = err.flush();
@@ -312,7 +317,12 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
         .build()?;
     let mut landed = None;
     let mut files_changed = Vec::new();
-    let mut outcome = RunOutcome::NoAttemptPassed;
+    let mut outcome = if shared.cancelled() {
+        RunOutcome::Cancelled
+    } else {
+        RunOutcome::NoAttemptPassed
+    };
+    let mut half_landed = false;
     // At a terminal the person sees each attempt and picks; headless, the
     // first in order that passed and lands (one whose changes the rules
     // refuse is said, and the next is tried).
@@ -352,11 +362,19 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
             text::escape_controls(call.result.trim())
         ));
         outcome = RunOutcome::CompletedWithDenials;
+        // A landing that failed part-way left the workspace changed: no
+        // other lands on top of it.
+        if call.status == goat_store::CallStatus::Error {
+            half_landed = true;
+            break;
+        }
     }
     // Passed, and none landed (but as the person chose): never a
     // success, whatever --allow-denials says of denials.
     let exit_code = match landed {
-        None if !passed.is_empty() && outcome != RunOutcome::Completed => {
+        None if !passed.is_empty()
+            && !matches!(outcome, RunOutcome::Completed | RunOutcome::Cancelled) =>
+        {
             RunOutcome::CompletedWithDenials.exit_code(false)
         }
         _ => outcome.exit_code(plan.allow_denials),
@@ -379,7 +397,7 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
         landed,
         files_changed,
     };
-    say_end(&shared, &ended, plan.json_end);
+    say_end(&shared, &ended, plan.json_end, half_landed);
     shared
         .out
         .lock()
@@ -659,7 +677,7 @@ fn check(shared: &Shared, layer: &AttemptLayer, cmd: &str) -> anyhow::Result<(i6
 }
 
 /// The end, as text or one JSON object (JSON Lines end with the event).
-fn say_end(shared: &Shared, ended: &AttemptsEnded, json: bool) {
+fn say_end(shared: &Shared, ended: &AttemptsEnded, json: bool, half_landed: bool) {
     if shared.jsonl {
         return;
     }
@@ -681,6 +699,18 @@ fn say_end(shared: &Shared, ended: &AttemptsEnded, json: bool) {
                 } else {
                     text::escape_controls(&ended.files_changed.join(", "))
                 }
+            );
+        }
+        None if half_landed => {
+            let _ = writeln!(
+                out,
+                "no attempt landed: a landing failed part-way and could not take all its steps \
+                 back, so some paths hold what it left; goat sessions show {} lists which",
+                shared
+                    .out
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .session
             );
         }
         None => {

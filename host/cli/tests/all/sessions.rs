@@ -139,6 +139,13 @@ async fn a_denied_call_shows_its_decision_and_reason() {
         ),
         "{shown}"
     );
+    // A session holding a refusal is removed whole, as any other.
+    let removed = env.run(&["sessions", "rm", &id]);
+    assert!(removed.status.success(), "{}", text(&removed.stderr));
+    assert!(
+        text(&env.run(&["sessions", "list"]).stdout).lines().count() <= 1,
+        "the session is still listed"
+    );
 }
 
 #[test]

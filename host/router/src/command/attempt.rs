@@ -47,6 +47,11 @@ impl AppToolRouter {
         let landed = !settled.refused;
         let mut result = if landed {
             format!("{label} landed in the workspace.")
+        } else if settled.half_landed {
+            format!(
+                "{label} failed part-way, and its steps could not all be taken back: some \
+                 paths hold what it left (goat sessions show lists which)."
+            )
         } else {
             format!("{label} did not land; the workspace is as it was.")
         };
@@ -54,11 +59,19 @@ impl AppToolRouter {
         CallOutcome {
             status: if landed {
                 CallStatus::Ok
+            } else if settled.half_landed {
+                CallStatus::Error
             } else {
                 CallStatus::Denied
             },
             result,
-            error_kind: (!landed).then_some(goat_store::CallErrorKind::Denied),
+            error_kind: if landed {
+                None
+            } else if settled.half_landed {
+                Some(goat_store::CallErrorKind::Io)
+            } else {
+                Some(goat_store::CallErrorKind::Denied)
+            },
             decision: Some(CallDecision::Allow),
             decision_reason: None,
             duration: started.elapsed(),

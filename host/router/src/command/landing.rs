@@ -56,6 +56,7 @@ impl AppToolRouter {
                 refused: true,
                 changes: Vec::new(),
                 stored: ChangesStored::WithOutcome,
+                half_landed: false,
             };
         }
         let mut note = String::new();
@@ -95,6 +96,7 @@ impl AppToolRouter {
                         refused: true,
                         changes: Vec::new(),
                         stored: ChangesStored::WithOutcome,
+                        half_landed: false,
                     };
                 }
                 None => note.push_str(&format!(
@@ -126,6 +128,7 @@ impl AppToolRouter {
                     refused: true,
                     changes: Vec::new(),
                     stored: ChangesStored::WithOutcome,
+                    half_landed: false,
                 };
             }
         };
@@ -157,6 +160,7 @@ impl AppToolRouter {
                         ChangesStored::WithOutcome
                     },
                     refusals: Vec::new(),
+                    half_landed: false,
                 }
             }
             Err(e) => {
@@ -175,6 +179,7 @@ impl AppToolRouter {
                         None,
                         format!("this command's changes did not land: {e}"),
                     )],
+                    half_landed: !e.taken_back,
                 }
             }
         }
@@ -224,6 +229,9 @@ pub(crate) struct Settled {
     pub(crate) stored: ChangesStored,
     /// What refused the set (empty when it landed).
     pub(crate) refusals: Vec<Refusal>,
+    /// The landing failed part-way and its steps could not be taken back:
+    /// some paths hold what the set left, the journal says which.
+    pub(crate) half_landed: bool,
 }
 
 /// One line of the change-set listing the person can view.

@@ -53,3 +53,65 @@ fn screened_withheld_and_stranded_hook_turns_stay_out_of_history() {
     assert_eq!(turns[2].withheld_by, None);
     assert_eq!(turns[3].prompt_from_hook.as_deref(), Some("tests"));
 }
+
+#[test]
+fn a_session_with_refusals_and_hook_runs_is_removed_whole() {
+    use goat_store::{HookRan, Refusal, RefusedBy, RoundOk};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path());
+    let session = store
+        .create_session(dir.path(), "http://e/v1", "qwen")
+        .unwrap();
+    let ran = HookRan {
+        hook: "guard".into(),
+        event: "pre_tool_use".into(),
+        verdict: "deny".into(),
+        reason: "no".into(),
+        duration_ms: 3,
+    };
+    // A prompt a hook withheld, and a call a hook and a rule refused.
+    let withheld = store.start_screened_turn(&session).unwrap();
+    store.withhold_prompt(withheld, "guard").unwrap();
+    store
+        .record_turn_hooks(
+            withheld,
+            &[HookRan {
+                event: "user_prompt_submit".into(),
+                ..ran.clone()
+            }],
+        )
+        .unwrap();
+    let turn = store.start_turn(&session, "write").unwrap();
+    let round = store.start_round(turn).unwrap();
+    let rows = store
+        .finish_round_ok(
+            round,
+            &RoundOk {
+                calls: vec![crate::call("c1", "write_file", "{}")],
+                ..RoundOk::default()
+            },
+        )
+        .unwrap();
+    let mut outcome = crate::ok("refused");
+    outcome.refusals = vec![Refusal::new(
+        RefusedBy::Rule,
+        Some("a.txt".into()),
+        "denied",
+    )];
+    outcome.hooks = vec![ran];
+    store.finish_call(rows[0], &outcome).unwrap();
+    assert!(store.remove_session(&session).unwrap());
+    let conn = rusqlite::Connection::open(dir.path().join("state/goat.db")).unwrap();
+    for table in [
+        "call_refusals",
+        "hook_runs",
+        "turn_hook_runs",
+        "tool_calls",
+        "turns",
+    ] {
+        let left: i64 = conn
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
+}

@@ -82,7 +82,12 @@ pub fn attempts(state: &mut ChatState<'_>, rest: &str) -> Flow {
     // The pick is asked as an approval is, within the turn: a Ctrl-C
     // answers it with none, and is not taken for leaving the chat.
     let mut answers = ConsoleAnswers(console.clone());
+    let mut first = true;
     let mut ask = |question: &str| {
+        // What was typed while the attempts ran is not an answer.
+        if std::mem::take(&mut first) {
+            answers.discard_typeahead();
+        }
         eprint!("{question}");
         match answers.next() {
             Input::Line(line) => Some(line),
@@ -106,7 +111,7 @@ pub fn attempts(state: &mut ChatState<'_>, rest: &str) -> Flow {
         Err(e) => {
             let _ = writeln!(
                 state.out,
-                "{GOAT_LINE}the attempts did not run: {}",
+                "{GOAT_LINE}the attempts stopped: {}; goat attempts list shows what each did",
                 escape_controls(&format!("{e:#}"))
             );
         }

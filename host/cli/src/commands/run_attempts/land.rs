@@ -15,6 +15,19 @@ use crate::text;
 /// ([`goat_store::Store::landing`]).
 pub(crate) type SwapOut = (u32, Vec<goat_store::ChangeRecord>);
 
+/// Why nothing landed, said before any landing was tried: nothing was
+/// changed or recorded.
+#[derive(Debug)]
+pub(crate) struct NotLanded(anyhow::Error);
+
+impl std::fmt::Display for NotLanded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for NotLanded {}
+
 /// Lands attempt `n` of `run` (its `layer`) in `workspace` through
 /// `calls`: from a copy of the layer, so the layer itself stays as it was
 /// and can land again after an undo. The copy goes once the landing is
@@ -38,6 +51,59 @@ pub(crate) fn land(
     workspace: &Path,
     swap_out: Option<&SwapOut>,
 ) -> anyhow::Result<goat_store::CallOutcome> {
+    let (label, args, pending, copy) = prepare(layer, (run, n), workspace, swap_out)
+        .map_err(|e| anyhow::Error::new(NotLanded(e)))?;
+    let call = runtime.block_on(calls.land_attempt(&label, &args, pending))?;
+    // A landing that failed half-way and could not take its steps back
+    // leaves what the workspace held in the copy's backups. After a
+    // landing that succeeded, the journal holds what was replaced.
+    let kept = call.status != goat_store::CallStatus::Ok
+        && std::fs::read_dir(copy.dir().join("backup"))
+            .map(|mut entries| entries.next().is_some())
+            .unwrap_or(false);
+    if kept {
+        crate::note(format!(
+            "the landing's copy is kept at {}: it holds what the workspace held",
+            copy.dir().display()
+        ));
+    } else {
+        let _ = copy.discard();
+    }
+    Ok(call)
+}
+
+/// What the workspace held before the landings of `records` (see
+/// [`goat_router::checkpoint::befores`]), or why attempt `old` cannot be
+/// taken back.
+fn swap_befores(
+    workspace: &Path,
+    old: u32,
+    records: &[&goat_store::ChangeRecord],
+) -> anyhow::Result<Vec<(String, goat_command::attempt::Before)>> {
+    goat_router::checkpoint::befores(workspace, records).map_err(|e| {
+        anyhow::anyhow!(
+            "attempt {old} is in the workspace and cannot be taken back: {}; nothing landed",
+            text::escape_controls(&e.to_string())
+        )
+    })
+}
+
+/// The landing's label, arguments, change set and copy of the layer.
+type Prepared = (
+    String,
+    serde_json::Value,
+    goat_command::Pending,
+    AttemptLayer,
+);
+
+/// Everything before the landing: the copy, what is put back in a swap,
+/// the checks, the set read.
+fn prepare(
+    layer: &AttemptLayer,
+    (run, n): (i64, u32),
+    workspace: &Path,
+    swap_out: Option<&SwapOut>,
+) -> anyhow::Result<Prepared> {
     let swap = match swap_out {
         Some((old, records)) => {
             let records: Vec<&goat_store::ChangeRecord> = records.iter().collect();
@@ -83,44 +149,11 @@ pub(crate) fn land(
             pending,
         ))
     })();
-    let (label, args, pending) = match made {
-        Ok(made) => made,
+    match made {
+        Ok((label, args, pending)) => Ok((label, args, pending, copy)),
         Err(e) => {
             let _ = copy.discard();
-            return Err(e);
+            Err(e)
         }
-    };
-    let call = runtime.block_on(calls.land_attempt(&label, &args, pending))?;
-    // A landing that failed half-way and could not take its steps back
-    // leaves what the workspace held in the copy's backups. After a
-    // landing that succeeded, the journal holds what was replaced.
-    let kept = call.status != goat_store::CallStatus::Ok
-        && std::fs::read_dir(copy.dir().join("backup"))
-            .map(|mut entries| entries.next().is_some())
-            .unwrap_or(false);
-    if kept {
-        crate::note(format!(
-            "the landing's copy is kept at {}: it holds what the workspace held",
-            copy.dir().display()
-        ));
-    } else {
-        let _ = copy.discard();
     }
-    Ok(call)
-}
-
-/// What the workspace held before the landings of `records` (see
-/// [`goat_router::checkpoint::befores`]), or why attempt `old` cannot be
-/// taken back.
-fn swap_befores(
-    workspace: &Path,
-    old: u32,
-    records: &[&goat_store::ChangeRecord],
-) -> anyhow::Result<Vec<(String, goat_command::attempt::Before)>> {
-    goat_router::checkpoint::befores(workspace, records).map_err(|e| {
-        anyhow::anyhow!(
-            "attempt {old} is in the workspace and cannot be taken back: {}; nothing landed",
-            text::escape_controls(&e.to_string())
-        )
-    })
 }
