@@ -348,7 +348,12 @@ impl Route for CommandRoute<'_> {
                         changes_stored = landed.stored;
                         if landed.refused {
                             status = CallStatus::Error;
-                            error_kind = Some(CallErrorKind::PermissionDenied);
+                            // Failed part-way: not a refusal, a failure.
+                            error_kind = Some(if landed.half_landed {
+                                CallErrorKind::Io
+                            } else {
+                                CallErrorKind::PermissionDenied
+                            });
                         }
                         refusals.extend(landed.refusals);
                     }

@@ -219,6 +219,25 @@ impl Store {
         }))
     }
 
+    /// The session of a landing of `run` that failed part-way and could
+    /// not take all its steps back (its journal kept, not undone), if one
+    /// did: what the workspace holds there is neither attempt's.
+    pub fn failed_landing(&self, run: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT t.session_id FROM tool_calls c JOIN rounds r ON r.id = c.round_id
+                 JOIN turns t ON t.id = r.turn_id
+                 WHERE c.tool = 'land_attempt' AND c.status = 'error' AND json_valid(c.arguments)
+                   AND json_extract(c.arguments, '$.run') = ?1
+                   AND EXISTS (SELECT 1 FROM file_changes f
+                               WHERE f.call_row = c.id AND f.undone_at IS NULL)
+                 ORDER BY c.id DESC LIMIT 1",
+            )?
+            .query_row([run], |r| r.get(0))
+            .optional()?)
+    }
+
     /// Records that attempt `number` of `run` was discarded (its layer
     /// removed).
     pub fn discard_attempt(&mut self, run: i64, number: u32) -> Result<(), StoreError> {

@@ -63,6 +63,18 @@ pub enum StoreError {
     /// No such run of attempts.
     #[error("no run of attempts {0} in the store; `goat attempts list` shows them")]
     NoAttemptRun(i64),
+    /// The session is a run of attempts' own: its record (which attempt
+    /// each layer holds, which landed) stays while the run does.
+    #[error(
+        "session {id} is run {run} of attempts' own, and stays with the run; goat attempts \
+         discard --run {run} removes the run's layers"
+    )]
+    RunSession {
+        /// The session.
+        id: String,
+        /// The run.
+        run: i64,
+    },
     /// More than one session id starts with the prefix given.
     #[error(
         "'{prefix}' names more than one session ({}); give more of the id",

@@ -1,6 +1,6 @@
 //! Removing a session and everything recorded under it.
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use crate::{Store, StoreError};
 
@@ -14,6 +14,24 @@ impl Store {
     /// drive it): a session being driven is never removed under its driver.
     pub fn remove_session(&mut self, id: &str) -> Result<bool, StoreError> {
         let tx = self.write()?;
+        let run: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM attempt_runs WHERE session_id = ?1",
+                params![id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(run) = run {
+            return Err(StoreError::RunSession {
+                id: id.to_owned(),
+                run,
+            });
+        }
+        // An attempt's session: the attempt stays, without it.
+        tx.execute(
+            "UPDATE attempts SET session_id = NULL WHERE session_id = ?1",
+            params![id],
+        )?;
         let turns = "SELECT id FROM turns WHERE session_id = ?1";
         let rounds = format!("SELECT id FROM rounds WHERE turn_id IN ({turns})");
         tx.execute("DELETE FROM summaries WHERE session_id = ?1", params![id])?;

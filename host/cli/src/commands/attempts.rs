@@ -270,6 +270,14 @@ fn land(store_arg: &DbArg, run: Option<i64>, number: u32) -> anyhow::Result<Outc
     // Another attempt in the workspace is swapped out in the same change
     // set: what was there before is put back wherever attempt N says
     // nothing. Nothing undoes the landings meanwhile.
+    if let Some(session) = store.failed_landing(run.id)? {
+        bail!(
+            "a landing of run {} failed part-way and could not take all its steps back, so some \
+             paths hold neither attempt's files: goat sessions show {session} lists which. Put \
+             them right first (goat undo --session {session}); nothing landed",
+            run.id
+        );
+    }
     let swap_out = match store.landing(run.id)? {
         Some(landing) => {
             let locks = landing

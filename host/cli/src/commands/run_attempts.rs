@@ -350,11 +350,35 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
     for r in candidates {
         let n = r.number;
         let layer = AttemptLayer::open(&shared.base.join(n.to_string()))?;
-        let call = land(&runtime, &session.calls, (run, n), &layer, &workspace, None)?;
+        let call = match land(&runtime, &session.calls, (run, n), &layer, &workspace, None) {
+            Ok(call) => call,
+            // Nothing was tried (its layer could not be copied or read):
+            // said, and the next that passed is tried.
+            Err(e) if e.downcast_ref::<NotLanded>().is_some() => {
+                crate::note(format!(
+                    "attempt {n} passed, and did not land: {}",
+                    text::escape_controls(&format!("{e:#}"))
+                ));
+                outcome = RunOutcome::CompletedWithDenials;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if call.status == goat_store::CallStatus::Ok {
             landed = Some(n);
             files_changed = call.changes.iter().map(|c| c.path.clone()).collect();
             outcome = r.outcome.unwrap_or(RunOutcome::Completed);
+            break;
+        }
+        // A landing that failed part-way left the workspace changed: no
+        // other lands on top of it.
+        if call.status == goat_store::CallStatus::Error {
+            crate::note(format!(
+                "attempt {n} passed, and its landing failed part-way: {}",
+                text::escape_controls(call.result.trim())
+            ));
+            outcome = RunOutcome::HostError;
+            half_landed = true;
             break;
         }
         crate::note(format!(
@@ -362,18 +386,15 @@ pub(crate) fn run_plan(plan: &Plan<'_>, picker: Picker<'_>) -> anyhow::Result<At
             text::escape_controls(call.result.trim())
         ));
         outcome = RunOutcome::CompletedWithDenials;
-        // A landing that failed part-way left the workspace changed: no
-        // other lands on top of it.
-        if call.status == goat_store::CallStatus::Error {
-            half_landed = true;
-            break;
-        }
     }
     // Passed, and none landed (but as the person chose): never a
     // success, whatever --allow-denials says of denials.
     let exit_code = match landed {
         None if !passed.is_empty()
-            && !matches!(outcome, RunOutcome::Completed | RunOutcome::Cancelled) =>
+            && !matches!(
+                outcome,
+                RunOutcome::Completed | RunOutcome::Cancelled | RunOutcome::HostError
+            ) =>
         {
             RunOutcome::CompletedWithDenials.exit_code(false)
         }

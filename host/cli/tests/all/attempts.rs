@@ -276,6 +276,23 @@ async fn when_no_attempt_passes_nothing_lands_and_every_attempt_is_kept() {
             text(&shown.stdout)
         );
     }
+    // The run's own session stays with the run; an attempt's may go, and
+    // the attempt stays, without it.
+    let listed = json_out(&run.env.run(&["attempts", "list", "--json"]));
+    let own = listed[0]["session_id"].as_str().unwrap();
+    let refused = run.env.run(&["sessions", "rm", own]);
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(
+        text(&refused.stderr).contains("stays with the run"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let first = listed[0]["attempts"][0]["session_id"].as_str().unwrap();
+    let removed = run.env.run(&["sessions", "rm", first]);
+    assert!(removed.status.success(), "{}", text(&removed.stderr));
+    let listed = json_out(&run.env.run(&["attempts", "list", "--json"]));
+    assert_eq!(listed[0]["attempts"][0]["session_id"], Value::Null);
+    assert_eq!(listed[0]["attempts"].as_array().unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]

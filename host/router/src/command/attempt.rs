@@ -50,7 +50,8 @@ impl AppToolRouter {
         } else if settled.half_landed {
             format!(
                 "{label} failed part-way, and its steps could not all be taken back: some \
-                 paths hold what it left (goat sessions show lists which)."
+                 paths hold what it left (goat sessions show {} lists which).",
+                config.session_id
             )
         } else {
             format!("{label} did not land; the workspace is as it was.")

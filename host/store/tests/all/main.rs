@@ -3,10 +3,12 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod attempts;
 mod changes;
 mod egress;
 mod lock;
 mod sessions;
+mod turn_hooks;
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,8 +18,6 @@ use goat_store::{
     RoundOk, RoundStatus, SCHEMA_VERSION, Store, StoreError, TurnStatus,
 };
 use rusqlite::Connection;
-
-mod turn_hooks;
 
 pub(crate) fn open(dir: &Path) -> Store {
     Store::open(&dir.join("state").join("goat.db")).unwrap()
