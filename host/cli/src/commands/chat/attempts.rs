@@ -37,12 +37,22 @@ pub fn attempts(state: &mut ChatState<'_>, rest: &str) -> Flow {
         }
     };
     let mode = state.opened.mode.get();
-    if mode == ApprovalMode::Ask && !state.turn.allow_writes {
-        let _ = writeln!(
-            state.out,
-            "{GOAT_LINE}attempts run on their own, so nothing is asked in them: a write no rule \
-             allows is refused (/mode accept-edits lets the file tools write in them)"
-        );
+    match mode {
+        ApprovalMode::Ask if !state.turn.allow_writes => {
+            let _ = writeln!(
+                state.out,
+                "{GOAT_LINE}attempts run on their own, so nothing is asked in them: a write no \
+                 rule allows is refused (/mode accept-edits lets the file tools write in them)"
+            );
+        }
+        ApprovalMode::ReadOnly => {
+            let _ = writeln!(
+                state.out,
+                "{GOAT_LINE}the chat is read-only, and so are its attempts: they can change \
+                 nothing (/mode accept-edits lets the file tools write in them)"
+            );
+        }
+        _ => {}
     }
     match &state.attempts.verify {
         Some(check) => {
