@@ -23,6 +23,21 @@ pub(super) fn write(id: &str, path: &str, content: &str) -> goat_testkit::Reply 
     )
 }
 
+/// Attempts run one at a time, in order: what the tests rely on.
+pub(super) trait InOrder {
+    /// `--attempts N --attempts-parallel 1`.
+    fn attempts_in_order(self, n: u32) -> Self;
+}
+
+impl InOrder for crate::GoatRunBuilder {
+    fn attempts_in_order(self, n: u32) -> Self {
+        self.arg("--attempts")
+            .arg(n.to_string())
+            .arg("--attempts-parallel")
+            .arg("1")
+    }
+}
+
 /// Whether an attempt's layer can be entered here (a mount namespace
 /// with an overlay); said when not.
 pub(super) fn can_attempt() -> bool {
@@ -76,10 +91,7 @@ async fn three_attempts_the_check_picks_the_second_it_lands_land_swaps_in_the_th
             content_reply("Done."),
         ])
         .allow_writes()
-        .arg("--attempts")
-        .arg("3")
-        .arg("--attempts-parallel")
-        .arg("1")
+        .attempts_in_order(3)
         .arg("--verify")
         .arg("grep -q pass value.txt")
         .arg("--output")

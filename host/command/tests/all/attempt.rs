@@ -230,6 +230,20 @@ fn tree(dir: &Path) -> Vec<(String, String)> {
     out
 }
 
+/// Lands a copy of `layer` (made at `copy`) in `ws`; what each path held
+/// before, as its journal would say.
+fn land_copy(layer: &AttemptLayer, copy: &Path, ws: &Path) -> Vec<(String, Before)> {
+    let pending = layer.copy_to(copy).unwrap().pending(ws).unwrap();
+    let befores = pending
+        .set
+        .changes
+        .iter()
+        .map(|c| (c.path.clone(), Before::from_node(&c.before).unwrap()))
+        .collect();
+    pending.land().unwrap();
+    befores
+}
+
 #[test]
 fn a_landed_attempt_is_swapped_for_another_in_one_change_set_that_leaves_what_the_second_made() {
     let root = tempfile::tempdir().unwrap();
@@ -288,17 +302,7 @@ fn a_landed_attempt_is_swapped_for_another_in_one_change_set_that_leaves_what_th
         tree(&copy)
     };
     // Attempt 2 lands.
-    let landing = second
-        .copy_to(&root.path().join("attempts/2-copy"))
-        .unwrap();
-    let pending = landing.pending(&ws).unwrap();
-    let landed: Vec<(String, Before)> = pending
-        .set
-        .changes
-        .iter()
-        .map(|c| (c.path.clone(), Before::from_node(&c.before).unwrap()))
-        .collect();
-    pending.land().unwrap();
+    let landed = land_copy(&second, &root.path().join("attempts/2-copy"), &ws);
     assert_eq!(std::fs::read_to_string(ws.join("only2/g")).unwrap(), "2\n");
     // Attempt 3 in its place: its layer, with what attempt 2 replaced put
     // back wherever attempt 3 says nothing.
@@ -326,17 +330,7 @@ fn a_swap_never_removes_what_was_put_since_in_a_directory_the_landing_made() {
     let other = AttemptLayer::create(&root.path().join("attempts/2")).unwrap();
     sh(&landed, &ws, "mkdir made && echo 1 > made/f", user_ns);
     sh(&other, &ws, "echo 2 > other.txt", user_ns);
-    let landing = landed
-        .copy_to(&root.path().join("attempts/1-copy"))
-        .unwrap();
-    let pending = landing.pending(&ws).unwrap();
-    let befores: Vec<(String, Before)> = pending
-        .set
-        .changes
-        .iter()
-        .map(|c| (c.path.clone(), Before::from_node(&c.before).unwrap()))
-        .collect();
-    pending.land().unwrap();
+    let befores = land_copy(&landed, &root.path().join("attempts/1-copy"), &ws);
     // The person's own file, in the directory the landing made.
     std::fs::write(ws.join("made/mine.txt"), "mine\n").unwrap();
     let swap = other.copy_to(&root.path().join("attempts/2-swap")).unwrap();

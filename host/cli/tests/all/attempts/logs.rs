@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::{can_attempt, write};
+use super::{InOrder, can_attempt, write};
 use crate::jsonl::lines;
 use crate::{GoatRun, content_reply};
 
@@ -23,10 +23,7 @@ async fn each_attempt_keeps_its_own_events_trajectory_and_patch_and_the_run_keep
             content_reply("Done."),
         ])
         .allow_writes()
-        .arg("--attempts")
-        .arg("2")
-        .arg("--attempts-parallel")
-        .arg("1")
+        .attempts_in_order(2)
         .arg("--verify")
         .arg("grep -q pass value.txt")
         .arg("--logs-dir")

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{can_attempt, in_layer};
+use super::{InOrder, can_attempt, in_layer};
 use crate::jsonl::lines;
 use crate::{GoatRun, call_reply, content_reply, text};
 
@@ -14,10 +14,7 @@ async fn an_mcp_servers_writes_go_into_its_attempts_layer_and_land_with_it() {
         return;
     }
     let builder = GoatRun::builder()
-        .arg("--attempts")
-        .arg("2")
-        .arg("--attempts-parallel")
-        .arg("1")
+        .attempts_in_order(2)
         .arg("--verify")
         .arg("grep -q two made.txt")
         .arg("--output")

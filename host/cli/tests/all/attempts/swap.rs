@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{can_attempt, write};
+use super::{InOrder, can_attempt, write};
 use crate::{GoatRun, call_reply, content_reply, json_out, text};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -26,10 +26,7 @@ async fn a_swap_that_would_replace_a_file_too_large_to_keep_is_refused_and_nothi
         ])
         .allow_writes()
         .arg("--allow-commands")
-        .arg("--attempts")
-        .arg("2")
-        .arg("--attempts-parallel")
-        .arg("1")
+        .attempts_in_order(2)
         .arg("--output")
         .arg("jsonl")
         .run("Try")
@@ -89,10 +86,7 @@ async fn a_landing_undone_but_for_a_file_too_large_to_keep_is_no_longer_the_one_
         ])
         .allow_writes()
         .arg("--allow-commands")
-        .arg("--attempts")
-        .arg("2")
-        .arg("--attempts-parallel")
-        .arg("1")
+        .attempts_in_order(2)
         .arg("--output")
         .arg("jsonl");
     std::fs::write(builder.env().ws.join("big.bin"), vec![b'x'; 9_000_000]).unwrap();
@@ -137,10 +131,7 @@ async fn a_landing_the_rules_refuse_keeps_no_session_and_goat_undo_still_takes_b
             content_reply("Done."),
         ])
         .allow_writes()
-        .arg("--attempts")
-        .arg("2")
-        .arg("--attempts-parallel")
-        .arg("1")
+        .attempts_in_order(2)
         .arg("--output")
         .arg("jsonl")
         .run("Try")
